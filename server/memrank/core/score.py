@@ -1,19 +1,114 @@
-"""Scoring entry point (placeholder: relevance = retrieval_score only; replaced by the scoring core)."""
+"""Scoring entry point: signals, gates, normalisation and combination, every number explained.
+
+Steps, for one batch under one profile:
+
+1. the safety signal and the temporal checks gate what must never be
+   returned; the rest is the *population* that batch-relative signals
+   (facet fusion, lexical IDF) are computed over;
+2. every signal the profile lists is computed raw (``signals.SIGNALS``);
+3. the relevance threshold (on raw relevance) and the zero-importance gate
+   run (precedence in ``core.gates``);
+4. each signal is normalised by its profile normaliser over the ungated
+   candidates (gated ones get 0);
+5. combination, summed in this exact order so the identity is exact::
+
+       contribution_s = effective_weight_s * normalized_s
+       combined       = ((0 + contribution_1) + contribution_2 + ...) + blend_term
+
+   ``weighted_sum`` and ``agent_observer``: effective weight = profile
+   weight, blend_term = 0, quality = 0. ``blend``: effective weight =
+   (1 - retrieval_blend) * weight, blend_term = retrieval_blend *
+   retrieval_score, quality = sum(weight * normalized) in profile order, so
+   combined = retrieval_blend * retrieval + (1 - retrieval_blend) * quality.
+   Gated candidates get combined = blend_term = quality = 0.
+"""
 
 from __future__ import annotations
 
 import numpy as np
 
 from memrank.core.batch import Batch
+from memrank.core.gates import GateSet, safety_gate, temporal_gates, threshold_gate, zero_importance_gate
+from memrank.core.normalize import normalize
 from memrank.core.scores import Scores, ScoringContext, SignalColumn
+from memrank.core.signals import RawSignal, get_signal
+from memrank.core.types import DropReason
 from memrank.profiles.model import Profile
 
 
 def score(batch: Batch, ctx: ScoringContext, profile: Profile) -> Scores:
     """Score every candidate of the batch under the profile."""
-    n = batch.n
-    raw = batch.retrieval.astype(np.float64)
-    col = SignalColumn("relevance", 1.0, "none", raw, raw, raw.copy(), tuple(("retrieval_score",) for _ in range(n)))
-    zeros = np.zeros(n)
-    return Scores((col,), raw.copy(), zeros, zeros.copy(), np.zeros(n, dtype=np.int8), tuple(() for _ in range(n)),
-                  np.full(n, 0.5))
+    return score_gated(batch, ctx, profile, frozenset())
+
+
+def score_gated(batch: Batch, ctx: ScoringContext, profile: Profile, skip: frozenset[DropReason]) -> Scores:
+    """Like ``score``, with the gates named in ``skip`` not applied (admission skips two)."""
+    gates = GateSet(batch.n)
+    everyone = np.ones(batch.n, dtype=bool)
+    safe = get_signal("safety")(batch, ctx, profile, everyone)
+    safety_gate(gates, safe.values, safe.reasons)
+    temporal_gates(gates, batch, ctx.reference_time, skip)
+    population = gates.kept
+    raws: dict[str, RawSignal] = {"safety": safe}
+
+    def raw(name: str) -> RawSignal:
+        if name not in raws:
+            raws[name] = get_signal(name)(batch, ctx, profile, population)
+        return raws[name]
+
+    for spec in profile.signals:
+        raw(spec.name)
+    if profile.relevance_threshold is not None and DropReason.BELOW_THRESHOLD not in skip:
+        threshold_gate(gates, raw("relevance").values, profile.relevance_threshold)
+    importance = raw("importance")
+    if profile.gate_zero_importance and not ctx.explicit_lookup and DropReason.ZERO_IMPORTANCE not in skip:
+        zero_importance_gate(gates, importance.values, importance.reasons)
+    return _combine(batch, profile, raws, gates, importance.values)
+
+
+def _combine(batch: Batch, profile: Profile, raws: dict[str, RawSignal], gates: GateSet,
+             importance: np.ndarray) -> Scores:
+    eligible = gates.kept
+    blend = profile.formula == "blend"
+    scale = 1.0 - profile.retrieval_blend
+    columns: list[SignalColumn] = []
+    combined = np.zeros(batch.n)
+    quality = np.zeros(batch.n)
+    for spec in profile.signals:
+        r = raws[spec.name]
+        normalized = normalize(spec.normalization, r.values, eligible)
+        weight = _clean(scale * spec.weight) if blend else spec.weight
+        contribution = weight * normalized
+        combined = combined + contribution
+        if blend:
+            quality = quality + spec.weight * normalized
+        columns.append(SignalColumn(spec.name, weight, spec.normalization, r.values, normalized, contribution,
+                                    r.reasons))
+    blend_term = np.where(eligible, profile.retrieval_blend * batch.retrieval, 0.0) if blend else np.zeros(batch.n)
+    return Scores(
+        signals=tuple(columns),
+        combined=combined + blend_term,
+        blend_term=blend_term,
+        quality=quality,
+        gate=gates.codes,
+        gate_reasons=gates.frozen_reasons(),
+        importance=importance,
+    )
+
+
+def _clean(weight: float) -> float:
+    """The weight at 15 significant digits: 0.2 * 0.35 reads 0.07, not 0.06999999999999998."""
+    # Contributions use this same value, so the combined identity stays exact.
+    return float(f"{weight:.15g}")
+
+
+def reference_order(batch: Batch, final: np.ndarray) -> np.ndarray:
+    """Candidate indices in the tie rule's order: final desc, event time desc, ingestion time desc, id asc.
+
+    An unset event or ingestion time sorts as the oldest.
+    """
+    event = np.where(np.isnan(batch.event_time), -np.inf, batch.event_time).tolist()
+    ingested = np.where(np.isnan(batch.ingested_at), -np.inf, batch.ingested_at).tolist()
+    scores = np.asarray(final, dtype=np.float64).tolist()
+    keys = sorted(range(batch.n), key=lambda i: (-scores[i], -event[i], -ingested[i], batch.ids[i]))
+    return np.array(keys, dtype=np.int64)

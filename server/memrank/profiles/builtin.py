@@ -1,15 +1,78 @@
-"""Built-in profiles (placeholder until the scoring core lands)."""
+"""Built-in profiles: four compatibility profiles and memrank's own presets.
+
+Compatibility profiles reproduce a reference formula (DESIGN.md) and apply
+no threshold and no diversity pass (diversity_lambda 1):
+
+- ``agent-observer``: the Go scoreMemory, raw values summed:
+  kind_prior + 0.30 retrieval + 0.25 substring_match + access.
+- ``generative-agents``: recency (0.995/h, floor 0: the pure formula) +
+  importance + retrieval, each min-max normalised, weights 1/1/1.
+- ``lians-recall``: 0.8 retrieval + 0.2 quality, quality = .35 relevance
+  (0.5 fused retrieval + 0.5 lexical) + .15 confidence + .15 importance
+  + .10 trust + .10 freshness + .10 stability + .05 safety.
+- ``lians-admission``: .25 importance + .20 stability + .20 confidence
+  + .15 trust + .15 safety + .05 freshness (ScoreAdmission's default).
+
+memrank's own profiles are weighted sums whose weights add up to 1, with
+min-max relevance fused by RRF, so each combined score is in [0, 1]; they
+are starting points, to be tuned on evaluation data.
+"""
 
 from __future__ import annotations
 
 from types import MappingProxyType
 
-from memrank.profiles.model import Profile, SignalSpec
+from memrank.profiles.model import Profile, RecencySpec, SignalSpec
 
-BUILTIN_PROFILES = MappingProxyType({
-    "default": Profile(
-        name="default",
-        description="memrank's own profile",
-        signals=(SignalSpec("relevance", 1.0, "none"),),
+
+def _own(name: str, description: str, weights: dict[str, float], recency: RecencySpec | None = None) -> Profile:
+    signals = tuple(SignalSpec(s, w, "min_max" if s == "relevance" else "none") for s, w in weights.items())
+    return Profile(name=name, description=description, signals=signals, fusion="rrf", diversity_lambda=0.7,
+                   recency=recency or RecencySpec())
+
+
+_PROFILES = (
+    _own("default", "memrank's own: min-max RRF relevance led, lexical IDF, rule importance, floored recency",
+         {"relevance": 0.40, "lexical": 0.15, "importance": 0.15, "recency": 0.10, "trust": 0.10,
+          "kind_prior": 0.05, "access_log": 0.05}),
+    _own("support", "recency-led (half-life 48 h) for support agents",
+         {"recency": 0.35, "relevance": 0.30, "importance": 0.10, "lexical": 0.10, "trust": 0.05,
+          "kind_prior": 0.05, "access_log": 0.05}, recency=RecencySpec.from_half_life(48.0, 0.05)),
+    _own("assistant", "importance-led for personal assistants",
+         {"importance": 0.35, "relevance": 0.30, "lexical": 0.10, "recency": 0.10, "trust": 0.10,
+          "kind_prior": 0.05}),
+    _own("research", "relevance-led for research agents",
+         {"relevance": 0.50, "lexical": 0.20, "confidence": 0.10, "trust": 0.10, "importance": 0.05,
+          "recency": 0.05}),
+    Profile(
+        name="agent-observer",
+        description="the Go scoreMemory: kind prior + 0.30 retrieval + 0.25 task-word substrings + access",
+        signals=(SignalSpec("kind_prior", 1.0), SignalSpec("retrieval", 0.30), SignalSpec("substring_match", 0.25),
+                 SignalSpec("access", 1.0)),
+        formula="agent_observer", compatibility=True, gate_zero_importance=False,
     ),
-})
+    Profile(
+        name="generative-agents",
+        description="Park et al. 2023: min-max recency (0.995/h) + importance + relevance, weights 1/1/1",
+        signals=(SignalSpec("recency", 1.0, "min_max"), SignalSpec("importance", 1.0, "min_max"),
+                 SignalSpec("retrieval", 1.0, "min_max")),
+        recency=RecencySpec(decay_per_hour=0.995, floor=0.0), compatibility=True, gate_zero_importance=False,
+    ),
+    Profile(
+        name="lians-recall",
+        description="seven-component quality, recall weights; final = 0.8 retrieval + 0.2 quality",
+        signals=(SignalSpec("relevance", 0.35), SignalSpec("confidence", 0.15), SignalSpec("importance", 0.15),
+                 SignalSpec("trust", 0.10), SignalSpec("freshness", 0.10), SignalSpec("stability", 0.10),
+                 SignalSpec("safety", 0.05)),
+        formula="blend", retrieval_blend=0.8, lexical_blend=0.5, compatibility=True,
+    ),
+    Profile(
+        name="lians-admission",
+        description="seven-component quality, admission weights (no relevance)",
+        signals=(SignalSpec("importance", 0.25), SignalSpec("stability", 0.20), SignalSpec("confidence", 0.20),
+                 SignalSpec("trust", 0.15), SignalSpec("safety", 0.15), SignalSpec("freshness", 0.05)),
+        compatibility=True,
+    ),
+)
+
+BUILTIN_PROFILES = MappingProxyType({p.name: p for p in _PROFILES})

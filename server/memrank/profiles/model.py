@@ -55,6 +55,13 @@ class Profile:
     ``agent_observer`` (the Go scorer, raw values summed), or ``blend``
     (combined = retrieval_blend x retrieval + (1 - retrieval_blend) x quality,
     the seven-component design).
+
+    Signal weights are the profile's own weights (e.g. 0.35 for relevance in
+    lians-recall). Under ``blend`` the effective weight reported in a
+    breakdown is ``(1 - retrieval_blend) x weight`` (0.2 x 0.35 = 0.07), so
+    contribution = effective weight x normalised still holds.
+    ``lexical_blend`` mixes the lexical signal into raw relevance:
+    relevance = (1 - lexical_blend) x fused retrieval + lexical_blend x lexical.
     """
 
     name: str
@@ -76,6 +83,7 @@ class Profile:
     stage_weights: Mapping[str, float] = field(default_factory=dict)
     admit_threshold: float = 0.6
     hold_threshold: float = 0.4
+    lexical_blend: float = 0.0
 
     def weight_of(self, signal: str) -> float:
         """The weight of a signal, 0 when the profile does not use it."""
@@ -131,7 +139,7 @@ def profile_from_mapping(key: str, raw: Mapping[str, Any], base: Profile | None 
         elif name == "fusion" and value not in FUSIONS:
             raise ConfigError(f"{k}: {value!r} is not one of {', '.join(FUSIONS)}")
         elif name in ("diversity_lambda", "dedupe_threshold", "retrieval_blend", "min_score",
-                      "admit_threshold", "hold_threshold"):
+                      "admit_threshold", "hold_threshold", "lexical_blend"):
             values[name] = _number(k, value, 0.0, 1.0)
         elif name == "relevance_threshold":
             values[name] = None if value is None else _number(k, value)

@@ -1,0 +1,137 @@
+"""The `memrank` command: serve, rank a JSON request offline, list profiles."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+import yaml
+
+from memrank.config import ENV_KEYS, Settings, SettingsSource
+from memrank.core.errors import ConfigError, InvalidRequest
+
+EPILOG_ENV = "environment variables (override the config file; flags override them):\n" + "\n".join(
+    f"  {var:<32} {key}" for var, key in ENV_KEYS.items()
+) + "\n  MEMRANK_CONFIG                   path of the config file (as --config)"
+
+
+def _common(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--config", metavar="FILE", help="YAML config file overriding the built-in defaults")
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="memrank",
+        description="memrank: a stateless gRPC ranking sidecar for agent memory. Ranks the candidate memories "
+                    "a retriever found, drops what should not reach the prompt, and explains every score.",
+    )
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    serve = sub.add_parser(
+        "serve", help="run the gRPC sidecar", formatter_class=argparse.RawDescriptionHelpFormatter,
+        description="Serve memrank.v1.RankingService, grpc.health.v1.Health and server reflection. Runs on the "
+                    "built-in default configuration when no file is given. SIGTERM/SIGINT drain in-flight calls "
+                    "within the grace period and exit 0.",
+        epilog=EPILOG_ENV,
+    )
+    _common(serve)
+    serve.add_argument("--address", help="host:port to listen on (default 0.0.0.0:50051; port 0 = any free port)")
+    serve.add_argument("--metrics-port", type=int, help="port of the Prometheus /metrics endpoint (default 9464; "
+                                                        "0 = off)")
+    serve.add_argument("--workers", type=int, help="worker processes sharing the port via SO_REUSEPORT (default 1)")
+    serve.add_argument("--log-level", choices=("debug", "info", "warning", "error"),
+                       help="log level (default info); memory content is logged only at debug")
+    serve.add_argument("--grace-period", type=float, metavar="SECONDS",
+                       help="seconds in-flight calls get after SIGTERM (default 10)")
+    serve.add_argument("--print-config", action="store_true", help="print the effective configuration and exit")
+    rank = sub.add_parser(
+        "rank", help="rank a request given as protobuf JSON and print the response",
+        description="Rank a memrank.v1.RankRequest given as protobuf JSON (a file, or - for stdin) through the "
+                    "same validation and core as the server, and print the RankResponse as JSON.",
+    )
+    _common(rank)
+    rank.add_argument("file", help="RankRequest JSON file, or - for standard input")
+    profiles = sub.add_parser("profiles", help="list the profiles and their weights")
+    _common(profiles)
+    profiles.add_argument("--json", action="store_true", help="print ListProfilesResponse JSON")
+    return parser
+
+
+def _serve(args: argparse.Namespace) -> int:
+    from memrank.grpc.server import serve
+    from memrank.logs import setup_logging
+
+    overrides = {
+        "server.address": args.address, "server.metrics_port": args.metrics_port, "server.workers": args.workers,
+        "server.log_level": args.log_level, "server.grace_period_seconds": args.grace_period,
+    }
+    source = SettingsSource(args.config, tuple((k, v) for k, v in overrides.items() if v is not None))
+    settings = source.load()
+    if args.print_config:
+        print(yaml.safe_dump(settings.as_dict(), sort_keys=False), end="")
+        return 0
+    setup_logging(settings.server.log_level)
+    serve(settings, source)
+    return 0
+
+
+def _rank(args: argparse.Namespace, settings: Settings) -> int:
+    from google.protobuf import json_format
+
+    from memrank._gen.v1 import ranking_pb2 as pb
+    from memrank.grpc.service import handle_rank
+
+    text = sys.stdin.read() if args.file == "-" else Path(args.file).read_text(encoding="utf-8")
+    try:
+        request = json_format.Parse(text, pb.RankRequest())
+    except json_format.ParseError as exc:
+        print(f"memrank rank: {args.file}: not a RankRequest: {exc}", file=sys.stderr)
+        return 2
+    try:
+        response = handle_rank(request, settings, time.time(), settings.provenance_key())
+    except InvalidRequest as exc:
+        for v in exc.violations:
+            print(f"memrank rank: INVALID_ARGUMENT {v.field}: {v.description}", file=sys.stderr)
+        return 2
+    print(json_format.MessageToJson(response, indent=2))
+    return 0
+
+
+def _profiles(args: argparse.Namespace, settings: Settings) -> int:
+    from google.protobuf import json_format
+
+    from memrank.grpc.convert import profiles_to_proto
+
+    if args.json:
+        print(json_format.MessageToJson(profiles_to_proto(settings.profiles, settings.policy_version), indent=2))
+        return 0
+    for name in sorted(settings.profiles):
+        p = settings.profiles[name]
+        tag = " (compatibility)" if p.compatibility else ""
+        print(f"{name}{tag}: {p.description}")
+        for s in p.signals:
+            print(f"    {s.name:<14} weight {s.weight:<8g} normalization {s.normalization}")
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the `memrank` console script."""
+    args = _parser().parse_args(argv)
+    try:
+        if args.command == "serve":
+            return _serve(args)
+        settings = SettingsSource(args.config).load()
+        return _rank(args, settings) if args.command == "rank" else _profiles(args, settings)
+    except ConfigError as exc:
+        print(f"memrank: configuration error: {exc}", file=sys.stderr)
+        return 2
+    except (OSError, json.JSONDecodeError) as exc:
+        print(f"memrank: {exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

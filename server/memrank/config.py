@@ -1,0 +1,300 @@
+"""Settings: one frozen object, read once (built-in defaults < file < env < flags).
+
+This is the only module that reads the environment. Every error names the
+key and the bad value.
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import json
+import math
+import os
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, fields
+from importlib import resources
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any
+
+import yaml
+
+from memrank.core.batch import LayerSpec
+from memrank.core.errors import ConfigError
+from memrank.profiles.builtin import BUILTIN_PROFILES
+from memrank.profiles.model import Profile, profile_from_mapping
+
+# Environment variable -> dotted config key.
+ENV_KEYS: Mapping[str, str] = MappingProxyType({
+    "MEMRANK_ADDRESS": "server.address",
+    "MEMRANK_METRICS_PORT": "server.metrics_port",
+    "MEMRANK_METRICS_ADDRESS": "server.metrics_address",
+    "MEMRANK_WORKERS": "server.workers",
+    "MEMRANK_LOG_LEVEL": "server.log_level",
+    "MEMRANK_GRACE_PERIOD_SECONDS": "server.grace_period_seconds",
+    "MEMRANK_MAX_MESSAGE_BYTES": "server.max_message_bytes",
+    "MEMRANK_MAX_CONCURRENT_RPCS": "server.max_concurrent_rpcs",
+    "MEMRANK_THREAD_POOL_SIZE": "server.thread_pool_size",
+    "MEMRANK_MAX_CANDIDATES": "limits.max_candidates",
+    "MEMRANK_PROVENANCE_KEY_FILE": "security.provenance_key_file",
+    "MEMRANK_RECEIPT_KEY_FILE": "security.receipt_key_file",
+})
+LOG_LEVELS = ("debug", "info", "warning", "error")
+
+
+@dataclass(frozen=True)
+class ServerSettings:
+    """How the server listens and behaves."""
+
+    address: str
+    metrics_port: int
+    metrics_address: str
+    workers: int
+    log_level: str
+    grace_period_seconds: float
+    max_message_bytes: int
+    max_concurrent_rpcs: int
+    thread_pool_size: int
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Request size limits enforced at the edge."""
+
+    max_candidates: int
+    max_facets: int
+    max_content_bytes: int
+    max_embedding_dim: int
+    max_layers: int
+    max_query_bytes: int
+    max_id_bytes: int
+    max_metadata_entries: int
+    max_stage_scores: int
+
+
+@dataclass(frozen=True)
+class SecuritySettings:
+    """Key files (paths, as Kubernetes Secrets mount them)."""
+
+    provenance_key_file: str | None
+    receipt_key_file: str | None
+
+
+@dataclass(frozen=True)
+class Settings:
+    """The whole effective configuration."""
+
+    server: ServerSettings
+    limits: Limits
+    security: SecuritySettings
+    layers: tuple[LayerSpec, ...]
+    profiles: Mapping[str, Profile]
+    policy_version: str
+
+    def provenance_key(self) -> bytes | None:
+        """The provenance HMAC key, read from its file (None when not configured)."""
+        return _read_key("security.provenance_key_file", self.security.provenance_key_file)
+
+    def receipt_key(self) -> bytes | None:
+        """The receipt HMAC key, read from its file (None when not configured)."""
+        return _read_key("security.receipt_key_file", self.security.receipt_key_file)
+
+    def as_dict(self) -> dict[str, Any]:
+        """Plain data for --print-config (profiles summarised by their weights)."""
+        return {
+            "server": asdict(self.server),
+            "limits": asdict(self.limits),
+            "security": asdict(self.security),
+            "layers": [asdict(layer) for layer in self.layers],
+            "profiles": {name: {s.name: s.weight for s in p.signals} for name, p in sorted(self.profiles.items())},
+            "policy_version": self.policy_version,
+        }
+
+
+def _read_key(key: str, path: str | None) -> bytes | None:
+    if not path:
+        return None
+    try:
+        data = Path(path).read_bytes().strip()
+    except OSError as exc:
+        raise ConfigError(f"{key}: cannot read {path!r}: {exc.strerror}") from None
+    if not data:
+        raise ConfigError(f"{key}: {path!r} is empty")
+    return data
+
+
+def builtin_defaults() -> dict[str, Any]:
+    """The packaged defaults.yaml as plain data."""
+    text = resources.files("memrank").joinpath("defaults.yaml").read_text(encoding="utf-8")
+    data = yaml.safe_load(text)
+    assert isinstance(data, dict)
+    return data
+
+
+def _merge(base: dict[str, Any], over: Mapping[str, Any], path: str = "") -> dict[str, Any]:
+    out = copy.deepcopy(base)
+    for key, value in over.items():
+        where = f"{path}{key}"
+        if key not in out and path == "" and key not in ("profiles", "layers"):
+            raise ConfigError(f"{where}: unknown key (known: {', '.join(sorted(base))})")
+        if isinstance(value, Mapping) and isinstance(out.get(key), dict) and key != "profiles":
+            for sub in value:
+                if sub not in out[key]:
+                    raise ConfigError(f"{where}.{sub}: unknown key (known: {', '.join(sorted(out[key]))})")
+            out[key] = _merge(out[key], value, f"{where}.")
+        else:
+            out[key] = copy.deepcopy(value)
+    return out
+
+
+def _set_dotted(data: dict[str, Any], dotted: str, value: Any) -> None:
+    head, tail = dotted.split(".", 1)
+    data.setdefault(head, {})[tail] = value
+
+
+def _coerce(key: str, value: Any, kind: type) -> Any:
+    if value is None and kind is str:
+        return None
+    if kind is bool or isinstance(value, bool):
+        raise ConfigError(f"{key}: expected {kind.__name__}, got {value!r}")
+    try:
+        out = kind(value)
+    except (TypeError, ValueError):
+        raise ConfigError(f"{key}: expected {kind.__name__}, got {value!r}") from None
+    if kind is float and not math.isfinite(out):
+        raise ConfigError(f"{key}: expected a finite number, got {value!r}")
+    return out
+
+
+def _section(cls: type, key: str, raw: Any) -> Any:
+    if not isinstance(raw, Mapping):
+        raise ConfigError(f"{key}: expected a mapping, got {raw!r}")
+    values = {}
+    for f in fields(cls):
+        kind = {"int": int, "float": float, "str": str, "str | None": str}[str(f.type)]
+        values[f.name] = _coerce(f"{key}.{f.name}", raw.get(f.name), kind)
+    return cls(**values)
+
+
+def _check_server(s: ServerSettings) -> None:
+    host, sep, port = s.address.rpartition(":")
+    if not sep or not host or not port.isdigit() or not 0 <= int(port) <= 65535:
+        raise ConfigError(f"server.address: expected host:port, got {s.address!r}")
+    checks = [
+        ("server.metrics_port", s.metrics_port, 0, 65535),
+        ("server.workers", s.workers, 1, 64),
+        ("server.grace_period_seconds", s.grace_period_seconds, 0, 3600),
+        ("server.max_message_bytes", s.max_message_bytes, 1024, 1 << 30),
+        ("server.max_concurrent_rpcs", s.max_concurrent_rpcs, 1, 100_000),
+        ("server.thread_pool_size", s.thread_pool_size, 1, 1024),
+    ]
+    for key, value, lo, hi in checks:
+        if not lo <= value <= hi:
+            raise ConfigError(f"{key}: {value!r} is outside [{lo}, {hi}]")
+    if s.log_level not in LOG_LEVELS:
+        raise ConfigError(f"server.log_level: {s.log_level!r} is not one of {', '.join(LOG_LEVELS)}")
+
+
+def _check_limits(limits: Limits) -> None:
+    for f in fields(limits):
+        value = getattr(limits, f.name)
+        if value < 1:
+            raise ConfigError(f"limits.{f.name}: {value!r} must be at least 1")
+
+
+def _layers(raw: Any) -> tuple[LayerSpec, ...]:
+    if not isinstance(raw, list):
+        raise ConfigError(f"layers: expected a list, got {raw!r}")
+    out: list[LayerSpec] = []
+    for i, item in enumerate(raw):
+        key = f"layers[{i}]"
+        if not isinstance(item, Mapping) or not item.get("name"):
+            raise ConfigError(f"{key}: expected a mapping with a name, got {item!r}")
+        unknown = set(item) - {"name", "share", "floor_tokens", "max_items", "min_score"}
+        if unknown:
+            raise ConfigError(f"{key}.{sorted(unknown)[0]}: unknown layer key")
+        share = _coerce(f"{key}.share", item.get("share", 0.0), float)
+        if share < 0:
+            raise ConfigError(f"{key}.share: {share!r} must be >= 0")
+        min_score = item.get("min_score")
+        out.append(LayerSpec(
+            name=str(item["name"]), share=share,
+            floor_tokens=_coerce(f"{key}.floor_tokens", item.get("floor_tokens", 0), int),
+            max_items=_coerce(f"{key}.max_items", item.get("max_items", 0), int),
+            min_score=None if min_score is None else _coerce(f"{key}.min_score", min_score, float),
+        ))
+    if len({layer.name for layer in out}) != len(out):
+        raise ConfigError("layers: layer names must be unique")
+    return tuple(out)
+
+
+def _profiles(raw: Any) -> Mapping[str, Profile]:
+    if not isinstance(raw, Mapping):
+        raise ConfigError(f"profiles: expected a mapping, got {raw!r}")
+    out: dict[str, Profile] = dict(BUILTIN_PROFILES)
+    for name, body in raw.items():
+        key = f"profiles.{name}"
+        if not isinstance(body, Mapping):
+            raise ConfigError(f"{key}: expected a mapping, got {body!r}")
+        body = dict(body)
+        base_name = body.pop("base", None)
+        base = out.get(str(base_name)) if base_name else out.get(str(name))
+        if base_name and base is None:
+            raise ConfigError(f"{key}.base: unknown profile {base_name!r} (known: {', '.join(sorted(out))})")
+        out[str(name)] = profile_from_mapping(key, body, base)
+    return MappingProxyType(out)
+
+
+def _policy_version(data: Mapping[str, Any]) -> str:
+    canonical = json.dumps({k: data[k] for k in ("limits", "layers", "profiles")}, sort_keys=True, default=str)
+    return "policy-" + hashlib.sha256(canonical.encode()).hexdigest()[:12]
+
+
+def load_settings(
+    path: str | None = None,
+    env: Mapping[str, str] | None = None,
+    overrides: Mapping[str, Any] | None = None,
+) -> Settings:
+    """Load the effective settings: built-in defaults < file < env < overrides (dotted keys)."""
+    env = os.environ if env is None else env
+    data = builtin_defaults()
+    path = path or env.get("MEMRANK_CONFIG") or None
+    if path:
+        try:
+            loaded = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
+        except OSError as exc:
+            raise ConfigError(f"--config: cannot read {path!r}: {exc.strerror}") from None
+        except yaml.YAMLError as exc:
+            raise ConfigError(f"--config: {path!r} is not valid YAML: {exc}") from None
+        if loaded is not None:
+            if not isinstance(loaded, Mapping):
+                raise ConfigError(f"--config: {path!r} must hold a mapping at the top level")
+            data = _merge(data, loaded)
+    for var, dotted in ENV_KEYS.items():
+        if var in env:
+            _set_dotted(data, dotted, env[var])
+    for dotted, value in (overrides or {}).items():
+        if value is not None:
+            _set_dotted(data, dotted, value)
+    server = _section(ServerSettings, "server", data["server"])
+    _check_server(server)
+    limits = _section(Limits, "limits", data["limits"])
+    _check_limits(limits)
+    security = _section(SecuritySettings, "security", data["security"])
+    return Settings(
+        server=server, limits=limits, security=security, layers=_layers(data["layers"]),
+        profiles=_profiles(data.get("profiles") or {}), policy_version=_policy_version(data),
+    )
+
+
+@dataclass(frozen=True)
+class SettingsSource:
+    """Where settings come from (picklable, so worker processes can load the same settings)."""
+
+    path: str | None = None
+    overrides: tuple[tuple[str, Any], ...] = ()
+
+    def load(self) -> Settings:
+        """Load the settings this source describes."""
+        return load_settings(self.path, overrides=dict(self.overrides))

@@ -1,0 +1,89 @@
+"""Gates: candidates that must not be returned, with the reason for each.
+
+Gates are applied in this precedence, and a candidate's ``gate`` code is the
+first that applies (its reasons list every one that applies, in order):
+
+1. ``SAFETY_GATED``   status UNSAFE, QUARANTINED or PENDING, or injection-like content
+2. ``FUTURE_EVENT``   event_time > reference_time
+3. ``NOT_YET_VALID``  reference_time < valid_from
+4. ``EXPIRED``        reference_time >= valid_to
+5. ``BELOW_THRESHOLD`` raw relevance < profile.relevance_threshold (before normalisation)
+6. ``ZERO_IMPORTANCE`` effective importance == 0, unless the query is an explicit
+   lookup or the profile sets ``gate_zero_importance`` False
+
+Safety first because it is never negotiable; temporal next because an
+as-of query must not see what did not exist yet; then the profile's choices.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from memrank.core.batch import Batch
+from memrank.core.types import DropReason
+
+SECONDS_PER_HOUR = 3600.0
+
+
+class GateSet:
+    """Gate codes and reasons being built for one batch (first gate added wins)."""
+
+    def __init__(self, n: int) -> None:
+        self.codes = np.zeros(n, dtype=np.int8)
+        self.reasons: list[list[str]] = [[] for _ in range(n)]
+
+    def add(self, reason: DropReason, mask: np.ndarray, texts: Sequence[str]) -> None:
+        """Gate the masked candidates; texts holds one explanation per candidate."""
+        for i in np.flatnonzero(mask).tolist():
+            if self.codes[i] == DropReason.KEPT:
+                self.codes[i] = reason
+            self.reasons[i].append(texts[i])
+
+    @property
+    def kept(self) -> np.ndarray:
+        """Mask of candidates no gate removed so far."""
+        return np.asarray(self.codes == DropReason.KEPT)
+
+    def frozen_reasons(self) -> tuple[tuple[str, ...], ...]:
+        """The reasons as immutable tuples."""
+        return tuple(tuple(r) for r in self.reasons)
+
+
+def _hours(delta: np.ndarray) -> list[str]:
+    return [f"{abs(d) / SECONDS_PER_HOUR:.2f} h" for d in np.nan_to_num(delta).tolist()]
+
+
+def safety_gate(gates: GateSet, safety_values: np.ndarray, safety_reasons: Sequence[tuple[str, ...]]) -> None:
+    """Gate what the safety signal scored 0."""
+    gates.add(DropReason.SAFETY_GATED, safety_values == 0.0, [f"safety gated: {r[0]}" for r in safety_reasons])
+
+
+def temporal_gates(gates: GateSet, batch: Batch, reference_time: float, skip: frozenset[DropReason]) -> None:
+    """Gate future events and memories outside their validity window at the reference time."""
+    checks = (
+        (DropReason.FUTURE_EVENT, batch.event_time > reference_time, batch.event_time - reference_time,
+         "future event: event_time is {} after the reference time"),
+        (DropReason.NOT_YET_VALID, reference_time < batch.valid_from, batch.valid_from - reference_time,
+         "not yet valid: valid_from is {} after the reference time"),
+        (DropReason.EXPIRED, reference_time >= batch.valid_to, reference_time - batch.valid_to,
+         "expired: valid_to is {} before or at the reference time"),
+    )
+    for reason, mask, delta, template in checks:
+        if reason not in skip:
+            gates.add(reason, mask, [template.format(h) for h in _hours(delta)])
+
+
+def threshold_gate(gates: GateSet, relevance_raw: np.ndarray, threshold: float | None) -> None:
+    """Gate raw relevance below the profile's threshold."""
+    if threshold is None:
+        return
+    texts = [f"below threshold: raw relevance {v:.6g} < {threshold:g}" for v in relevance_raw.tolist()]
+    gates.add(DropReason.BELOW_THRESHOLD, relevance_raw < threshold, texts)
+
+
+def zero_importance_gate(gates: GateSet, importance: np.ndarray, reasons: Sequence[tuple[str, ...]]) -> None:
+    """Gate importance-0 memories (the caller decides whether this gate runs)."""
+    texts = [f"zero importance on general recall ({r[0]})" for r in reasons]
+    gates.add(DropReason.ZERO_IMPORTANCE, importance == 0.0, texts)

@@ -1,0 +1,63 @@
+"""What a ranking returns, as columns plus the selection decisions."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from memrank.core.scores import Scores
+from memrank.profiles.model import Profile
+
+SCORING_SCHEMA = "memrank.score.v1"
+
+
+@dataclass(frozen=True)
+class Allocation:
+    """How one layer's budget was used."""
+
+    layer: str
+    budget_tokens: int
+    used_tokens: int
+    floor_tokens: int
+    candidate_count: int
+    selected_count: int
+    released_tokens: int = 0
+    received_tokens: int = 0
+
+
+@dataclass(frozen=True)
+class Stage:
+    """One order-producing stage applied to a selected memory."""
+
+    stage: str
+    objective: str
+    provenance: str
+    input_score: float
+    position: int
+    output_score: float
+
+
+@dataclass(frozen=True)
+class RankOutcome:
+    """Selection of one request: every candidate is either in ``ranked`` or has a drop reason."""
+
+    profile: Profile
+    scores: Scores
+    layer_of: tuple[str, ...]  # effective layer per candidate ("other" = catch-all)
+    token_count: np.ndarray  # int64 per candidate (estimated where the caller sent 0)
+    token_estimated: np.ndarray  # bool per candidate
+    final: np.ndarray  # float64 per candidate: score after every stage
+    drop: np.ndarray  # int8 per candidate: DropReason (0 = selected)
+    drop_notes: tuple[tuple[str, ...], ...]  # per candidate: why it was dropped
+    ranked: np.ndarray  # int64 candidate indices, rank order (rank = position in this array + 1)
+    positions: np.ndarray  # int64 placement position of each ranked memory
+    public_score: np.ndarray  # float64 public score of each ranked memory, strictly decreasing
+    stages: tuple[tuple[Stage, ...], ...]  # per ranked memory
+    allocations: tuple[Allocation, ...]
+    suggestions: tuple[tuple[int, float], ...]  # (candidate index, suggested importance)
+
+    @property
+    def n(self) -> int:
+        """Number of candidates."""
+        return self.scores.n

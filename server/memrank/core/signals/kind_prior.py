@@ -1,0 +1,25 @@
+"""Kind prior: a table lookup on the memory's kind, case-sensitive, 0 for kinds not listed.
+
+The table is ``profile.kind_prior``; the default (the Go scorer's) is
+decision 0.35, fact 0.30, preference 0.25, failure 0.20, attempt 0.05.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from memrank.core.batch import Batch
+from memrank.core.scores import ScoringContext
+from memrank.core.signals.base import RawSignal
+from memrank.profiles.model import Profile
+
+
+def kind_prior(batch: Batch, ctx: ScoringContext, profile: Profile, population: np.ndarray) -> RawSignal:
+    """profile.kind_prior[kind], 0 when the kind is not in the table."""
+    table = profile.kind_prior
+    values = np.array([float(table.get(k, 0.0)) for k in batch.kinds], dtype=np.float64)
+    reasons = tuple(
+        (f"kind {k!r}: {v:g}",) if k in table else (f"kind {k!r} not in the prior table: 0",)
+        for k, v in zip(batch.kinds, values.tolist(), strict=True)
+    )
+    return RawSignal(values, reasons)

@@ -1,0 +1,79 @@
+"""Safety: a gate, not a penalty.
+
+The signal is 1.0 for SAFE (and unset), 0.5 for REVIEW_NEEDED, and 0 for
+UNSAFE, QUARANTINED, PENDING or injection-like content; the zeros are also
+dropped by the safety gate (``core.gates``). Injection-like means one of the
+``INJECTION_PATTERNS`` below matches anywhere in the content
+(case-insensitive). The whole content is scanned, not a head/tail sample,
+so padding cannot hide an injection; every pattern is linear-time (bounded
+gaps, no nested repetition).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from types import MappingProxyType
+
+import numpy as np
+
+from memrank.core.batch import Batch
+from memrank.core.scores import ScoringContext
+from memrank.core.signals.base import RawSignal
+from memrank.core.types import Safety
+from memrank.profiles.model import Profile
+
+_I = re.IGNORECASE
+INJECTION_PATTERNS: Mapping[str, re.Pattern[str]] = MappingProxyType({
+    # "ignore all previous instructions", "disregard the above rules", ...
+    "override_instructions": re.compile(
+        r"\b(?:ignore|disregard|forget|override)\b[^.\n]{0,40}?\b(?:previous|prior|above|earlier|preceding"
+        r"|all|any|your|the|these|those)\b[^.\n]{0,20}?\b(?:instructions?|prompts?|rules|directions"
+        r"|guidelines|directives)\b", _I),
+    # Role-play system prompts and chat-template markers.
+    "system_prompt_roleplay": re.compile(
+        r"(?:^|\n)[ \t]*(?:system|developer)[ \t]*:[ \t]*you\b|<\s*/?\s*system\s*>"
+        r"|<\|(?:im_start|im_end|system|endoftext)\|>|\[/?INST\]"
+        r"|<<\s*/?SYS\s*>>|\byou are now (?:an? |in )?(?:dan|unrestricted|jailbroken|developer mode|uncensored)\b"
+        r"|\bpretend (?:to be|you are) (?:the |an? )?(?:system|admin|administrator|developer|root)\b"
+        r"|\bact as (?:the |an? )?(?:system|admin|administrator|root)\b|\bjailbreak\b", _I),
+    # Asking the model to leak its prompt.
+    "prompt_exfiltration": re.compile(
+        r"\b(?:reveal|print|show|repeat|leak|output)\b[^.\n]{0,30}?\b(?:system prompt|hidden instructions"
+        r"|initial instructions|developer message)\b", _I),
+    # Tool or function calls smuggled into stored text.
+    "tool_call_smuggling": re.compile(
+        r"<\s*/?\s*(?:\w+:)?(?:tool_call|tool_use|function_call|function_calls|invoke)\b"
+        r"|\"(?:tool_calls|function_call)\"\s*:", _I),
+})
+_BLOCKED = frozenset({Safety.UNSAFE, Safety.QUARANTINED, Safety.PENDING})
+
+
+def injection_match(content: str) -> str | None:
+    """The name of the first injection pattern the content matches, or None."""
+    for name, pattern in INJECTION_PATTERNS.items():
+        if pattern.search(content):
+            return name
+    return None
+
+
+def blocked_status(status: int) -> str | None:
+    """The Safety name of a blocking status, or None."""
+    return Safety(status).name if status in _BLOCKED else None
+
+
+def safety(batch: Batch, ctx: ScoringContext, profile: Profile, population: np.ndarray) -> RawSignal:
+    """1 safe, 0.5 review needed, 0 blocked status or injection-like content."""
+    values = np.ones(batch.n)
+    reasons: list[tuple[str, ...]] = []
+    for i, (status, content) in enumerate(zip(batch.safety.tolist(), batch.contents, strict=True)):
+        blocked, pattern = blocked_status(status), injection_match(content)
+        if blocked or pattern:
+            values[i] = 0.0
+            reasons.append((f"status {blocked}: 0" if blocked else f"injection-like content ({pattern}): 0",))
+        elif status == Safety.REVIEW_NEEDED:
+            values[i] = 0.5
+            reasons.append(("review needed: 0.5",))
+        else:
+            reasons.append(("safe: 1",))
+    return RawSignal(values, tuple(reasons))

@@ -1,0 +1,79 @@
+"""Text helpers of the scoring core: bounded samples, word tokens, stop words.
+
+Lexical work never sees more than a head/tail sample of ``SAMPLE_CHARS``
+characters and ``MAX_TOKENS`` tokens per candidate, so its cost is bounded
+whatever the caller sends. Tokens are ``re`` ``\\w+`` runs (Unicode word
+characters, so "café" and "東京" are words) of the ``str.lower()`` text.
+"""
+
+from __future__ import annotations
+
+import re
+
+SAMPLE_CHARS = 8192
+MAX_TOKENS = 1024
+
+# A small, documented English stop-word list (function words and pronouns).
+# Deliberately short: content words such as "not" or "never" are kept because
+# they change meaning.
+STOP_WORDS = frozenset((
+    "a", "about", "above", "after", "again", "against", "all", "am", "an", "and", "any", "are", "as", "at", "be",
+    "because", "been", "before", "being", "below", "between", "both", "but", "by", "can", "could", "did", "do",
+    "does", "doing", "down", "during", "each", "few", "for", "from", "further", "had", "has", "have", "having",
+    "he", "her", "here", "hers", "herself", "him", "himself", "his", "how", "i", "if", "in", "into", "is", "it",
+    "its", "itself", "just", "me", "more", "most", "my", "myself", "no", "nor", "of", "off", "on", "once", "only",
+    "or", "other", "our", "ours", "ourselves", "out", "over", "own", "same", "she", "should", "so", "some", "such",
+    "than", "that", "the", "their", "theirs", "them", "themselves", "then", "there", "these", "they", "this",
+    "those", "through", "to", "too", "under", "until", "up", "very", "was", "we", "were", "what", "when", "where",
+    "which", "while", "who", "whom", "why", "will", "with", "would", "you", "your", "yours", "yourself",
+    "yourselves", "s", "t", "d", "ll", "m", "re", "ve",
+))
+
+_WORD = re.compile(r"\w+")
+
+# Go's unicode.IsSpace set, which strings.Fields splits on. Python's
+# str.split() also splits on U+001C..U+001F, so the compatibility code must
+# not use it.
+_GO_SPACE = re.compile("[\t\n\v\f\r \x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]+")
+
+# A whole message that is only greetings, thanks or acknowledgements.
+_PLEASANTRY = re.compile(
+    r"^(?:(?:hi|hello|hey|yo|good (?:morning|afternoon|evening|night)|thanks?(?: you)?(?: so much| a lot)?"
+    r"|thx|ty|cheers|ok(?:ay)?|cool|great|nice|sure|yes|yeah|yep|nope|lol|haha|bye|goodbye|see you"
+    r"|got it|sounds good|you'?re welcome|np|no problem|awesome|perfect|will do)[\s,.!?:;)(-]*)+$",
+    re.IGNORECASE,
+)
+
+
+def sample(content: str) -> str:
+    """The head and tail of the content, at most SAMPLE_CHARS characters."""
+    if len(content) <= SAMPLE_CHARS:
+        return content
+    half = SAMPLE_CHARS // 2
+    # The space keeps the last head word and the first tail word apart.
+    return content[:half] + " " + content[-(half - 1):]
+
+
+def tokens(text: str) -> list[str]:
+    """Lower-cased word tokens of a sample of the text, at most MAX_TOKENS (head and tail)."""
+    words = _WORD.findall(sample(text).lower())
+    if len(words) <= MAX_TOKENS:
+        return words
+    half = MAX_TOKENS // 2
+    return words[:half] + words[-half:]
+
+
+def terms(text: str) -> list[str]:
+    """Tokens without stop words, in order, duplicates removed."""
+    return list(dict.fromkeys(t for t in tokens(text) if t not in STOP_WORDS))
+
+
+def go_fields(text: str) -> list[str]:
+    """Split like Go's strings.Fields: on runs of Unicode white space, no empty fields."""
+    return [w for w in _GO_SPACE.split(text) if w]
+
+
+def is_pleasantry(text: str) -> bool:
+    """True when the whole text is greetings, thanks or acknowledgements."""
+    stripped = sample(text).strip()
+    return bool(stripped) and len(stripped) <= 200 and _PLEASANTRY.match(stripped) is not None

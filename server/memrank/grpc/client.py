@@ -1,0 +1,142 @@
+"""Python client of memrank.v1.RankingService: dicts in, messages out, retries on UNAVAILABLE."""
+
+from __future__ import annotations
+
+import random
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+import grpc
+from google.protobuf import json_format
+from google.protobuf.message import Message
+from google.rpc import error_details_pb2
+from grpc_health.v1 import health_pb2, health_pb2_grpc
+from grpc_status import rpc_status
+
+from memrank._gen.v1 import ranking_pb2 as pb
+from memrank._gen.v1 import ranking_service_pb2_grpc as pb_grpc
+from memrank.core.batch import CandidateInput
+from memrank.grpc.convert import candidate_to_proto
+
+T = TypeVar("T", bound=Message)
+RETRYABLE = frozenset({grpc.StatusCode.UNAVAILABLE})
+
+
+@dataclass(frozen=True)
+class FieldError:
+    """One field violation reported by the server."""
+
+    field: str
+    description: str
+
+
+class RankingError(Exception):
+    """A failed call: the gRPC code, the message and any BadRequest field violations."""
+
+    def __init__(self, code: grpc.StatusCode, message: str, violations: Sequence[FieldError] = (),
+                 reason: str = "") -> None:
+        self.code = code
+        self.message = message
+        self.violations = tuple(violations)
+        self.reason = reason
+        fields = "; ".join(f"{v.field}: {v.description}" for v in self.violations)
+        super().__init__(f"{code.name}: {message}" + (f" [{fields}]" if fields and fields not in message else ""))
+
+    @property
+    def fields(self) -> tuple[str, ...]:
+        """The violated field paths."""
+        return tuple(v.field for v in self.violations)
+
+    @classmethod
+    def from_rpc_error(cls, err: grpc.RpcError) -> RankingError:
+        """Decode a grpc.RpcError, including google.rpc.BadRequest and ErrorInfo details."""
+        status = rpc_status.from_call(err) if isinstance(err, grpc.Call) else None
+        violations: list[FieldError] = []
+        reason = ""
+        for detail in status.details if status is not None else ():
+            if detail.Is(error_details_pb2.BadRequest.DESCRIPTOR):
+                bad = error_details_pb2.BadRequest()
+                detail.Unpack(bad)
+                violations.extend(FieldError(v.field, v.description) for v in bad.field_violations)
+            elif detail.Is(error_details_pb2.ErrorInfo.DESCRIPTOR):
+                info = error_details_pb2.ErrorInfo()
+                detail.Unpack(info)
+                reason = info.reason
+        code = err.code() if isinstance(err, grpc.Call) else grpc.StatusCode.UNKNOWN
+        details = err.details() if isinstance(err, grpc.Call) else str(err)
+        return cls(code, details or "", violations, reason)
+
+
+def _as_message(value: Message | Mapping[str, Any], cls: type[T]) -> T:
+    """A message from a message or a protobuf-JSON-shaped dict (CandidateInput rows allowed)."""
+    if isinstance(value, cls):
+        return value
+    if not isinstance(value, Mapping):
+        raise TypeError(f"expected {cls.__name__} or a dict, got {type(value).__name__}")
+    data = dict(value)
+    rows = [c for c in data.get("candidates", ()) if isinstance(c, CandidateInput)]
+    if rows:
+        data["candidates"] = [c for c in data["candidates"] if not isinstance(c, CandidateInput)]
+    msg = json_format.ParseDict(data, cls())
+    if rows and isinstance(msg, pb.RankRequest):
+        msg.candidates.extend(candidate_to_proto(r) for r in rows)
+    return msg
+
+
+class RankingClient:
+    """A client of one memrank sidecar. Use as a context manager, or call close()."""
+
+    def __init__(self, target: str, *, timeout: float = 5.0, retries: int = 3, backoff: float = 0.05,
+                 max_message_bytes: int = 64 << 20, credentials: grpc.ChannelCredentials | None = None) -> None:
+        options = [("grpc.max_receive_message_length", max_message_bytes),
+                   ("grpc.max_send_message_length", max_message_bytes)]
+        self._channel = (grpc.secure_channel(target, credentials, options) if credentials
+                         else grpc.insecure_channel(target, options))
+        self._stub = pb_grpc.RankingServiceStub(self._channel)
+        self._health = health_pb2_grpc.HealthStub(self._channel)
+        self.timeout = timeout
+        self.retries = retries
+        self.backoff = backoff
+
+    def _call(self, method: Callable[..., T], request: Message, timeout: float | None) -> T:
+        """Call with a deadline; retry UNAVAILABLE with jittered exponential backoff."""
+        attempt = 0
+        while True:
+            try:
+                return method(request, timeout=self.timeout if timeout is None else timeout)
+            except grpc.RpcError as err:
+                code = err.code() if isinstance(err, grpc.Call) else None
+                if code not in RETRYABLE or attempt >= self.retries:
+                    raise RankingError.from_rpc_error(err) from None
+                time.sleep(self.backoff * (2 ** attempt) * (0.5 + random.random()))
+                attempt += 1
+
+    def rank(self, request: pb.RankRequest | Mapping[str, Any], timeout: float | None = None) -> pb.RankResponse:
+        """Rank candidates; ``request`` is a RankRequest or a dict in protobuf JSON form."""
+        return self._call(self._stub.Rank, _as_message(request, pb.RankRequest), timeout)
+
+    def score_admission(self, request: pb.ScoreAdmissionRequest | Mapping[str, Any],
+                        timeout: float | None = None) -> pb.ScoreAdmissionResponse:
+        """Score one memory for admission."""
+        return self._call(self._stub.ScoreAdmission, _as_message(request, pb.ScoreAdmissionRequest), timeout)
+
+    def list_profiles(self, timeout: float | None = None) -> pb.ListProfilesResponse:
+        """The server's profiles."""
+        return self._call(self._stub.ListProfiles, pb.ListProfilesRequest(), timeout)
+
+    def health(self, service: str = "", timeout: float | None = None) -> str:
+        """The health status name ("SERVING", "NOT_SERVING", ...) of a service ("" = the server)."""
+        resp = self._call(self._health.Check, health_pb2.HealthCheckRequest(service=service), timeout)
+        return str(health_pb2.HealthCheckResponse.ServingStatus.Name(resp.status))
+
+    def close(self) -> None:
+        """Close the channel."""
+        self._channel.close()
+
+    def __enter__(self) -> RankingClient:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

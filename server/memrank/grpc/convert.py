@@ -1,0 +1,156 @@
+"""Paired converters between memrank.v1 protobuf messages and the core's domain objects."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+
+from google.protobuf.timestamp_pb2 import Timestamp
+
+from memrank._gen.v1 import ranking_pb2 as pb
+from memrank.core.batch import Batch, CandidateInput, LayerSpec, RankParams, batch_from_rows
+from memrank.core.outcome import SCORING_SCHEMA, RankOutcome
+from memrank.core.scores import Scores
+from memrank.core.types import ExplainLevel, Placement
+from memrank.profiles.model import Profile
+
+TIME_FIELDS = ("created_at", "last_accessed_at", "event_time", "ingested_at", "valid_from", "valid_to")
+
+
+def ts_to_seconds(ts: Timestamp) -> float:
+    """A Timestamp as float epoch seconds."""
+    return ts.seconds + ts.nanos / 1e9
+
+
+def seconds_to_ts(seconds: float) -> Timestamp:
+    """Float epoch seconds as a Timestamp (nanosecond resolution, floor)."""
+    whole = math.floor(seconds)
+    nanos = min(round((seconds - whole) * 1e9), 999_999_999)
+    return Timestamp(seconds=whole, nanos=nanos)
+
+
+def _opt_time(c: pb.Candidate, name: str) -> float | None:
+    return ts_to_seconds(getattr(c, name)) if c.HasField(name) else None
+
+
+def candidate_to_domain(c: pb.Candidate) -> CandidateInput:
+    """One proto Candidate as a row."""
+    times = {name: _opt_time(c, name) for name in TIME_FIELDS}
+    return CandidateInput(
+        id=c.id, layer=c.layer, kind=c.kind, content=c.content, retrieval_score=c.retrieval_score,
+        facet_scores=dict(c.facet_scores), importance=c.importance if c.HasField("importance") else None,
+        access_count=c.access_count, token_count=c.token_count, source=c.source, provenance=c.provenance,
+        safety=c.safety, embedding=tuple(c.embedding), stage_scores=dict(c.stage_scores),
+        metadata=dict(c.metadata), **times,
+    )
+
+
+def candidate_to_proto(row: CandidateInput) -> pb.Candidate:
+    """A row as a proto Candidate (the inverse of candidate_to_domain)."""
+    c = pb.Candidate(
+        id=row.id, layer=row.layer, kind=row.kind, content=row.content, retrieval_score=row.retrieval_score,
+        facet_scores=dict(row.facet_scores), access_count=row.access_count, token_count=row.token_count,
+        source=row.source, provenance=row.provenance, safety=row.safety, embedding=list(row.embedding),
+        stage_scores=dict(row.stage_scores), metadata=dict(row.metadata),
+    )
+    if row.importance is not None:
+        c.importance = row.importance
+    for name in TIME_FIELDS:
+        value = getattr(row, name)
+        if value is not None:
+            getattr(c, name).CopyFrom(seconds_to_ts(value))
+    return c
+
+
+def request_to_domain(req: pb.RankRequest, now: float) -> tuple[Batch, RankParams]:
+    """A validated RankRequest as a Batch and RankParams; ``now`` fills an unset reference time."""
+    batch = batch_from_rows([candidate_to_domain(c) for c in req.candidates])
+    params = RankParams(
+        query=req.query,
+        reference_time=ts_to_seconds(req.reference_time) if req.HasField("reference_time") else now,
+        profile=req.profile or "default",
+        layers=tuple(
+            LayerSpec(layer.name, layer.share, layer.floor_tokens, layer.max_items,
+                      layer.min_score if layer.HasField("min_score") else None)
+            for layer in req.layers
+        ),
+        max_tokens=req.budget.max_tokens, max_items=req.budget.max_items,
+        placement=Placement(req.placement), explicit_lookup=req.explicit_lookup,
+        weight_overrides=dict(req.weight_overrides),
+        min_score=req.min_score if req.HasField("min_score") else None,
+        explain=ExplainLevel(req.explain), shadow_profile=req.shadow_profile,
+    )
+    return batch, params
+
+
+def weights_to_proto(profile: Profile) -> list[pb.SignalWeight]:
+    """The profile's signal weights, in profile order."""
+    return [pb.SignalWeight(signal=s.name, weight=s.weight, normalization=s.normalization) for s in profile.signals]
+
+
+def breakdown_to_proto(o: RankOutcome, batch: Batch, i: int) -> pb.ScoreBreakdown:
+    """The full breakdown of candidate i."""
+    s: Scores = o.scores
+    signals = [
+        pb.SignalScore(name=c.name, raw=float(c.raw[i]), normalized=float(c.normalized[i]), weight=c.weight,
+                       contribution=float(c.contribution[i]), reasons=c.reasons[i])
+        for c in s.signals
+    ]
+    reasons = list(o.drop_notes[i])
+    if o.token_estimated[i]:
+        reasons.append("token_count estimated as ceil(characters / 4)")
+    return pb.ScoreBreakdown(
+        signals=signals, retrieval_score=float(batch.retrieval[i]), quality_score=float(s.quality[i]),
+        combined_score=float(s.combined[i]), final_score=float(o.final[i]), blend_term=float(s.blend_term[i]),
+        reasons=reasons, token_count=int(o.token_count[i]), token_count_estimated=bool(o.token_estimated[i]),
+    )
+
+
+def outcome_to_proto(o: RankOutcome, batch: Batch, params: RankParams, request_id: str,
+                     policy_version: str) -> pb.RankResponse:
+    """The RankResponse for an outcome: selected in placement order, dropped in input order."""
+    explain = params.explain if params.explain != ExplainLevel.UNSPECIFIED else ExplainLevel.FULL
+    ranked = [int(i) for i in o.ranked]
+    selected: list[pb.RankedMemory | None] = [None] * len(ranked)
+    for r, i in enumerate(ranked):
+        pos = int(o.positions[r])
+        m = pb.RankedMemory(id=batch.ids[i], layer=o.layer_of[i], rank=r + 1, position=pos,
+                            score=float(o.public_score[r]))
+        if explain != ExplainLevel.NONE:
+            m.breakdown.CopyFrom(breakdown_to_proto(o, batch, i))
+        m.stages.extend(pb.RankingStage(stage=st.stage, objective=st.objective, provenance=st.provenance,
+                                        input_score=st.input_score, position=st.position,
+                                        output_score=st.output_score) for st in o.stages[r])
+        selected[pos] = m
+    dropped = []
+    for i in range(o.n):
+        if o.drop[i] == 0:
+            continue
+        d = pb.DroppedMemory(id=batch.ids[i], layer=o.layer_of[i], reason=int(o.drop[i]), score=float(o.final[i]))
+        if explain == ExplainLevel.FULL:
+            d.breakdown.CopyFrom(breakdown_to_proto(o, batch, i))
+        dropped.append(d)
+    resp = pb.RankResponse(
+        request_id=request_id, selected=selected, dropped=dropped, weights=weights_to_proto(o.profile),
+        scoring_schema=SCORING_SCHEMA, policy_version=policy_version, profile=o.profile.name,
+        allocations=[pb.LayerAllocation(**vars(a)) for a in o.allocations],
+        importance_suggestions=[pb.ImportanceSuggestion(id=batch.ids[i], suggested_importance=v)
+                                for i, v in o.suggestions],
+    )
+    resp.reference_time.CopyFrom(seconds_to_ts(params.reference_time))
+    return resp
+
+
+def profile_to_proto(p: Profile) -> pb.Profile:
+    """A profile for ListProfiles."""
+    return pb.Profile(
+        name=p.name, description=p.description, weights=weights_to_proto(p), fusion=p.fusion,
+        compatibility=p.compatibility, relevance_threshold=p.relevance_threshold or 0.0, min_score=p.min_score,
+        diversity_lambda=p.diversity_lambda,
+    )
+
+
+def profiles_to_proto(profiles: Mapping[str, Profile], policy_version: str) -> pb.ListProfilesResponse:
+    """Every profile, sorted by name."""
+    return pb.ListProfilesResponse(profiles=[profile_to_proto(profiles[k]) for k in sorted(profiles)],
+                                   policy_version=policy_version)

@@ -1,0 +1,91 @@
+"""The RankingService servicer: it only translates (proto -> domain -> core -> proto)."""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+
+import grpc
+
+from memrank._gen.v1 import ranking_pb2 as pb
+from memrank._gen.v1 import ranking_service_pb2_grpc as pb_grpc
+from memrank.config import Settings
+from memrank.core.errors import MemrankError
+from memrank.core.pipeline import rank
+from memrank.grpc import convert
+from memrank.grpc.admission import admission_to_proto
+from memrank.grpc.errors import abort_with, to_status
+from memrank.grpc.validate import validate_admission_request, validate_rank_request
+from memrank.metrics.declare import Metrics
+
+log = logging.getLogger("memrank.rpc")
+
+
+def handle_rank(
+    request: pb.RankRequest, settings: Settings, now: float, provenance_key: bytes | None
+) -> pb.RankResponse:
+    """Validate, convert, rank and convert back (shared by the servicer and `memrank rank`)."""
+    validate_rank_request(request, settings.limits)
+    batch, params = convert.request_to_domain(request, now)
+    outcome = rank(batch, params, settings.profiles, settings.layers, provenance_key)
+    if log.isEnabledFor(logging.DEBUG):
+        # Content and queries are logged only at debug, on purpose.
+        log.debug("rank detail", extra={"request_id": request.request_id, "query": request.query,
+                                        "selected": [batch.ids[i] for i in outcome.ranked]})
+    return convert.outcome_to_proto(outcome, batch, params, request.request_id, settings.policy_version)
+
+
+class RankingService(pb_grpc.RankingServiceServicer):
+    """memrank.v1.RankingService over the pure core."""
+
+    def __init__(self, settings: Settings, metrics: Metrics, clock: Callable[[], float] = time.time) -> None:
+        self._settings = settings
+        self._metrics = metrics
+        self._clock = clock
+        self._provenance_key = settings.provenance_key()
+
+    @contextmanager
+    def _call(self, method: str, request_id: str, context: grpc.ServicerContext) -> Iterator[None]:
+        """Time, count and log one call; turn domain errors into statuses."""
+        start = time.perf_counter()
+        try:
+            yield
+        except MemrankError as exc:
+            code, _ = to_status(exc)
+            self._metrics.observe_call(method, code.name)
+            log.info("rpc refused", extra={"method": method, "request_id": request_id, "code": code.name,
+                                           "error": str(exc)[:300]})
+            abort_with(context, exc)
+        except Exception:
+            self._metrics.observe_call(method, "INTERNAL")
+            log.exception("rpc failed", extra={"method": method, "request_id": request_id})
+            context.abort(grpc.StatusCode.INTERNAL, "internal error; see the server log")
+        else:
+            seconds = time.perf_counter() - start
+            self._metrics.observe_call(method, "OK", seconds)
+            log.debug("rpc ok", extra={"method": method, "request_id": request_id, "ms": round(seconds * 1e3, 3)})
+
+    def Rank(self, request: pb.RankRequest, context: grpc.ServicerContext) -> pb.RankResponse:  # noqa: N802
+        """Rank candidate memories."""
+        with self._call("Rank", request.request_id, context):
+            return handle_rank(request, self._settings, self._clock(), self._provenance_key)
+        raise AssertionError("unreachable")  # abort raised
+
+    def ScoreAdmission(  # noqa: N802
+        self, request: pb.ScoreAdmissionRequest, context: grpc.ServicerContext
+    ) -> pb.ScoreAdmissionResponse:
+        """Score one memory for admission."""
+        with self._call("ScoreAdmission", request.request_id, context):
+            validate_admission_request(request, self._settings.limits)
+            return admission_to_proto(request, self._settings, self._clock(), self._provenance_key)
+        raise AssertionError("unreachable")
+
+    def ListProfiles(  # noqa: N802
+        self, request: pb.ListProfilesRequest, context: grpc.ServicerContext
+    ) -> pb.ListProfilesResponse:
+        """List the configured profiles."""
+        with self._call("ListProfiles", "", context):
+            return convert.profiles_to_proto(self._settings.profiles, self._settings.policy_version)
+        raise AssertionError("unreachable")

@@ -1,0 +1,178 @@
+"""Validation at the edge: every rule of a RankRequest, with field paths, before scoring."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Iterator
+
+import numpy as np
+from google.protobuf.timestamp_pb2 import Timestamp
+
+from memrank._gen.v1 import ranking_pb2 as pb
+from memrank.config import Limits
+from memrank.core.errors import FieldViolation, InvalidRequest, LimitExceeded
+
+# Timestamp's documented range: 0001-01-01T00:00:00Z .. 9999-12-31T23:59:59Z.
+MIN_SECONDS, MAX_SECONDS = -62_135_596_800, 253_402_300_799
+MAX_FACET_ABS = 1e6
+MAX_REQUEST_ID_BYTES = 128
+MAX_LAYER_NAME_BYTES = 128
+MAX_VIOLATIONS = 20  # a hostile request does not get a megabyte of error details
+TIME_FIELDS = ("created_at", "last_accessed_at", "event_time", "ingested_at", "valid_from", "valid_to")
+
+
+def _finite(x: float) -> bool:
+    return math.isfinite(x)
+
+
+def _check_time(path: str, ts: Timestamp) -> Iterator[FieldViolation]:
+    if not MIN_SECONDS <= ts.seconds <= MAX_SECONDS or not 0 <= ts.nanos <= 999_999_999:
+        yield FieldViolation(path, "timestamp outside 0001-01-01..9999-12-31 or nanos outside [0, 999999999]")
+
+
+def _check_enum(path: str, value: int, enum: object) -> Iterator[FieldViolation]:
+    if value not in enum.values():  # type: ignore[attr-defined]
+        yield FieldViolation(path, f"unknown enum value {value}")
+
+
+def _check_scores(path: str, scores: Iterable[tuple[str, float]], bound: float | None) -> Iterator[FieldViolation]:
+    for name, value in sorted(scores):
+        if not name:
+            yield FieldViolation(f"{path}", "names must be non-empty")
+        elif not _finite(value):
+            yield FieldViolation(f'{path}["{name}"]', f"must be finite, got {value}")
+        elif bound is not None and abs(value) > bound:
+            yield FieldViolation(f'{path}["{name}"]', f"must be within [-{bound:g}, {bound:g}], got {value}")
+
+
+def _check_candidate(i: int, c: pb.Candidate, limits: Limits) -> Iterator[FieldViolation]:
+    p = f"candidates[{i}]"
+    if not c.id:
+        yield FieldViolation(f"{p}.id", "must be non-empty")
+    elif len(c.id.encode()) > limits.max_id_bytes:
+        yield FieldViolation(f"{p}.id", f"at most {limits.max_id_bytes} bytes (limits.max_id_bytes)")
+    if len(c.layer.encode()) > MAX_LAYER_NAME_BYTES:
+        yield FieldViolation(f"{p}.layer", f"at most {MAX_LAYER_NAME_BYTES} bytes")
+    if len(c.content.encode()) > limits.max_content_bytes:
+        yield FieldViolation(f"{p}.content", f"at most {limits.max_content_bytes} bytes (limits.max_content_bytes)")
+    if not _finite(c.retrieval_score) or not 0.0 <= c.retrieval_score <= 1.0:
+        yield FieldViolation(f"{p}.retrieval_score", f"must be finite and in [0, 1], got {c.retrieval_score}")
+    if c.HasField("importance") and (not _finite(c.importance) or not 0.0 <= c.importance <= 1.0):
+        yield FieldViolation(f"{p}.importance", f"must be finite and in [0, 1], got {c.importance}")
+    yield from _check_scores(f"{p}.facet_scores", c.facet_scores.items(), MAX_FACET_ABS)
+    yield from _check_scores(f"{p}.stage_scores", c.stage_scores.items(), MAX_FACET_ABS)
+    if len(c.stage_scores) > limits.max_stage_scores:
+        yield FieldViolation(f"{p}.stage_scores", f"at most {limits.max_stage_scores} (limits.max_stage_scores)")
+    if len(c.metadata) > limits.max_metadata_entries:
+        yield FieldViolation(f"{p}.metadata", f"at most {limits.max_metadata_entries} entries "
+                                              "(limits.max_metadata_entries)")
+    for name in TIME_FIELDS:
+        if c.HasField(name):
+            yield from _check_time(f"{p}.{name}", getattr(c, name))
+    if c.HasField("valid_from") and c.HasField("valid_to") and (
+        (c.valid_to.seconds, c.valid_to.nanos) <= (c.valid_from.seconds, c.valid_from.nanos)
+    ):
+        yield FieldViolation(f"{p}.valid_to", "must be after valid_from")
+    yield from _check_enum(f"{p}.source", c.source, pb.Source)
+    yield from _check_enum(f"{p}.safety", c.safety, pb.SafetyStatus)
+    if len(c.embedding) > limits.max_embedding_dim:
+        yield FieldViolation(f"{p}.embedding", f"at most {limits.max_embedding_dim} dimensions "
+                                               "(limits.max_embedding_dim)")
+    elif c.embedding and not np.isfinite(np.asarray(c.embedding, dtype=np.float64)).all():
+        yield FieldViolation(f"{p}.embedding", "values must be finite")
+
+
+def _check_candidates(req: pb.RankRequest, limits: Limits) -> Iterator[FieldViolation]:
+    seen: dict[str, int] = {}
+    dim: tuple[int, int] | None = None
+    facets: set[str] = set()
+    for i, c in enumerate(req.candidates):
+        yield from _check_candidate(i, c, limits)
+        if c.id in seen:
+            yield FieldViolation(f"candidates[{i}].id", f"duplicate of candidates[{seen[c.id]}].id ({c.id!r})")
+        elif c.id:
+            seen[c.id] = i
+        if c.embedding:
+            if dim is None:
+                dim = (len(c.embedding), i)
+            elif len(c.embedding) != dim[0]:
+                yield FieldViolation(f"candidates[{i}].embedding", f"has {len(c.embedding)} dimensions; "
+                                     f"candidates[{dim[1]}].embedding has {dim[0]}: one dimension per request")
+        facets.update(c.facet_scores)
+    if len(facets) > limits.max_facets:
+        yield FieldViolation("candidates.facet_scores", f"{len(facets)} distinct facets; at most "
+                             f"{limits.max_facets} (limits.max_facets)")
+
+
+def _check_layers(req: pb.RankRequest, limits: Limits) -> Iterator[FieldViolation]:
+    names: set[str] = set()
+    for i, layer in enumerate(req.layers):
+        p = f"layers[{i}]"
+        if not layer.name:
+            yield FieldViolation(f"{p}.name", "must be non-empty")
+        elif len(layer.name.encode()) > MAX_LAYER_NAME_BYTES:
+            yield FieldViolation(f"{p}.name", f"at most {MAX_LAYER_NAME_BYTES} bytes")
+        elif layer.name in names:
+            yield FieldViolation(f"{p}.name", f"duplicate layer {layer.name!r}")
+        names.add(layer.name)
+        if not _finite(layer.share) or layer.share < 0:
+            yield FieldViolation(f"{p}.share", f"must be finite and >= 0, got {layer.share}")
+        if layer.HasField("min_score") and (not _finite(layer.min_score) or not 0 <= layer.min_score <= 1):
+            yield FieldViolation(f"{p}.min_score", f"must be in [0, 1], got {layer.min_score}")
+
+
+def _check_request(req: pb.RankRequest, limits: Limits) -> Iterator[FieldViolation]:
+    if len(req.request_id.encode()) > MAX_REQUEST_ID_BYTES:
+        yield FieldViolation("request_id", f"at most {MAX_REQUEST_ID_BYTES} bytes")
+    if req.HasField("reference_time"):
+        yield from _check_time("reference_time", req.reference_time)
+    yield from _check_enum("placement", req.placement, pb.Placement)
+    yield from _check_enum("explain", req.explain, pb.ExplainLevel)
+    if req.HasField("min_score") and (not _finite(req.min_score) or not 0 <= req.min_score <= 1):
+        yield FieldViolation("min_score", f"must be in [0, 1], got {req.min_score}")
+    for name, value in sorted(req.weight_overrides.items()):
+        if not _finite(value) or not 0 <= value <= 1:
+            yield FieldViolation(f'weight_overrides["{name}"]', f"must be in [0, 1], got {value}")
+    yield from _check_layers(req, limits)
+    yield from _check_candidates(req, limits)
+
+
+def _first(violations: Iterator[FieldViolation]) -> list[FieldViolation]:
+    out = []
+    for v in violations:
+        out.append(v)
+        if len(out) >= MAX_VIOLATIONS:
+            break
+    return out
+
+
+def validate_rank_request(req: pb.RankRequest, limits: Limits) -> None:
+    """Raise LimitExceeded or InvalidRequest naming every bad field (up to MAX_VIOLATIONS)."""
+    if len(req.candidates) > limits.max_candidates:
+        raise LimitExceeded([FieldViolation("candidates", f"{len(req.candidates)} candidates; at most "
+                                            f"{limits.max_candidates} (limits.max_candidates)")])
+    if len(req.layers) > limits.max_layers:
+        raise LimitExceeded([FieldViolation("layers", f"{len(req.layers)} layers; at most {limits.max_layers} "
+                                            "(limits.max_layers)")])
+    if len(req.query.encode()) > limits.max_query_bytes:
+        raise LimitExceeded([FieldViolation("query", f"at most {limits.max_query_bytes} bytes "
+                                            "(limits.max_query_bytes)")])
+    violations = _first(_check_request(req, limits))
+    if violations:
+        raise InvalidRequest(violations)
+
+
+def validate_admission_request(req: pb.ScoreAdmissionRequest, limits: Limits) -> None:
+    """Raise InvalidRequest when the admission request is malformed."""
+    if not req.HasField("candidate"):
+        raise InvalidRequest([FieldViolation("candidate", "required")])
+    violations = []
+    if len(req.request_id.encode()) > MAX_REQUEST_ID_BYTES:
+        violations.append(FieldViolation("request_id", f"at most {MAX_REQUEST_ID_BYTES} bytes"))
+    if req.HasField("reference_time"):
+        violations.extend(_check_time("reference_time", req.reference_time))
+    violations.extend(v for v in _check_candidate(0, req.candidate, limits))
+    if violations:
+        for k, v in enumerate(violations):
+            violations[k] = FieldViolation(v.field.replace("candidates[0]", "candidate", 1), v.description)
+        raise InvalidRequest(violations[:MAX_VIOLATIONS])

@@ -1,0 +1,21 @@
+"""The /metrics HTTP endpoint on its own port."""
+
+from __future__ import annotations
+
+import logging
+from http.server import ThreadingHTTPServer
+from threading import Thread
+
+from prometheus_client import CollectorRegistry, start_http_server
+
+log = logging.getLogger("memrank.metrics")
+
+
+def serve_metrics(address: str, port: int, registry: CollectorRegistry) -> tuple[ThreadingHTTPServer, Thread] | None:
+    """Start the exposition server (port 0 = off); returns it so it can be shut down."""
+    if port == 0:
+        log.info("metrics endpoint disabled (metrics_port = 0)")
+        return None
+    server, thread = start_http_server(port, addr=address, registry=registry)
+    log.info("metrics on http://%s:%d/metrics", address, server.server_port)
+    return server, thread

@@ -1,0 +1,58 @@
+"""Settings: precedence and errors that name the key and the value."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from memrank.config import load_settings
+from memrank.core.errors import ConfigError
+
+
+def test_builtin_defaults_load_without_a_file() -> None:
+    s = load_settings(env={})
+    assert s.server.address == "0.0.0.0:50051"
+    assert s.server.metrics_port == 9464
+    assert s.limits.max_candidates == 1600
+    assert "default" in s.profiles
+    # 1,600 x 4,096-dim float32 embeddings must fit the default message size.
+    assert s.server.max_message_bytes >= 1600 * 4096 * 4
+
+
+def test_precedence_defaults_file_env_overrides(tmp_path: Path) -> None:
+    f = tmp_path / "c.yaml"
+    f.write_text("server:\n  workers: 3\n  thread_pool_size: 5\n")
+    s = load_settings(str(f), env={"MEMRANK_WORKERS": "4", "MEMRANK_THREAD_POOL_SIZE": "6"},
+                      overrides={"server.workers": 2})
+    assert (s.server.workers, s.server.thread_pool_size) == (2, 6)
+
+
+def test_policy_version_changes_with_profiles(tmp_path: Path) -> None:
+    f = tmp_path / "c.yaml"
+    f.write_text("profiles:\n  mine:\n    base: default\n    min_score: 0.2\n")
+    assert load_settings(str(f), env={}).policy_version != load_settings(env={}).policy_version
+    assert load_settings(str(f), env={}).profiles["mine"].min_score == 0.2
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("server:\n  address: nonsense\n", "server.address: expected host:port, got 'nonsense'"),
+        ("nope: 1\n", "nope: unknown key"),
+        ("layers:\n  - {name: a, share: -1}\n", "layers[0].share: -1.0 must be >= 0"),
+        ("profiles:\n  x:\n    base: missing\n", "profiles.x.base: unknown profile 'missing'"),
+        ("profiles:\n  x:\n    signals: [{name: r, weight: 1}]\n    fusion: avg\n", "profiles.x.fusion: 'avg'"),
+    ],
+)
+def test_errors_name_the_key_and_value(tmp_path: Path, text: str, message: str) -> None:
+    f = tmp_path / "c.yaml"
+    f.write_text(text)
+    with pytest.raises(ConfigError, match=message.replace("[", r"\[").replace("]", r"\]")):
+        load_settings(str(f), env={})
+
+
+def test_missing_key_file_is_reported_with_the_key(tmp_path: Path) -> None:
+    s = load_settings(env={"MEMRANK_PROVENANCE_KEY_FILE": str(tmp_path / "absent")})
+    with pytest.raises(ConfigError, match="security.provenance_key_file: cannot read"):
+        s.provenance_key()
