@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from memrank._gen.v1 import ranking_pb2 as pb
 from memrank.config import Settings
-
 from memrank.core.batch import batch_from_rows
 from memrank.core.pipeline import resolve_profile
 from memrank.core.scores import ScoringContext

@@ -27,11 +27,9 @@ def _pack(message: object) -> any_pb2.Any:
 
 def to_status(exc: MemrankError) -> tuple[grpc.StatusCode, status_pb2.Status]:
     """The gRPC code and rich status for a domain error."""
-    for cls, code, rpc_code in STATUS_TABLE:
-        if isinstance(exc, cls):
-            break
-    else:
-        code, rpc_code = grpc.StatusCode.INTERNAL, code_pb2.INTERNAL
+    code, rpc_code = next(
+        ((c, r) for cls, c, r in STATUS_TABLE if isinstance(exc, cls)), (grpc.StatusCode.INTERNAL, code_pb2.INTERNAL)
+    )
     details = []
     if isinstance(exc, InvalidRequest):
         bad = error_details_pb2.BadRequest(field_violations=[

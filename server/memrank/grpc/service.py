@@ -67,13 +67,13 @@ class RankingService(pb_grpc.RankingServiceServicer):
             self._metrics.observe_call(method, "OK", seconds)
             log.debug("rpc ok", extra={"method": method, "request_id": request_id, "ms": round(seconds * 1e3, 3)})
 
-    def Rank(self, request: pb.RankRequest, context: grpc.ServicerContext) -> pb.RankResponse:  # noqa: N802
+    def Rank(self, request: pb.RankRequest, context: grpc.ServicerContext) -> pb.RankResponse:
         """Rank candidate memories."""
         with self._call("Rank", request.request_id, context):
             return handle_rank(request, self._settings, self._clock(), self._provenance_key)
         raise AssertionError("unreachable")  # abort raised
 
-    def ScoreAdmission(  # noqa: N802
+    def ScoreAdmission(
         self, request: pb.ScoreAdmissionRequest, context: grpc.ServicerContext
     ) -> pb.ScoreAdmissionResponse:
         """Score one memory for admission."""
@@ -82,7 +82,7 @@ class RankingService(pb_grpc.RankingServiceServicer):
             return admission_to_proto(request, self._settings, self._clock(), self._provenance_key)
         raise AssertionError("unreachable")
 
-    def ListProfiles(  # noqa: N802
+    def ListProfiles(
         self, request: pb.ListProfilesRequest, context: grpc.ServicerContext
     ) -> pb.ListProfilesResponse:
         """List the configured profiles."""
