@@ -39,6 +39,17 @@ class Stage:
 
 
 @dataclass(frozen=True)
+class ShadowResult:
+    """The shadow profile's selection compared with the answer."""
+
+    profile: str
+    k: int
+    overlap_at_k: float
+    kendall_tau: float
+    selected_ids: tuple[str, ...]
+
+
+@dataclass(frozen=True)
 class RankOutcome:
     """Selection of one request: every candidate is either in ``ranked`` or has a drop reason."""
 
@@ -56,6 +67,12 @@ class RankOutcome:
     stages: tuple[tuple[Stage, ...], ...]  # per ranked memory
     allocations: tuple[Allocation, ...]
     suggestions: tuple[tuple[int, float], ...]  # (candidate index, suggested importance)
+    covered_by: np.ndarray  # int64 per candidate: index of the pick that covers a REDUNDANT one, else -1
+    gain: np.ndarray  # float64 per candidate: marginal gain when picked by the diversity pass, else NaN
+    bucket_lower: np.ndarray  # float64 per ranked memory
+    bucket_upper: np.ndarray  # float64 per ranked memory
+    similarity: str  # "cosine", "shingle_jaccard" or "none" (no diversity pass)
+    shadow: ShadowResult | None = None
 
     @property
     def n(self) -> int:

@@ -1,17 +1,25 @@
-"""The ranking pipeline: score -> gates -> select -> order. Pure: no I/O, no clock."""
+"""The ranking pipeline: score -> gates -> stages -> select per layer -> calibrate -> order. Pure."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import replace
 
 import numpy as np
 
+from memrank.core import budget
 from memrank.core.batch import Batch, LayerSpec, RankParams
+from memrank.core.calibrate import SCHEME as CALIBRATION_SCHEME
+from memrank.core.calibrate import calibrate
 from memrank.core.errors import FieldViolation, InvalidRequest, UnknownProfile
 from memrank.core.order import placement_positions, tie_order
-from memrank.core.outcome import Allocation, RankOutcome
+from memrank.core.outcome import Allocation, RankOutcome, ShadowResult, Stage
 from memrank.core.score import score
 from memrank.core.scores import ScoringContext
+from memrank.core.select import NO_CAP, Limits, SelectState, classify_rest, run_phase
+from memrank.core.shadow import kendall_tau_b, overlap_at_k
+from memrank.core.similarity import Similarity
+from memrank.core.stages import StageLog, blend_stage_scores, fusion_log
 from memrank.core.types import DropReason, Placement
 from memrank.profiles.model import Profile
 
@@ -61,78 +69,163 @@ def rank(
 ) -> RankOutcome:
     """Rank one batch: every candidate ends selected or dropped with a reason."""
     profile = apply_overrides(resolve_profile(profiles, params.profile), params.weight_overrides)
-    ctx = ScoringContext(params.query, params.reference_time, params.explicit_lookup, provenance_key)
-    scores = score(batch, ctx, profile)
-    layers = params.layers or default_layers
-    layer_of = assign_layers(batch, layers)
-    tokens, estimated = estimate_tokens(batch)
-    final = scores.combined.copy()
-    drop = scores.gate.astype(np.int8, copy=True)
-    notes: list[tuple[str, ...]] = list(scores.gate_reasons)
+    outcome = _rank_with(profile, batch, params, params.layers or default_layers, provenance_key)
+    if not params.shadow_profile:
+        return outcome
+    shadow_profile = resolve_profile(profiles, params.shadow_profile, "shadow_profile")
+    shadow = _rank_with(shadow_profile, batch, params, params.layers or default_layers, provenance_key)
+    real_ids = [batch.ids[i] for i in outcome.ranked]
+    shadow_ids = [batch.ids[i] for i in shadow.ranked]
+    k, overlap = overlap_at_k(real_ids, shadow_ids)
+    result = ShadowResult(shadow_profile.name, k, overlap, kendall_tau_b(real_ids, shadow_ids), tuple(shadow_ids))
+    return replace(outcome, shadow=result)
 
+
+def _min_score_gate(profile: Profile, params: RankParams, layers: tuple[LayerSpec, ...], layer_of: tuple[str, ...],
+                    current: np.ndarray, drop: np.ndarray, notes: list[tuple[str, ...]]) -> None:
     min_score = profile.min_score if params.min_score is None else params.min_score
     layer_min = {layer.name: layer.min_score for layer in layers if layer.min_score is not None}
     for i in np.flatnonzero(drop == 0):
-        bar = max(min_score, layer_min.get(layer_of[i], 0.0))
-        if final[i] < bar:
+        bar = max(min_score, layer_min.get(layer_of[i], 0.0) or 0.0)
+        if current[i] < bar:
             drop[i] = DropReason.BELOW_MIN_SCORE
-            notes[i] = (f"final score {final[i]:.6g} below minimum {bar:.6g}",)
+            notes[i] = (f"score {current[i]:.6g} below the minimum {bar:.6g}",)
 
-    order = [int(i) for i in tie_order(final, batch.event_time, batch.ingested_at, batch.ids) if drop[i] == 0]
-    ranked = _fit_limits(order, params, layers, layer_of, tokens, drop, notes)
+
+def _rank_with(profile: Profile, batch: Batch, params: RankParams, layers: tuple[LayerSpec, ...],
+               provenance_key: bytes | None) -> RankOutcome:
+    ctx = ScoringContext(params.query, params.reference_time, params.explicit_lookup, provenance_key)
+    scores = score(batch, ctx, profile)
+    layer_of = assign_layers(batch, layers)
+    tokens, estimated = estimate_tokens(batch)
+    drop = scores.gate.astype(np.int8, copy=True)
+    notes: list[tuple[str, ...]] = list(scores.gate_reasons)
+    logs: list[StageLog] = []
+    fused = fusion_log(batch, scores, profile, drop == 0)
+    if fused is not None:
+        logs.append(fused)
+    current = scores.combined.copy()
+    for log in blend_stage_scores(batch, profile, current, drop == 0):
+        logs.append(log)
+        current = log.output
+    _min_score_gate(profile, params, layers, layer_of, current, drop, notes)
+    eligible_after_gates = drop == 0
+
+    tie_rank = np.empty(batch.n, dtype=np.int64)
+    tie_rank[tie_order(current, batch.event_time, batch.ingested_at, batch.ids)] = np.arange(batch.n)
+    sel = _select(profile, batch, params, layers, layer_of, tokens, current, tie_rank, drop)
+    state, rest, rest_reason, rest_cover, allocations, sim_kind = sel
+    covered_by = np.full(batch.n, -1, dtype=np.int64)
+    for i, reason, cover in zip(rest.tolist(), rest_reason.tolist(), rest_cover.tolist(), strict=True):
+        drop[i] = reason
+        covered_by[i] = cover
+        notes[i] = (_drop_note(DropReason(reason), cover, batch, int(tokens[i])),)
+
+    diversity = sim_kind != "none"
+    final = current.copy()
+    picked = np.array(state.picked, dtype=np.int64)
+    if diversity and picked.size:
+        final[picked] = state.gain[picked]
+        mask = np.zeros(batch.n, dtype=bool)
+        mask[picked] = True
+        logs.append(StageLog("diversity", f"MMR covering set, lambda {profile.diversity_lambda:g}, "
+                             f"similarity {sim_kind}", "memrank", current, final, mask))
+    ranked = picked[np.lexsort((tie_rank[picked], -final[picked]))] if picked.size else picked
+    buckets = calibrate(final[ranked])
     placement = params.placement if params.placement != Placement.UNSPECIFIED else profile.placement
-    ranked_arr = np.array(ranked, dtype=np.int64)
-    imp = scores.importance[ranked_arr]
+    imp = scores.importance[ranked]
     return RankOutcome(
         profile=profile, scores=scores, layer_of=layer_of, token_count=tokens, token_estimated=estimated,
-        final=final, drop=drop, drop_notes=tuple(notes), ranked=ranked_arr,
-        positions=placement_positions(len(ranked), placement), public_score=final[ranked_arr],
-        stages=tuple(() for _ in ranked),
-        allocations=_allocations(layers, layer_of, tokens, drop, params.max_tokens),
-        suggestions=tuple(zip(ranked, (imp + (1.0 - imp) * IMPORTANCE_RAISE).tolist(), strict=True)),
+        final=final, drop=drop, drop_notes=tuple(notes), ranked=ranked,
+        positions=placement_positions(len(ranked), placement), public_score=buckets.score,
+        stages=_stage_records(logs, ranked, final, buckets.score, eligible_after_gates, tie_rank),
+        allocations=allocations,
+        suggestions=tuple(zip(ranked.tolist(), (imp + (1.0 - imp) * IMPORTANCE_RAISE).tolist(), strict=True)),
+        covered_by=covered_by, gain=state.gain, bucket_lower=buckets.lower, bucket_upper=buckets.upper,
+        similarity=sim_kind,
     )
 
 
-def _fit_limits(
-    order: list[int], params: RankParams, layers: tuple[LayerSpec, ...], layer_of: tuple[str, ...],
-    tokens: np.ndarray, drop: np.ndarray, notes: list[tuple[str, ...]],
-) -> list[int]:
-    """Greedy fill in rank order under max_items (global, per layer) and the token cap."""
-    layer_cap = {layer.name: layer.max_items for layer in layers if layer.max_items}
-    per_layer: dict[str, int] = {}
-    used = 0
-    kept: list[int] = []
-    for i in order:
-        layer = layer_of[i]
-        if params.max_items and len(kept) >= params.max_items:
-            drop[i], notes[i] = DropReason.MAX_ITEMS, (f"budget.max_items {params.max_items} reached",)
-        elif layer in layer_cap and per_layer.get(layer, 0) >= layer_cap[layer]:
-            drop[i], notes[i] = DropReason.MAX_ITEMS, (f"layer {layer!r} max_items {layer_cap[layer]} reached",)
-        elif params.max_tokens and used + int(tokens[i]) > params.max_tokens:
-            drop[i], notes[i] = DropReason.OVER_BUDGET, (
-                f"{int(tokens[i])} tokens do not fit: {used} of {params.max_tokens} used",)
-        else:
-            kept.append(i)
-            used += int(tokens[i])
-            per_layer[layer] = per_layer.get(layer, 0) + 1
-    return kept
+def _drop_note(reason: DropReason, cover: int, batch: Batch, tokens: int) -> str:
+    if reason == DropReason.REDUNDANT:
+        return f"near-duplicate of selected memory {batch.ids[cover]!r}"
+    if reason == DropReason.MAX_ITEMS:
+        return "item limit reached (budget.max_items or the layer's max_items)"
+    return f"{tokens} tokens do not fit the layer's remaining budget"
 
 
-def _allocations(
-    layers: tuple[LayerSpec, ...], layer_of: tuple[str, ...], tokens: np.ndarray, drop: np.ndarray, max_tokens: int,
-) -> tuple[Allocation, ...]:
-    """One allocation per layer policy, plus the catch-all when it holds candidates."""
+def _select(profile: Profile, batch: Batch, params: RankParams, layers: tuple[LayerSpec, ...],
+            layer_of: tuple[str, ...], tokens: np.ndarray, current: np.ndarray, tie_rank: np.ndarray,
+            drop: np.ndarray) -> tuple[SelectState, np.ndarray, np.ndarray, np.ndarray, tuple[Allocation, ...], str]:
+    """Greedy selection with floors, allocations and release rounds."""
     names = [layer.name for layer in layers]
     if CATCH_ALL_LAYER in layer_of and CATCH_ALL_LAYER not in names:
+        shares = [layer.share for layer in layers]
+        catch_all = LayerSpec(CATCH_ALL_LAYER, share=float(np.mean(shares)) if shares else 1.0)
+        layers = (*layers, catch_all)
         names.append(CATCH_ALL_LAYER)
-    floors = {layer.name: layer.floor_tokens for layer in layers}
-    of = np.array(layer_of, dtype=object)
+    index = {name: k for k, name in enumerate(names)}
+    layer = np.array([index[name] for name in layer_of], dtype=np.int64)
+    eligible = drop == 0
+    lam = profile.diversity_lambda
+    sim = Similarity(batch) if lam < 1.0 and eligible.any() else None
+    sim_kind = sim.kind if sim is not None else "none"
+    items = np.array([layer_spec.max_items or NO_CAP for layer_spec in layers], dtype=np.int64)
+    specs = [budget.LayerBudget(x.name, x.share, x.floor_tokens) for x in layers]
+    alloc = budget.allocate(specs, params.max_tokens) if params.max_tokens else [NO_CAP] * len(layers)
+    released_total = [0] * len(layers)
+    received_total = [0] * len(layers)
+    for _ in range(budget.MAX_ROUNDS):
+        state = SelectState(batch.n, len(layers))
+        lim = Limits(np.array(alloc, dtype=np.int64), items, params.max_items)
+        pool = eligible.copy()
+        floors = np.array([min(x.floor_tokens, a) for x, a in zip(layers, alloc, strict=True)], dtype=np.int64)
+        if params.max_tokens and floors.any():
+            # Floors first: a floored layer's best memories are picked before anyone else can crowd it out.
+            floor_pool = pool & (floors[layer] > 0)
+            run_phase(state, floor_pool, current, tie_rank, layer, tokens, replace(lim, layer_tokens=floors),
+                      sim, lam, profile.dedupe_threshold)
+            pool &= ~np.isin(np.arange(batch.n), state.picked)
+        run_phase(state, pool, current, tie_rank, layer, tokens, lim, sim, lam, profile.dedupe_threshold)
+        rest = np.flatnonzero(pool)
+        reason, cover = classify_rest(state, rest, layer, tokens, lim, profile.dedupe_threshold, sim is not None)
+        if not params.max_tokens:
+            break
+        starved = [bool(((reason == DropReason.OVER_BUDGET) & (layer[rest] == k)).any()) for k in range(len(layers))]
+        new_alloc, released, received = budget.release(specs, alloc, state.used_tokens.tolist(), starved)
+        if not any(received):
+            break
+        released_total = [a + b for a, b in zip(released_total, released, strict=True)]
+        received_total = [a + b for a, b in zip(received_total, received, strict=True)]
+        alloc = new_alloc
+    allocations = tuple(
+        Allocation(
+            layer=x.name, budget_tokens=0 if not params.max_tokens else int(alloc[k]),
+            used_tokens=int(state.used_tokens[k]), floor_tokens=x.floor_tokens,
+            candidate_count=int((layer == k).sum()), selected_count=int(state.used_items[k]),
+            released_tokens=released_total[k], received_tokens=received_total[k],
+        )
+        for k, x in enumerate(layers)
+    )
+    return state, rest, reason, cover, allocations, sim_kind
+
+
+def _stage_records(logs: list[StageLog], ranked: np.ndarray, final: np.ndarray, public: np.ndarray,
+                   eligible: np.ndarray, tie_rank: np.ndarray) -> tuple[tuple[Stage, ...], ...]:
+    """Per ranked memory: one record per stage (position = rank in the stage's population), then calibration."""
+    positions = []
+    for log in logs:
+        idx = np.flatnonzero(eligible if log.population is None else log.population)
+        order = idx[np.lexsort((tie_rank[idx], -log.output[idx]))]
+        pos = np.empty(len(log.output), dtype=np.int64)
+        pos[order] = np.arange(order.size)
+        positions.append(pos)
     out = []
-    for name in names:
-        mask = of == name if len(of) else np.zeros(0, dtype=bool)
-        sel = mask & (drop == 0)
-        out.append(Allocation(
-            layer=name, budget_tokens=max_tokens, used_tokens=int(tokens[sel].sum()),
-            floor_tokens=floors.get(name, 0), candidate_count=int(mask.sum()), selected_count=int(sel.sum()),
-        ))
+    for r, i in enumerate(ranked.tolist()):
+        recs = [Stage(log.stage, log.objective, log.provenance, float(log.input[i]), int(pos[i]),
+                      float(log.output[i])) for log, pos in zip(logs, positions, strict=True)]
+        recs.append(Stage("calibration", "non-overlapping score bucket per rank position", CALIBRATION_SCHEME,
+                          float(final[i]), r, float(public[r])))
+        out.append(tuple(recs))
     return tuple(out)
+

@@ -8,6 +8,7 @@ from collections.abc import Mapping
 from google.protobuf.timestamp_pb2 import Timestamp
 
 from memrank._gen.v1 import ranking_pb2 as pb
+from memrank.core import receipt
 from memrank.core.batch import Batch, CandidateInput, LayerSpec, RankParams, batch_from_rows
 from memrank.core.outcome import SCORING_SCHEMA, RankOutcome
 from memrank.core.scores import Scores
@@ -88,8 +89,8 @@ def weights_to_proto(profile: Profile) -> list[pb.SignalWeight]:
     return [pb.SignalWeight(signal=s.name, weight=s.weight, normalization=s.normalization) for s in profile.signals]
 
 
-def breakdown_to_proto(o: RankOutcome, batch: Batch, i: int) -> pb.ScoreBreakdown:
-    """The full breakdown of candidate i."""
+def breakdown_to_proto(o: RankOutcome, batch: Batch, i: int, rank: int | None = None) -> pb.ScoreBreakdown:
+    """The full breakdown of candidate i (``rank`` 0-based for selected memories)."""
     s: Scores = o.scores
     signals = [
         pb.SignalScore(name=c.name, raw=float(c.raw[i]), normalized=float(c.normalized[i]), weight=c.weight,
@@ -99,15 +100,23 @@ def breakdown_to_proto(o: RankOutcome, batch: Batch, i: int) -> pb.ScoreBreakdow
     reasons = list(o.drop_notes[i])
     if o.token_estimated[i]:
         reasons.append("token_count estimated as ceil(characters / 4)")
-    return pb.ScoreBreakdown(
+    out = pb.ScoreBreakdown(
         signals=signals, retrieval_score=float(batch.retrieval[i]), quality_score=float(s.quality[i]),
         combined_score=float(s.combined[i]), final_score=float(o.final[i]), blend_term=float(s.blend_term[i]),
         reasons=reasons, token_count=int(o.token_count[i]), token_count_estimated=bool(o.token_estimated[i]),
     )
+    if o.covered_by[i] >= 0:
+        out.covered_by = batch.ids[int(o.covered_by[i])]
+    if not math.isnan(o.gain[i]):
+        out.marginal_gain = float(o.gain[i])
+    if rank is not None:
+        out.bucket.CopyFrom(pb.CalibrationBucket(index=rank, lower=float(o.bucket_lower[rank]),
+                                                 upper=float(o.bucket_upper[rank]), prior_score=float(o.final[i])))
+    return out
 
 
 def outcome_to_proto(o: RankOutcome, batch: Batch, params: RankParams, request_id: str,
-                     policy_version: str) -> pb.RankResponse:
+                     policy_version: str, receipt_key: bytes | None = None) -> pb.RankResponse:
     """The RankResponse for an outcome: selected in placement order, dropped in input order."""
     explain = params.explain if params.explain != ExplainLevel.UNSPECIFIED else ExplainLevel.FULL
     ranked = [int(i) for i in o.ranked]
@@ -117,7 +126,7 @@ def outcome_to_proto(o: RankOutcome, batch: Batch, params: RankParams, request_i
         m = pb.RankedMemory(id=batch.ids[i], layer=o.layer_of[i], rank=r + 1, position=pos,
                             score=float(o.public_score[r]))
         if explain != ExplainLevel.NONE:
-            m.breakdown.CopyFrom(breakdown_to_proto(o, batch, i))
+            m.breakdown.CopyFrom(breakdown_to_proto(o, batch, i, r))
         m.stages.extend(pb.RankingStage(stage=st.stage, objective=st.objective, provenance=st.provenance,
                                         input_score=st.input_score, position=st.position,
                                         output_score=st.output_score) for st in o.stages[r])
@@ -138,7 +147,30 @@ def outcome_to_proto(o: RankOutcome, batch: Batch, params: RankParams, request_i
                                 for i, v in o.suggestions],
     )
     resp.reference_time.CopyFrom(seconds_to_ts(params.reference_time))
+    if o.shadow is not None:
+        sh = o.shadow
+        resp.shadow.CopyFrom(pb.ShadowComparison(profile=sh.profile, k=sh.k, overlap_at_k=sh.overlap_at_k,
+                                                 kendall_tau=sh.kendall_tau, selected_ids=sh.selected_ids))
+    digest, signature = receipt.seal(receipt_payload(o, batch, resp), receipt_key)
+    resp.receipt.CopyFrom(pb.Receipt(schema=receipt.SCHEMA, digest=digest, signature=signature))
     return resp
+
+
+def receipt_payload(o: RankOutcome, batch: Batch, resp: pb.RankResponse) -> bytes:
+    """The canonical receipt bytes of an answer (always over the full breakdowns, whatever the explain level)."""
+    s = o.scores
+    memories = [
+        receipt.ReceiptMemory(
+            rank=r + 1, id=batch.ids[i], content=batch.contents[i], score=float(o.public_score[r]),
+            combined=float(s.combined[i]), final=float(o.final[i]), blend_term=float(s.blend_term[i]),
+            signals=[(c.name, float(c.raw[i]), float(c.normalized[i]), float(c.weight), float(c.contribution[i]))
+                     for c in s.signals],
+        )
+        for r, i in enumerate(o.ranked.tolist())
+    ]
+    weights = [(w.signal, w.weight) for w in resp.weights]
+    return receipt.canonical(resp.reference_time.seconds, resp.reference_time.nanos, resp.profile,
+                             resp.policy_version, weights, memories)
 
 
 def profile_to_proto(p: Profile) -> pb.Profile:

@@ -1,0 +1,63 @@
+"""Order-producing stages before selection: facet fusion and the caller's reranker scores."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import numpy as np
+
+from memrank.core.batch import Batch
+from memrank.core.scores import Scores
+from memrank.profiles.model import Profile
+
+
+@dataclass(frozen=True)
+class StageLog:
+    """One stage over the whole batch: what it saw and what it produced."""
+
+    stage: str
+    objective: str
+    provenance: str
+    input: np.ndarray  # float64 per candidate
+    output: np.ndarray  # float64 per candidate
+    population: np.ndarray | None = None  # bool mask ordered by this stage (None = every eligible candidate)
+
+
+def fusion_log(batch: Batch, scores: Scores, profile: Profile, eligible: np.ndarray) -> StageLog | None:
+    """The facet-fusion record (retrieval score in, fused relevance out), when facets were sent."""
+    relevance = next((c for c in scores.signals if c.name == "relevance"), None)
+    if not batch.facets or relevance is None:
+        return None
+    return StageLog("fusion", f"fuse facets {', '.join(sorted(batch.facets))} by {profile.fusion}",
+                    f"memrank:{profile.fusion}", batch.retrieval.astype(np.float64), relevance.raw.astype(np.float64))
+
+
+def _minmax(values: np.ndarray, mask: np.ndarray) -> np.ndarray:
+    out = np.full(values.shape, np.nan)
+    if not mask.any():
+        return out
+    lo, hi = values[mask].min(), values[mask].max()
+    out[mask] = 0.5 if hi == lo else (values[mask] - lo) / (hi - lo)
+    return out
+
+
+def blend_stage_scores(batch: Batch, profile: Profile, current: np.ndarray, eligible: np.ndarray) -> Iterator[StageLog]:
+    """Blend each caller stage score the profile weighs: out = (1 - w) * in + w * minmax(stage).
+
+    The stage score is min-max normalised over the eligible candidates that
+    carry it; a candidate without it keeps its score. Stages run in name order.
+    """
+    for name in sorted(profile.stage_weights):
+        if name not in batch.stage_scores:
+            continue
+        w = profile.stage_weights[name]
+        values = batch.stage_scores[name]
+        mask = eligible & ~np.isnan(values)
+        if not mask.any():
+            continue
+        norm = _minmax(values, mask)
+        out = np.where(mask, (1.0 - w) * current + w * np.nan_to_num(norm), current)
+        yield StageLog(f"rerank:{name}", f"blend caller scores {name!r} with weight {w:g}", f"caller:{name}",
+                       current.copy(), out)
+        current = out
