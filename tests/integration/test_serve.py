@@ -14,7 +14,7 @@ import grpc
 import pytest
 from grpc_reflection.v1alpha.proto_reflection_descriptor_database import ProtoReflectionDescriptorDatabase
 
-from memrank.client import RankingClient
+from memrank.client import RankingClient, RankingError
 from tests.integration.conftest import start_serve, stop
 
 
@@ -146,3 +146,18 @@ def test_profiles_command_lists_weights() -> None:
     assert out.returncode == 0
     assert out.stdout.startswith(("agent-observer", "assistant", "default"))
     assert "weight" in out.stdout
+
+
+def test_oversize_message_is_refused_with_resource_exhausted(tmp_path: Path) -> None:
+    config = tmp_path / "tiny.yaml"
+    config.write_text("server:\n  max_message_bytes: 4096\n")
+    proc = start_serve(tmp_path, "--config", str(config), "--address", "127.0.0.1:0", "--metrics-port", "0")
+    try:
+        with RankingClient(f"127.0.0.1:{proc.port}", retries=0) as client:
+            client.rank({"candidates": [{"id": "a", "content": "x" * 1000, "importance": 0.5}]})
+            with pytest.raises(RankingError) as info:
+                client.rank({"candidates": [{"id": "a", "content": "x" * 8000}]})
+            assert info.value.code == grpc.StatusCode.RESOURCE_EXHAUSTED
+            assert client.health() == "SERVING"
+    finally:
+        assert stop(proc) == 0
