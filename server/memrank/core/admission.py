@@ -21,7 +21,7 @@ import numpy as np
 
 from memrank.core.batch import Batch
 from memrank.core.score import score_gated
-from memrank.core.scores import ScoringContext, SignalColumn
+from memrank.core.scores import Scores, ScoringContext, SignalColumn
 from memrank.core.signals.confidence import reserved_keys
 from memrank.core.types import AdmissionDecision, DropReason
 from memrank.profiles.model import Profile
@@ -38,10 +38,7 @@ class AdmissionResult:
     signals: tuple[SignalColumn, ...]  # columns of length 1
     reasons: tuple[str, ...]
     gate: DropReason  # KEPT unless a gate rejected it
-    combined: float
-    blend_term: float
-    quality: float
-    importance: float
+    scores: Scores  # the full scores of the batch of one (combined, blend_term, quality, gate reasons)
     admit_threshold: float
     hold_threshold: float
 
@@ -70,8 +67,7 @@ def score_admission(batch: Batch, ctx: ScoringContext, profile: Profile) -> Admi
     if batch.n != 1:
         raise ValueError(f"score_admission takes a batch of one memory, got {batch.n}")
     scores = score_gated(batch, ctx, profile, _NOT_GATES_AT_ADMISSION)
-    combined = float(scores.combined[0])
-    value = float(np.clip(combined, 0.0, 1.0))
+    value = float(np.clip(scores.combined[0], 0.0, 1.0))
     gate = DropReason(int(scores.gate[0]))
     decision, why = _decide(value, gate, profile)
     reasons = [why, *scores.gate_reasons[0], *_temporal_notes(batch, ctx)]
@@ -79,8 +75,6 @@ def score_admission(batch: Batch, ctx: ScoringContext, profile: Profile) -> Admi
     if reserved:
         reasons.append(f"reserved metadata keys ignored: {', '.join(reserved)}")
     return AdmissionResult(
-        decision=decision, score=value, signals=scores.signals, reasons=tuple(reasons), gate=gate,
-        combined=combined, blend_term=float(scores.blend_term[0]), quality=float(scores.quality[0]),
-        importance=float(scores.importance[0]), admit_threshold=profile.admit_threshold,
-        hold_threshold=profile.hold_threshold,
+        decision=decision, score=value, signals=scores.signals, reasons=tuple(reasons), gate=gate, scores=scores,
+        admit_threshold=profile.admit_threshold, hold_threshold=profile.hold_threshold,
     )
