@@ -23,8 +23,20 @@ Normalizer = Callable[[np.ndarray, np.ndarray], np.ndarray]
 _Z_CLIP = 40.0
 
 
+_HUGE = 1e150
+
+
 def _finite(values: np.ndarray) -> np.ndarray:
     return np.nan_to_num(np.asarray(values, dtype=np.float64), nan=0.0, posinf=1e300, neginf=-1e300)
+
+
+def _tame(values: np.ndarray) -> np.ndarray:
+    v = _finite(values)
+    # Statistics (max - min, squares) of values this large overflow; the
+    # normalised result does not depend on the scale, so shrink them first.
+    # Ordinary values are left untouched, bit for bit.
+    peak = float(np.abs(v).max()) if v.size else 0.0
+    return v / peak if peak > _HUGE else v
 
 
 def none(values: np.ndarray, population: np.ndarray) -> np.ndarray:
@@ -34,7 +46,7 @@ def none(values: np.ndarray, population: np.ndarray) -> np.ndarray:
 
 def min_max(values: np.ndarray, population: np.ndarray) -> np.ndarray:
     """(v - min) / (max - min) over the population; a constant population gives 0.5."""
-    v = _finite(values)
+    v = _tame(values)
     out = np.zeros_like(v)
     if not population.any():
         return out
@@ -49,7 +61,7 @@ def min_max(values: np.ndarray, population: np.ndarray) -> np.ndarray:
 
 def z_score(values: np.ndarray, population: np.ndarray) -> np.ndarray:
     """Logistic of the population z-score, 1 / (1 + exp(-z)); zero spread gives 0.5."""
-    v = _finite(values)
+    v = _tame(values)
     out = np.zeros_like(v)
     if not population.any():
         return out
@@ -65,7 +77,7 @@ def z_score(values: np.ndarray, population: np.ndarray) -> np.ndarray:
 
 def rank(values: np.ndarray, population: np.ndarray) -> np.ndarray:
     """Average rank (ties share it) scaled to [0, 1], 1 = largest; a single candidate gives 0.5."""
-    v = _finite(values)
+    v = _tame(values)
     out = np.zeros_like(v)
     pop = v[population]
     m = pop.shape[0]
