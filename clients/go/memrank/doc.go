@@ -1,0 +1,19 @@
+// Package memrank is a small client of the memrank ranking sidecar
+// (memrank.v1.RankingService over gRPC).
+//
+//	c, err := memrank.Dial("127.0.0.1:50051")
+//	if err != nil { ... }
+//	defer c.Close()
+//	resp, err := c.Rank(ctx, &memrank.RankRequest{
+//		Query:         "which database runs the ledger?",
+//		ReferenceTime: memrank.Timestamp(time.Now()),
+//		Profile:       "agent-observer",
+//		Candidates:    []*memrank.Candidate{memrank.NewCandidate("m1", "The ledger runs on Postgres 16", memrank.Kind("fact"))},
+//	})
+//
+// Every call gets a default deadline (WithTimeout) unless the context already
+// has one, and is retried on UNAVAILABLE with jittered exponential backoff
+// (WithRetries, WithBackoff). A failed call returns an *Error carrying the
+// gRPC code, the google.rpc.BadRequest field violations and the
+// google.rpc.ErrorInfo reason; use errors.As or AsError to get it.
+package memrank

@@ -1,0 +1,64 @@
+// Replays every tests/vectors/*.json conformance case against the live server at MEMRANK_ADDR.
+import assert from "node:assert/strict";
+import { readdirSync, readFileSync } from "node:fs";
+import { after, describe, test } from "node:test";
+import { fileURLToPath } from "node:url";
+import { fromJson, type JsonValue } from "@bufbuild/protobuf";
+import { dropReasonName, MemrankClient, MemrankError, RankRequestSchema, status } from "../src/index.js";
+
+interface Vector {
+  name: string;
+  request: JsonValue;
+  expect?: {
+    selected_ids: string[];
+    ranks: Record<string, number>;
+    final_scores: Record<string, number>;
+    dropped: Record<string, string>;
+  };
+  expect_error?: { code: string; field: string };
+}
+
+const dir = fileURLToPath(new URL("../../../../tests/vectors/", import.meta.url));
+const vectors: Vector[] = readdirSync(dir)
+  .filter((f) => f.endsWith(".json"))
+  .sort()
+  .map((f) => JSON.parse(readFileSync(dir + f, "utf8")) as Vector);
+const addr = process.env["MEMRANK_ADDR"];
+
+test("vectors are present", () => {
+  assert.ok(vectors.length >= 20, `only ${vectors.length} vectors in ${dir}`);
+});
+
+describe("conformance vectors", { skip: addr ? false : "MEMRANK_ADDR is not set" }, () => {
+  const client = new MemrankClient(addr ?? "", { timeoutMs: 10_000 });
+  after(() => client.close());
+
+  for (const v of vectors) {
+    test(v.name, async () => {
+      const request = fromJson(RankRequestSchema, v.request);
+      if (v.expect_error) {
+        const want = v.expect_error;
+        await assert.rejects(client.rank(request), (err: unknown) => {
+          assert.ok(err instanceof MemrankError, `not a MemrankError: ${String(err)}`);
+          assert.equal(err.code, status[want.code as keyof typeof status]);
+          assert.equal(err.codeName, want.code);
+          assert.ok(err.fields.includes(want.field), `field ${want.field} not in ${JSON.stringify(err.fields)}`);
+          return true;
+        });
+        return;
+      }
+      const want = v.expect!;
+      const resp = await client.rank(request);
+      assert.deepEqual(resp.selected.map((m) => m.id), want.selected_ids);
+      assert.deepEqual(Object.fromEntries(resp.selected.map((m) => [m.id, m.rank])), want.ranks);
+      resp.selected.forEach((m, i) => {
+        assert.equal(m.position, i, `${m.id}: position`);
+        const exp = want.final_scores[m.id];
+        const got = m.breakdown?.finalScore ?? Number.NaN;
+        assert.ok(exp !== undefined && Math.abs(got - exp) <= 1e-9, `${m.id}: final_score want ${exp}, got ${got}`);
+      });
+      assert.deepEqual(Object.fromEntries(resp.dropped.map((d) => [d.id, dropReasonName(d.reason)])), want.dropped);
+      assert.equal(resp.selected.length + resp.dropped.length, request.candidates.length);
+    });
+  }
+});

@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# CI for the Go and TypeScript clients: installs their toolchains' dependencies
+# from scratch, checks that the generated client code is current, then replays
+# the conformance vectors through the Go, TypeScript and Python clients against
+# a live `memrank serve` (clients/test.sh). Called by .ci/run.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+step() { printf '\n==> %s\n' "$*"; }
+elapsed() { echo "($(( $(date +%s) - $1 )) s)"; }
+
+step "toolchains"
+go version
+node --version
+echo "npm $(npm --version)"
+if ! python3 -c "import memrank" 2>/dev/null || ! command -v buf >/dev/null; then
+  python3 -m pip install --quiet --disable-pip-version-check -e '.[dev]'
+fi
+buf --version
+
+step "Go modules (from the Go module proxy)"
+t=$(date +%s); (cd clients/go && go mod download && go mod verify); elapsed "$t"
+
+step "TypeScript packages (npm ci)"
+t=$(date +%s); (cd clients/typescript && npm ci --no-audit --no-fund --loglevel=error); elapsed "$t"
+
+step "vectors match their independent derivation"
+python3 tests/vectors/derive.py --check
+
+step "generated client code is up to date (clients/gen.sh --check)"
+t=$(date +%s); bash clients/gen.sh --check; elapsed "$t"
+
+step "clients against a live server (clients/test.sh)"
+bash clients/test.sh
