@@ -1,0 +1,111 @@
+{{/*
+Every helper takes the memrank chart's own root context: `$` inside this chart,
+`.Subcharts.memrank` (or `.Subcharts.<alias>`) from a parent chart. That way a
+host chart that lists memrank as a dependency gets the same names, values and
+image as the memrank chart's own templates.
+*/}}
+
+{{/* Chart name, "memrank" unless nameOverride. */}}
+{{- define "memrank.name" -}}
+{{- default .Chart.Name .Values.nameOverride | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{/* "<release>-memrank" (or fullnameOverride), at most 63 characters. */}}
+{{- define "memrank.fullname" -}}
+{{- if .Values.fullnameOverride }}
+{{- .Values.fullnameOverride | trunc 63 | trimSuffix "-" }}
+{{- else }}
+{{- $name := include "memrank.name" . }}
+{{- if contains $name .Release.Name }}
+{{- .Release.Name | trunc 63 | trimSuffix "-" }}
+{{- else }}
+{{- printf "%s-%s" .Release.Name $name | trunc 63 | trimSuffix "-" }}
+{{- end }}
+{{- end }}
+{{- end }}
+
+{{/* A name derived from the full name: (dict "root" $ "suffix" "headless"); stays within 63 characters. */}}
+{{- define "memrank.suffixedName" -}}
+{{- $base := include "memrank.fullname" .root | trunc (int (sub 62 (len .suffix))) | trimSuffix "-" }}
+{{- printf "%s-%s" $base .suffix }}
+{{- end }}
+
+{{- define "memrank.chart" -}}
+{{- printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{/* Labels the Deployment selects on (immutable once installed). */}}
+{{- define "memrank.selectorLabels" -}}
+app.kubernetes.io/name: {{ include "memrank.name" . }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+{{- end }}
+
+{{/* Labels of every resource the chart renders. */}}
+{{- define "memrank.labels" -}}
+helm.sh/chart: {{ include "memrank.chart" . }}
+{{ include "memrank.selectorLabels" . }}
+app.kubernetes.io/version: {{ default .Chart.AppVersion .Values.image.tag | trunc 63 | trimSuffix "-" | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+app.kubernetes.io/part-of: memrank
+{{- with .Values.commonLabels }}
+{{ toYaml . }}
+{{- end }}
+{{- end }}
+
+{{- define "memrank.serviceAccountName" -}}
+{{- if .Values.serviceAccount.create }}
+{{- default (include "memrank.fullname" .) .Values.serviceAccount.name }}
+{{- else }}
+{{- default "default" .Values.serviceAccount.name }}
+{{- end }}
+{{- end }}
+
+{{/* repository:tag or repository@digest; the tag defaults to the chart's appVersion. */}}
+{{- define "memrank.image" -}}
+{{- if .Values.image.digest }}
+{{- printf "%s@%s" .Values.image.repository .Values.image.digest }}
+{{- else }}
+{{- printf "%s:%s" .Values.image.repository (default .Chart.AppVersion .Values.image.tag) }}
+{{- end }}
+{{- end }}
+
+{{/* "true" when the cluster has the Prometheus Operator's monitoring.coreos.com/v1 API. */}}
+{{- define "memrank.hasMonitoringAPI" -}}
+{{- if .Capabilities.APIVersions.Has "monitoring.coreos.com/v1" }}true{{ end }}
+{{- end }}
+
+{{/*
+terminationGracePeriodSeconds: the server's grace period, plus the preStop sleep,
+plus the 5 s the multi-worker supervisor adds, must fit inside it. Empty value:
+that sum + 10. A value that does not exceed the sum fails the render.
+*/}}
+{{- define "memrank.terminationGracePeriodSeconds" -}}
+{{- $need := addf .Values.server.gracePeriodSeconds .Values.preStopSleepSeconds 5 | ceil | int }}
+{{- if kindIs "invalid" .Values.terminationGracePeriodSeconds }}
+{{- add $need 10 }}
+{{- else if le (int .Values.terminationGracePeriodSeconds) $need }}
+{{- fail (printf "terminationGracePeriodSeconds: %v must be above server.gracePeriodSeconds + preStopSleepSeconds + 5 = %d" .Values.terminationGracePeriodSeconds $need) }}
+{{- else }}
+{{- int .Values.terminationGracePeriodSeconds }}
+{{- end }}
+{{- end }}
+
+{{/* Checksum of the config file, as a pod annotation: a config change rolls the pods. */}}
+{{- define "memrank.configChecksum" -}}
+{{- toYaml .Values.config | sha256sum }}
+{{- end }}
+
+{{/* One grpc probe body: (dict "root" $ "probe" .Values.probes.readiness). */}}
+{{- define "memrank.grpcProbe" -}}
+grpc:
+  port: {{ .root.Values.server.grpcPort }}
+  {{- with .root.Values.probes.service }}
+  service: {{ . | quote }}
+  {{- end }}
+periodSeconds: {{ .probe.periodSeconds }}
+timeoutSeconds: {{ .probe.timeoutSeconds }}
+failureThreshold: {{ .probe.failureThreshold }}
+{{- with .probe.successThreshold }}
+successThreshold: {{ . }}
+{{- end }}
+{{- end }}
