@@ -107,6 +107,65 @@ def gate(c: dict[str, Any], ref: datetime) -> str | None:
     return None
 
 
+def fill_layers(req: dict[str, Any], rows: list[tuple[dict[str, Any], float]], dropped: dict[str, str],
+                why: dict[str, str]) -> list[tuple[dict[str, Any], float]]:
+    """Split budget.max_tokens: floors first, then shares of the rest; fill each layer in rank order.
+
+    A layer that drops nothing for budget releases its unused tokens to the
+    layers that did, in proportion to their shares, and the fill runs again
+    (at most 4 rounds). The vectors use numbers that divide exactly.
+    """
+    total = req["budget"]["maxTokens"]
+    policies = {p["name"]: p for p in req["layers"]}
+    floors = {n: p.get("floorTokens", 0) for n, p in policies.items()}
+    shares = {n: p.get("share", 0.0) for n, p in policies.items()}
+    rest = total - sum(floors.values())
+    alloc = {n: floors[n] + exact(rest * shares[n] / sum(shares.values())) for n in policies}
+    notes = [f"{n}: floor {floors[n]} + {shares[n]}/{sum(shares.values())} of {rest} = {alloc[n]}" for n in policies]
+    for _ in range(4):
+        kept, over_ids, over, used = fill(rows, alloc)
+        takers = [n for n in policies if n in over and shares[n] > 0]
+        spare = {n: alloc[n] - used[n] for n in policies if n not in over and alloc[n] > used[n]}
+        if not takers or not spare:
+            break
+        pool = sum(spare.values())
+        for n in spare:
+            alloc[n] = used[n]
+        for n in takers:
+            alloc[n] += exact(pool * shares[n] / sum(shares[t] for t in takers))
+        notes.append(f"released {spare} to {takers}: now {alloc}")
+    for c, _ in rows:
+        if c["id"] in over_ids:
+            dropped[c["id"]] = "DROP_REASON_OVER_BUDGET"
+            why[c["id"]] += f" -> over budget of layer {c['layer']} ({alloc[c['layer']]} tokens)"
+    why["layers"] = "; ".join(notes)
+    return kept
+
+
+def exact(x: float) -> int:
+    """An integer token count; the vectors avoid rounding."""
+    assert x == int(x), f"{x} tokens: choose numbers that divide exactly"
+    return int(x)
+
+
+def fill(rows: list[tuple[dict[str, Any], float]], alloc: dict[str, int]
+         ) -> tuple[list[tuple[dict[str, Any], float]], set[str], set[str], dict[str, int]]:
+    """One fill in rank order: kept rows, ids and layers of budget drops, tokens used per layer."""
+    used = dict.fromkeys(alloc, 0)
+    over_ids: set[str] = set()
+    over: set[str] = set()
+    kept = []
+    for c, score in rows:
+        layer, tokens = c["layer"], c["tokenCount"]
+        if used[layer] + tokens <= alloc[layer]:
+            used[layer] += tokens
+            kept.append((c, score))
+        else:
+            over_ids.add(c["id"])
+            over.add(layer)
+    return kept, over_ids, over, used
+
+
 def place(ranked: list[str], mode: str) -> list[str]:
     """Placement order of ids given in rank order."""
     if mode == "PLACEMENT_BEST_LAST":
@@ -147,11 +206,19 @@ def expect(req: dict[str, Any]) -> tuple[dict[str, Any], dict[str, str]]:
         rows.append((c, score))
     rows.sort(key=lambda r: r[0]["id"])
     rows.sort(key=lambda r: (r[1], ts_key(r[0].get("eventTime")), ts_key(r[0].get("ingestedAt"))), reverse=True)
+    if "minScore" in req:
+        for c, score in rows:
+            if score < req["minScore"]:
+                dropped[c["id"]] = "DROP_REASON_BELOW_MIN_SCORE"
+                why[c["id"]] += f" -> below min_score {req['minScore']}"
+        rows = [r for r in rows if r[0]["id"] not in dropped]
     limit = req.get("budget", {}).get("maxItems", 0)
     kept = rows[:limit] if limit else rows
     for c, _ in rows[len(kept):]:
         dropped[c["id"]] = "DROP_REASON_MAX_ITEMS"
         why[c["id"]] += " -> beyond budget.max_items"
+    if req.get("budget", {}).get("maxTokens"):
+        kept = fill_layers(req, kept, dropped, why)
     ranked = [c["id"] for c, _ in kept]
     result = {
         "selected_ids": place(ranked, req.get("placement", "PLACEMENT_BEST_FIRST")),
@@ -289,6 +356,40 @@ def cases() -> list[tuple[str, str, dict[str, Any], dict[str, Any] | None]]:
             {**cand("x-4", retrieval=1.0), "importance": 0.4, "createdAt": "2026-04-01T00:00:00Z"}], "q",
             placement="PLACEMENT_EDGES", budget={"maxItems": 3}))
 
+    add("budget_max_items_ties", "max_items 2 over four equal scores: the tie-break (id asc) decides the cut",
+        rank_request("budget_max_items_ties", ao, [cand("d"), cand("c"), cand("b"), cand("a")], "note",
+                     budget={"maxItems": 2}))
+    add("min_score", "request min_score 0.5: lower final scores are dropped with DROP_REASON_BELOW_MIN_SCORE",
+        rank_request("min_score", ao, OBSERVER_FIVE, OBSERVER_QUERY, minScore=0.5))
+    add("layers_shares", "max_tokens 100 split by equal shares (50/50); a layer that cannot fit its weakest "
+        "memory drops it OVER_BUDGET; the other layer fills exactly and releases nothing",
+        rank_request("layers_shares", ao, [
+            cand("a1", "decision", "ledger", 0.9, layer="session", tokenCount=30),
+            cand("a2", "attempt", "ledger", 0.1, layer="session", tokenCount=30),
+            cand("b1", "fact", "ledger", 0.5, layer="knowledge", tokenCount=20),
+            cand("b2", "preference", "ledger", 0.5, layer="knowledge", tokenCount=30)], "ledger",
+            layers=[{"name": "session", "share": 1}, {"name": "knowledge", "share": 1}],
+            budget={"maxTokens": 100}))
+    add("layers_floor", "a durable floor of 40 tokens is reserved before the session share: the weaker durable "
+        "memory still gets in, while the third (stronger) session memory is over budget",
+        rank_request("layers_floor", ao, [
+            cand("s1", "decision", "ledger", 0.9, layer="session", tokenCount=30),
+            cand("s2", "decision", "ledger", 0.8, layer="session", tokenCount=30),
+            cand("s3", "decision", "ledger", 0.7, layer="session", tokenCount=30),
+            cand("d1", "attempt", "ledger", 0.1, layer="durable", tokenCount=40)], "ledger",
+            layers=[{"name": "session", "share": 1}, {"name": "durable", "floorTokens": 40}],
+            budget={"maxTokens": 100}))
+
+    add("layers_release", "50/50 shares of 100 tokens; knowledge uses 10 of its 50 and drops nothing, so it "
+        "releases 40 to session, which then fits all three of its memories",
+        rank_request("layers_release", ao, [
+            cand("r1", "decision", "ledger", 0.9, layer="session", tokenCount=30),
+            cand("r2", "decision", "ledger", 0.8, layer="session", tokenCount=30),
+            cand("r3", "decision", "ledger", 0.7, layer="session", tokenCount=30),
+            cand("k1", "fact", "ledger", 0.5, layer="knowledge", tokenCount=10)], "ledger",
+            layers=[{"name": "session", "share": 1}, {"name": "knowledge", "share": 1}],
+            budget={"maxTokens": 100}))
+
     two = [cand("ok-0"), cand("ok-1")]
     add("error_nan_retrieval", "NaN retrieval_score is refused, naming the candidate field",
         rank_request("error_nan_retrieval", ao, [two[0], {**two[1], "retrievalScore": "NaN"}]),
@@ -296,6 +397,12 @@ def cases() -> list[tuple[str, str, dict[str, Any], dict[str, Any] | None]]:
     add("error_retrieval_out_of_range", "retrieval_score 1.5 is outside [0, 1]",
         rank_request("error_retrieval_out_of_range", ao, [two[0], two[1], {**cand("ok-2"), "retrievalScore": 1.5}]),
         {"code": "INVALID_ARGUMENT", "field": "candidates[2].retrieval_score"})
+    add("error_retrieval_infinite", "-Infinity retrieval_score is refused",
+        rank_request("error_retrieval_infinite", ao, [two[0], {**two[1], "retrievalScore": "-Infinity"}]),
+        {"code": "INVALID_ARGUMENT", "field": "candidates[1].retrieval_score"})
+    add("error_importance_out_of_range", "importance 1.5 is outside [0, 1]",
+        rank_request("error_importance_out_of_range", ao, [{**two[0], "importance": 1.5}, two[1]]),
+        {"code": "INVALID_ARGUMENT", "field": "candidates[0].importance"})
     add("error_duplicate_id", "a duplicate id is reported at its second occurrence",
         rank_request("error_duplicate_id", ao, [cand("dup"), cand("other"), cand("dup")]),
         {"code": "INVALID_ARGUMENT", "field": "candidates[2].id"})
