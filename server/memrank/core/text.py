@@ -8,6 +8,7 @@ characters, so "café" and "東京" are words) of the ``str.lower()`` text.
 
 from __future__ import annotations
 
+import itertools
 import re
 
 SAMPLE_CHARS = 8192
@@ -45,6 +46,11 @@ _PLEASANTRY = re.compile(
 )
 
 
+# Python's re.IGNORECASE lets an ASCII letter match these four non-ASCII
+# letters too; mapping them before lower() keeps fold() a superset.
+_RE_FOLD = str.maketrans({"\u0130": "i", "\u0131": "i", "\u017f": "s", "\u212a": "k"})
+
+
 def sample(content: str) -> str:
     """The head and tail of the content, at most SAMPLE_CHARS characters."""
     if len(content) <= SAMPLE_CHARS:
@@ -77,3 +83,13 @@ def is_pleasantry(text: str) -> bool:
     """True when the whole text is greetings, thanks or acknowledgements."""
     stripped = sample(text).strip()
     return bool(stripped) and len(stripped) <= 200 and _PLEASANTRY.match(stripped) is not None
+
+
+def count_tokens(text: str, limit: int) -> int:
+    """Number of word tokens in the sample of the text, counting no further than limit."""
+    return sum(1 for _ in itertools.islice(_WORD.finditer(sample(text)), limit))
+
+
+def fold(text: str) -> str:
+    """Lower-cased text in which every IGNORECASE match of an ASCII literal shows as that literal."""
+    return text.translate(_RE_FOLD).lower()

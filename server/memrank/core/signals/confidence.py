@@ -2,9 +2,10 @@
 
     confidence = 0.30                       base
                + 0.15 if the sample has a number
-               + 0.15 if it has a date (ISO or d/m/y, month + day, weekday, relative day)
+               + 0.15 if it has a date (ISO or d/m/y, month + day, weekday, yesterday,
+                 tomorrow, last/next week/month/year)
                + 0.15 if it names an entity (an ASCII-capitalised word not opening
-                 a sentence, or an acronym of 2+ capitals)
+                 a sentence, or an all-capitals word of 2+ letters)
                + 0.10 if event_time is set
                + 0.10 if the source is known (not unset or unknown)
                + 0.05 if the caller sent metadata (reserved "_" keys ignored)
@@ -21,23 +22,25 @@ from collections.abc import Mapping
 import numpy as np
 
 from memrank.core.batch import Batch
+from memrank.core.phrases import Phrases, batch_words
 from memrank.core.scores import ScoringContext
 from memrank.core.signals.base import RawSignal
-from memrank.core.text import sample
+from memrank.core.text import fold, sample
 from memrank.core.types import Source
 from memrank.profiles.model import Profile
 
 BASE = 0.30
-_MONTH = r"(?:jan|feb|mar|apr|may|jun|jul|aug|sep|sept|oct|nov|dec)[a-z]*\.?"
+_MONTHS = ("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec")
+_MONTH = rf"(?:{'|'.join(_MONTHS)})[a-z]*\.?"
 _NUMBER = re.compile(r"\d")
-_DATE = re.compile(
-    rf"\b\d{{4}}-\d{{2}}-\d{{2}}\b|\b\d{{1,2}}/\d{{1,2}}/\d{{2,4}}\b|\b{_MONTH} \d{{1,2}}\b|\b\d{{1,2}} {_MONTH}"
-    r"|\b(?:monday|tuesday|wednesday|thursday|friday|saturday|sunday|yesterday|tomorrow)\b"
-    r"|\b(?:last|next) (?:week|month|year)\b",
-    re.IGNORECASE,
-)
-# A capitalised word after a word that does not end a sentence, or an acronym.
-_ENTITY = re.compile(r"(?<=[\w,;)])[ \t]+[A-Z][a-z][\w'-]*|\b[A-Z]{2,}\b")
+_SLASH_DASH_DATE = re.compile(r"\d{4}-\d{2}-\d{2}|\d{1,2}/\d{1,2}/\d{2,4}")
+_MONTH_DATE = re.compile(rf"\b{_MONTH} \d{{1,2}}\b|\b\d{{1,2}} {_MONTH}")  # on the folded text
+DATE_WORDS = Phrases(("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday", "yesterday",
+                      "tomorrow", "last week", "next week", "last month", "next month", "last year", "next year"))
+_SENTENCE_END = frozenset(".!?:")
+# A capital and a lower-case letter, or a run of capitals ending a word; the
+# rest of the entity test runs in Python on these few positions only.
+_CAPITAL = re.compile(r"[A-Z](?:[a-z]|[A-Z]+(?!\w))")
 FEATURES = (("number", 0.15), ("date", 0.15), ("entity", 0.15), ("event_time", 0.10), ("source", 0.10),
             ("metadata", 0.05))
 
@@ -47,16 +50,44 @@ def reserved_keys(metadata: Mapping[str, str]) -> list[str]:
     return sorted(k for k in metadata if k.startswith("_"))
 
 
-def _features(batch: Batch, i: int) -> dict[str, bool]:
+def has_entity(text: str) -> bool:
+    """An ASCII-capitalised word that does not open a sentence, or an all-capitals word of 2+ letters."""
+    for m in _CAPITAL.finditer(text):
+        i = m.start()
+        if i and (text[i - 1].isalnum() or text[i - 1] == "_"):
+            continue  # inside a word
+        if m.end() - i > 1 and text[i + 1].isupper():
+            return True  # an acronym
+        j = i - 1
+        while j >= 0 and text[j].isspace():
+            j -= 1
+        if j >= 0 and text[j] not in _SENTENCE_END:
+            return True
+    return False
+
+
+def has_date(text: str, padded: str, number: bool) -> bool:
+    """A weekday or relative-day phrase, or a numeric date (ISO, d/m/y, "mar 3", "3 march")."""
+    if DATE_WORDS.find(padded) is not None:
+        return True
+    if not number:
+        return False
+    # Guards first (re is slow): numeric forms need "-" or "/", month forms a month word.
+    if ("-" in text or "/" in text) and _SLASH_DASH_DATE.search(text):
+        return True
+    return any(f" {m}" in padded for m in _MONTHS) and _MONTH_DATE.search(fold(text)) is not None
+
+
+def _features(batch: Batch, i: int, padded: str) -> dict[str, bool]:
     text = sample(batch.contents[i])
-    meta = batch.metadata[i]
+    number = _NUMBER.search(text) is not None
     return {
-        "number": _NUMBER.search(text) is not None,
-        "date": _DATE.search(text) is not None,
-        "entity": _ENTITY.search(text) is not None,
+        "number": number,
+        "date": has_date(text, padded, number),
+        "entity": has_entity(text),
         "event_time": not np.isnan(batch.event_time[i]),
         "source": int(batch.source[i]) not in (Source.UNSPECIFIED, Source.UNKNOWN),
-        "metadata": any(not k.startswith("_") for k in meta),
+        "metadata": any(not k.startswith("_") for k in batch.metadata[i]),
     }
 
 
@@ -64,8 +95,9 @@ def confidence(batch: Batch, ctx: ScoringContext, profile: Profile, population: 
     """Base 0.30 plus a bonus per specificity feature present."""
     values = np.full(batch.n, BASE)
     reasons: list[tuple[str, ...]] = []
+    padded = batch_words(batch.contents)
     for i in range(batch.n):
-        found = _features(batch, i)
+        found = _features(batch, i, padded[i])
         values[i] = BASE + sum(w for name, w in FEATURES if found[name])
         names = [name for name, _ in FEATURES if found[name]]
         row = [f"specific: {', '.join(names)}" if names else "no specificity features"]

@@ -1,69 +1,97 @@
 """Importance: the caller's value (0..1), or a rule by category when unset.
 
-Rules are tried in order; the first whose kind set holds the memory's kind,
-or whose pattern matches its head/tail sample (case-insensitive), wins:
+Rules are tried in order; the first whose kind set holds the memory's
+(lower-cased) kind, or one of whose phrases occurs as whole words in its
+head/tail sample (``text.words``: case-folded, punctuation as spaces, so
+"that's" is "that s"), wins; the reasons name the rule and the phrase:
 
-=================  =====  ==========================================================
+=================  =====  ==============================================================
 rule               value  matches
-=================  =====  ==========================================================
-correction         0.9    kind correction; "actually ...", "no, I meant", "that's wrong"
-constraint_pref    0.7    kinds constraint, preference; "I prefer", "never", "allergic"
-decision_fact      0.5    kinds decision, fact; "we decided", "let's go with", "my name is"
-outcome            0.4    kinds outcome, failure, attempt; "fixed", "failed", "resolved"
+=================  =====  ==============================================================
+correction         0.9    kind correction; starts "actually" / "correction" / "wait no";
+                          "no i meant", "that s wrong", "i was wrong", "scratch that", ...
+constraint_pref    0.7    kinds constraint, preference; "i prefer", "i don t eat", "never",
+                          "always", "must", "allergic", "my favorite", ...
+decision_fact      0.5    kinds decision, fact; "we decided", "let s go with", "my name",
+                          "i live", "i am a", ...
+outcome            0.4    kinds outcome, failure, attempt; "fixed", "failed", "resolved", ...
 passing_remark     0.0    greetings / thanks / acknowledgements only, or < 3 word tokens
 statement          0.3    anything else (a substantive but uncategorised remark)
-=================  =====  ==========================================================
+=================  =====  ==============================================================
 
 Importance 0 is what the zero-importance gate removes on general recall.
 """
 
 from __future__ import annotations
 
-import re
+import itertools
 
 import numpy as np
 
 from memrank.core.batch import Batch
+from memrank.core.phrases import Phrases, batch_words, starts_with, words
 from memrank.core.scores import ScoringContext
 from memrank.core.signals.base import RawSignal
-from memrank.core.text import is_pleasantry, sample, tokens
+from memrank.core.text import count_tokens, is_pleasantry, sample
 from memrank.profiles.model import Profile
 
-_APOS = "['’]"
-RULES: tuple[tuple[str, float, frozenset[str], re.Pattern[str]], ...] = (
-    ("correction", 0.9, frozenset({"correction"}), re.compile(
-        rf"^\W*(?:actually|correction|wait,? no)\b|\bno,? i meant\b|\bi meant to say\b|\bscratch that\b"
-        rf"|\bthat{_APOS}?s (?:wrong|not right|incorrect|not correct|not true)\b|\bi was wrong\b",
-        re.IGNORECASE)),
-    ("constraint_pref", 0.7, frozenset({"constraint", "preference"}), re.compile(
-        rf"\bi (?:really )?(?:prefer|like|love|hate|dislike|want|need)\b|\bi (?:can{_APOS}?t|cannot|don{_APOS}?t|"
-        r"do not|won't) (?:eat|drink|use|stand|like|want)\b|\b(?:always|never|must|make sure|avoid)\b"
-        r"|\ballergic\b|\bmy favou?rite\b|\bplease (?:don't|do not|always|never)\b",
-        re.IGNORECASE)),
-    ("decision_fact", 0.5, frozenset({"decision", "fact"}), re.compile(
-        r"\b(?:we|i) (?:decided|agreed|chose|picked|settled on)\b|\blet'?s go with\b|\bwe(?:'ll| will) use\b"
-        r"|\bdecision\b|\bmy (?:name|birthday|address|email|job|wife|husband|partner|son|daughter)\b"
-        rf"|\bi(?: am|{_APOS}m) an? \w+|\bi (?:live|work|study)\b",
-        re.IGNORECASE)),
-    ("outcome", 0.4, frozenset({"outcome", "failure", "attempt"}), re.compile(
-        r"\b(?:finished|completed|fixed|resolved|shipped|deployed|failed|succeeded|worked|passed|merged"
-        r"|outcome|resulted)\b",
-        re.IGNORECASE)),
+_I = ("i", "i really", "i d", "i would")
+_NEGATED = ("can t", "cannot", "don t", "do not", "won t", "will not", "never")
+_FAMILY = ("name", "birthday", "address", "email", "job", "wife", "husband", "partner", "son", "daughter", "kids")
+
+CORRECTION_STARTS = ("actually", "correction", "wait no")
+CORRECTION = Phrases((
+    "no i meant", "i meant to say", "scratch that", "that s wrong", "that s not right", "that s incorrect",
+    "that s not correct", "that s not true", "that is wrong", "that is not right", "that is incorrect", "i was wrong",
+    "i stand corrected", "let me correct",
+))
+CONSTRAINT_PREF = Phrases((
+    *(f"{i} {v}" for i, v in itertools.product(_I, ("prefer", "like", "love", "hate", "dislike", "want", "need"))),
+    *(f"i {n} {v}" for n, v in itertools.product(_NEGATED, ("eat", "drink", "use", "stand", "like", "want"))),
+    "i d rather", "i would rather", "always", "never", "must", "make sure", "avoid", "allergic", "my favorite",
+    "my favourite", "please don t", "please do not",
+))
+DECISION_FACT = Phrases((
+    *(f"{w} {v}" for w, v in itertools.product(("we", "i"), ("decided", "agreed", "chose", "picked", "settled on"))),
+    "decided to", "let s go with", "we ll use", "we will use", "decision",
+    *(f"my {f}" for f in _FAMILY), "i am a", "i am an", "i m a", "i m an", "i live", "i work", "i study",
+))
+OUTCOME = Phrases(("finished", "completed", "fixed", "resolved", "shipped", "deployed", "failed", "succeeded",
+                   "worked", "passed", "merged", "outcome", "resulted"))
+
+RULES: tuple[tuple[str, float, frozenset[str], Phrases], ...] = (
+    ("correction", 0.9, frozenset({"correction"}), CORRECTION),
+    ("constraint_pref", 0.7, frozenset({"constraint", "preference"}), CONSTRAINT_PREF),
+    ("decision_fact", 0.5, frozenset({"decision", "fact"}), DECISION_FACT),
+    ("outcome", 0.4, frozenset({"outcome", "failure", "attempt"}), OUTCOME),
 )
-PASSING_REMARK = ("passing_remark", 0.0)
-STATEMENT = ("statement", 0.3)
 MIN_TOKENS = 3
 
 
-def rule_importance(kind: str, content: str) -> tuple[str, float]:
-    """(rule name, importance) for a memory without a caller importance."""
+def _match(name: str, kinds: frozenset[str], phrases: Phrases, kind: str, padded: str) -> str | None:
+    if kind in kinds:
+        return f"kind {kind}"
+    if name == "correction":
+        start = next((p for p in CORRECTION_STARTS if starts_with(padded, p)), None)
+        if start:
+            return f'starts "{start}"'
+    found = phrases.find(padded)
+    return f'"{found}"' if found else None
+
+
+def rule_importance(kind: str, content: str, padded: str | None = None) -> tuple[str, float, str]:
+    """(rule name, importance, what matched) for a memory without a caller importance."""
+    padded, kind = words(content) if padded is None else padded, kind.lower()
+    for name, value, kinds, phrases in RULES:
+        why = _match(name, kinds, phrases, kind, padded)
+        if why:
+            return name, value, why
     text = sample(content)
-    for name, value, kinds, pattern in RULES:
-        if kind.lower() in kinds or pattern.search(text):
-            return name, value
-    if is_pleasantry(text) or len(tokens(text)) < MIN_TOKENS:
-        return PASSING_REMARK
-    return STATEMENT
+    if count_tokens(text, MIN_TOKENS) < MIN_TOKENS:
+        return "passing_remark", 0.0, f"fewer than {MIN_TOKENS} words"
+    if is_pleasantry(text):
+        return "passing_remark", 0.0, "greeting, thanks or acknowledgement only"
+    return "statement", 0.3, "no category matched"
 
 
 def importance(batch: Batch, ctx: ScoringContext, profile: Profile, population: np.ndarray) -> RawSignal:
@@ -71,11 +99,12 @@ def importance(batch: Batch, ctx: ScoringContext, profile: Profile, population: 
     given = ~np.isnan(batch.importance)
     values = np.where(given, np.clip(np.nan_to_num(batch.importance), 0.0, 1.0), 0.0)
     reasons: list[tuple[str, ...]] = []
+    padded = batch_words(batch.contents) if not given.all() else ()
     for i, has in enumerate(given.tolist()):
         if has:
             reasons.append((f"caller importance {values[i]:g}",))
             continue
-        rule, value = rule_importance(batch.kinds[i], batch.contents[i])
+        rule, value, why = rule_importance(batch.kinds[i], batch.contents[i], padded[i])
         values[i] = value
-        reasons.append((f"importance rule {rule}: {value:g}",))
+        reasons.append((f"importance rule {rule}: {value:g} ({why})",))
     return RawSignal(values, tuple(reasons))

@@ -4,7 +4,8 @@ The signal is 1.0 for SAFE (and unset), 0.5 for REVIEW_NEEDED, and 0 for
 UNSAFE, QUARANTINED, PENDING or injection-like content; the zeros are also
 dropped by the safety gate (``core.gates``). Injection-like means one of the
 ``INJECTION_PATTERNS`` below matches anywhere in the content
-(case-insensitive). The whole content is scanned, not a head/tail sample,
+(case-insensitive; each pattern lists trigger literals that any match
+contains, tested first because ``re`` is slow). The whole content is scanned, not a head/tail sample,
 so padding cannot hide an injection; every pattern is linear-time (bounded
 gaps, no nested repetition).
 """
@@ -18,41 +19,46 @@ from types import MappingProxyType
 import numpy as np
 
 from memrank.core.batch import Batch
+from memrank.core.phrases import Cue
 from memrank.core.scores import ScoringContext
 from memrank.core.signals.base import RawSignal
+from memrank.core.text import fold
 from memrank.core.types import Safety
 from memrank.profiles.model import Profile
 
 _I = re.IGNORECASE
-INJECTION_PATTERNS: Mapping[str, re.Pattern[str]] = MappingProxyType({
+INJECTION_PATTERNS: Mapping[str, Cue] = MappingProxyType({
     # "ignore all previous instructions", "disregard the above rules", ...
-    "override_instructions": re.compile(
+    "override_instructions": Cue(("ignore", "disregard", "forget", "override"), re.compile(
         r"\b(?:ignore|disregard|forget|override)\b[^.\n]{0,40}?\b(?:previous|prior|above|earlier|preceding"
         r"|all|any|your|the|these|those)\b[^.\n]{0,20}?\b(?:instructions?|prompts?|rules|directions"
-        r"|guidelines|directives)\b", _I),
+        r"|guidelines|directives)\b", _I)),
     # Role-play system prompts and chat-template markers.
-    "system_prompt_roleplay": re.compile(
-        r"(?:^|\n)[ \t]*(?:system|developer)[ \t]*:[ \t]*you\b|<\s*/?\s*system\s*>"
-        r"|<\|(?:im_start|im_end|system|endoftext)\|>|\[/?INST\]"
-        r"|<<\s*/?SYS\s*>>|\byou are now (?:an? |in )?(?:dan|unrestricted|jailbroken|developer mode|uncensored)\b"
-        r"|\bpretend (?:to be|you are) (?:the |an? )?(?:system|admin|administrator|developer|root)\b"
-        r"|\bact as (?:the |an? )?(?:system|admin|administrator|root)\b|\bjailbreak\b", _I),
+    "system_prompt_roleplay": Cue(
+        ("sys", "developer", "<|", "inst]", "you are now", "pretend", "act as", "jailbreak"), re.compile(
+            r"(?:^|\n)[ \t]*(?:system|developer)[ \t]*:[ \t]*you\b|<\s*/?\s*system\s*>"
+            r"|<\|(?:im_start|im_end|system|endoftext)\|>|\[/?INST\]"
+            r"|<<\s*/?SYS\s*>>|\byou are now (?:an? |in )?(?:dan|unrestricted|jailbroken|developer mode|uncensored)\b"
+            r"|\bpretend (?:to be|you are) (?:the |an? )?(?:system|admin|administrator|developer|root)\b"
+            r"|\bact as (?:the |an? )?(?:system|admin|administrator|root)\b|\bjailbreak\b", _I)),
     # Asking the model to leak its prompt.
-    "prompt_exfiltration": re.compile(
-        r"\b(?:reveal|print|show|repeat|leak|output)\b[^.\n]{0,30}?\b(?:system prompt|hidden instructions"
-        r"|initial instructions|developer message)\b", _I),
+    "prompt_exfiltration": Cue(
+        ("system prompt", "hidden instructions", "initial instructions", "developer message"), re.compile(
+            r"\b(?:reveal|print|show|repeat|leak|output)\b[^.\n]{0,30}?\b(?:system prompt|hidden instructions"
+            r"|initial instructions|developer message)\b", _I)),
     # Tool or function calls smuggled into stored text.
-    "tool_call_smuggling": re.compile(
+    "tool_call_smuggling": Cue(("tool_call", "tool_use", "function_call", "invoke"), re.compile(
         r"<\s*/?\s*(?:\w+:)?(?:tool_call|tool_use|function_call|function_calls|invoke)\b"
-        r"|\"(?:tool_calls|function_call)\"\s*:", _I),
+        r"|\"(?:tool_calls|function_call)\"\s*:", _I)),
 })
 _BLOCKED = frozenset({Safety.UNSAFE, Safety.QUARANTINED, Safety.PENDING})
 
 
 def injection_match(content: str) -> str | None:
     """The name of the first injection pattern the content matches, or None."""
-    for name, pattern in INJECTION_PATTERNS.items():
-        if pattern.search(content):
+    folded = fold(content)
+    for name, cue in INJECTION_PATTERNS.items():
+        if cue.search(content, folded):
             return name
     return None
 
