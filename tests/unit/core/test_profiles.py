@@ -1,0 +1,47 @@
+import math
+
+import pytest
+
+from memrank.core.signals import SIGNALS
+from memrank.core.types import Placement
+from memrank.profiles.builtin import BUILTIN_PROFILES
+from memrank.profiles.model import profile_from_mapping
+
+NAMES = {"default", "agent-observer", "generative-agents", "lians-recall", "lians-admission", "support", "assistant",
+         "research"}
+
+
+def test_every_builtin_profile_exists_and_uses_known_signals():
+    assert set(BUILTIN_PROFILES) == NAMES
+    for name, p in BUILTIN_PROFILES.items():
+        assert p.name == name and p.description
+        names = [s.name for s in p.signals]
+        assert len(names) == len(set(names)) and set(names) <= set(SIGNALS)
+
+
+@pytest.mark.parametrize("name", ["default", "support", "assistant", "research", "lians-admission"])
+def test_weights_add_up_to_one(name):
+    assert math.fsum(s.weight for s in BUILTIN_PROFILES[name].signals) == pytest.approx(1.0, abs=1e-12)
+
+
+def test_compatibility_profiles_apply_no_threshold_or_diversity():
+    for name in ("agent-observer", "generative-agents", "lians-recall", "lians-admission"):
+        p = BUILTIN_PROFILES[name]
+        assert p.compatibility and p.relevance_threshold is None and p.diversity_lambda == 1.0
+    assert not BUILTIN_PROFILES["agent-observer"].gate_zero_importance
+    assert not BUILTIN_PROFILES["generative-agents"].gate_zero_importance
+    assert BUILTIN_PROFILES["generative-agents"].recency.floor == 0.0
+
+
+def test_presets_lead_with_their_signal():
+    def top(name):
+        return max(BUILTIN_PROFILES[name].signals, key=lambda s: s.weight).name
+    assert (top("support"), top("assistant"), top("research"), top("default")) == (
+        "recency", "importance", "relevance", "relevance")
+    d = BUILTIN_PROFILES["default"]
+    assert d.diversity_lambda == 0.7 and d.placement == Placement.BEST_FIRST and d.recency.floor == 0.05
+
+
+def test_lexical_blend_is_a_validated_profile_key():
+    p = profile_from_mapping("profiles.x", {"signals": [{"name": "relevance", "weight": 1}], "lexical_blend": 0.3})
+    assert p.lexical_blend == 0.3
