@@ -19,7 +19,8 @@ MONITORING_KINDS = ("ServiceMonitor", "PodMonitor", "PrometheusRule")
 OLDEST = "1.25.0"
 
 
-def _module(name: str) -> Any:
+def require(name: str) -> Any:
+    """Import a test dependency of the `helm` extra (skipped outside CI when absent)."""
     try:
         return importlib.import_module(name)
     except ImportError:
@@ -29,22 +30,22 @@ def _module(name: str) -> Any:
 
 def newest() -> str:
     """The newest Kubernetes release whose schemas kubernetes-validate ships."""
-    return str(_module("kubernetes_validate.utils").latest_version())
+    return str(require("kubernetes_validate.utils").latest_version())
 
 
 def shipped_versions() -> list[str]:
     """Every Kubernetes release whose schemas kubernetes-validate ships."""
-    return list(_module("kubernetes_validate.utils").all_versions())
+    return list(require("kubernetes_validate.utils").all_versions())
 
 
 def validate_builtin(doc: dict[str, Any], kube: str) -> None:
     """Raise if doc breaks the strict schema of its kind at Kubernetes `kube`."""
-    _module("kubernetes_validate").validate(doc, kube, strict=True)
+    require("kubernetes_validate").validate(doc, kube, strict=True)
 
 
 def validate_monitoring(doc: dict[str, Any]) -> None:
     """Raise if doc breaks its Prometheus Operator CRD model or carries fields the model does not know."""
-    models = _module("cloudcoil.models.prometheus_operator.v1")
+    models = require("cloudcoil.models.prometheus_operator.v1")
     model = getattr(models, doc["kind"]).model_validate(doc)
     again = model.model_dump(mode="json", by_alias=True, exclude_none=True)
     if again != doc:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
+import tarfile
 from pathlib import Path
 from typing import Any
 
@@ -405,3 +406,13 @@ def test_default_values_render_for_the_oldest_release(render: Render) -> None:
     assert sorted(kinds(docs)) == ["ConfigMap", "Deployment", "PodDisruptionBudget", "Service", "Service",
                                    "ServiceAccount"]
     assert one(docs, "Deployment")["spec"]["template"]["spec"]["containers"][0]["image"] == "memrank:0.1.0"
+
+
+def test_packaged_chart_carries_its_files_and_not_the_ci_values(helm: str, chart: Path, tmp_path: Path) -> None:
+    proc = run_helm(helm, "package", chart, "--destination", tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    with tarfile.open(tmp_path / "memrank-0.1.0.tgz") as archive:
+        names = set(archive.getnames())
+    for name in ("values.yaml", "values.schema.json", RULES, DASHBOARD, "templates/_sidecar.tpl"):
+        assert f"memrank/{name}" in names
+    assert not any(name.startswith("memrank/ci/") for name in names)

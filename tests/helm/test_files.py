@@ -9,6 +9,7 @@ from typing import Any
 import yaml
 
 from tests.helm.conftest import CHART, ROOT
+from tests.helm.schemas import require
 
 KEY = re.compile(r"^(?P<indent> *)(?P<key>[A-Za-z_][\w.-]*):(?:\s|$)")
 
@@ -104,3 +105,10 @@ def test_readme_documents_deploy() -> None:
     readme = (CHART / "README.md").read_text(encoding="utf-8")
     for heading in ("## Install standalone", "## Add as a sidecar", "## Wire Prometheus and Grafana", "## Scale out"):
         assert heading in readme
+
+
+def test_values_schema_is_a_valid_draft7_schema_and_accepts_the_defaults() -> None:
+    jsonschema = require("jsonschema")  # comes with kubernetes-validate (the `helm` extra)
+    schema = json.loads((CHART / "values.schema.json").read_text(encoding="utf-8"))
+    jsonschema.Draft7Validator.check_schema(schema)
+    jsonschema.Draft7Validator(schema).validate(yaml.safe_load((CHART / "values.yaml").read_text(encoding="utf-8")))
