@@ -57,7 +57,25 @@ def _parser() -> argparse.ArgumentParser:
     profiles = sub.add_parser("profiles", help="list the profiles and their weights")
     _common(profiles)
     profiles.add_argument("--json", action="store_true", help="print ListProfilesResponse JSON")
+    _drift_parser(sub)
     return parser
+
+
+def _drift_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    drift = sub.add_parser("drift", help="signal drift tools")
+    drift_sub = drift.add_subparsers(dest="drift_command", required=True, metavar="SUBCOMMAND")
+    snap = drift_sub.add_parser(
+        "snapshot", help="write a drift reference file (for drift.reference_file)",
+        description="Write the distribution of every signal's raw values per profile as a drift reference file, "
+                    "either scraped from a live sidecar's /metrics (--metrics-url) or by ranking RankRequest JSON "
+                    "files offline (one request per file, or one per line in a .jsonl file).",
+    )
+    _common(snap)
+    snap.add_argument("--output", "-o", required=True, metavar="FILE", help="reference file to write")
+    snap.add_argument("--metrics-url", metavar="URL", help="a live sidecar's metrics, e.g. "
+                                                         "http://127.0.0.1:9464/metrics")
+    snap.add_argument("requests", nargs="*", metavar="REQUEST", help="RankRequest JSON (.json) or JSON lines "
+                                                                     "(.jsonl) files, ranked offline")
 
 
 def _serve(args: argparse.Namespace) -> int:
@@ -117,6 +135,37 @@ def _profiles(args: argparse.Namespace, settings: Settings) -> int:
     return 0
 
 
+def _drift_snapshot(args: argparse.Namespace, settings: Settings) -> int:
+    from google.protobuf import json_format
+
+    from memrank._gen.v1 import ranking_pb2 as pb
+    from memrank.core.outcome import RankOutcome
+    from memrank.grpc.service import handle_rank
+    from memrank.metrics import reference
+
+    if bool(args.metrics_url) == bool(args.requests):
+        print("memrank drift snapshot: give either --metrics-url or REQUEST files", file=sys.stderr)
+        return 2
+    if args.metrics_url:
+        refs = reference.from_metrics_url(args.metrics_url)
+    else:
+        outcomes: list[RankOutcome] = []
+        for name in args.requests:
+            text = Path(name).read_text(encoding="utf-8")
+            docs = [x for x in text.splitlines() if x.strip()] if name.endswith(".jsonl") else [text]
+            for doc in docs:
+                request = json_format.Parse(doc, pb.RankRequest())
+                handle_rank(request, settings, time.time(), settings.provenance_key(), outcomes.append)
+        refs = reference.from_outcomes(outcomes)
+    if not refs:
+        print("memrank drift snapshot: no signal values found; nothing written", file=sys.stderr)
+        return 1
+    reference.write_reference(args.output, refs)
+    total = sum(int(v.sum()) for v in refs.values())
+    print(f"wrote {len(refs)} references ({total} values) to {args.output}")
+    return 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the `memrank` console script."""
     args = _parser().parse_args(argv)
@@ -124,9 +173,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "serve":
             return _serve(args)
         settings = SettingsSource(args.config).load()
+        if args.command == "drift":
+            return _drift_snapshot(args, settings)
         return _rank(args, settings) if args.command == "rank" else _profiles(args, settings)
     except ConfigError as exc:
         print(f"memrank: configuration error: {exc}", file=sys.stderr)
+        return 2
+    except InvalidRequest as exc:
+        print(f"memrank: invalid request: {exc}", file=sys.stderr)
         return 2
     except (OSError, json.JSONDecodeError) as exc:
         print(f"memrank: {exc}", file=sys.stderr)

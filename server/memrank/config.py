@@ -82,6 +82,18 @@ class SecuritySettings:
 
 
 @dataclass(frozen=True)
+class DriftSettings:
+    """Signal drift: a sliding window of ranked candidates against a reference distribution."""
+
+    window_size: int  # candidates in the sliding window
+    reference_size: int  # first candidates after start forming the reference (when no file)
+    reference_file: str | None  # a `memrank drift snapshot` file; replaces the first-N reference
+
+
+DEFAULT_DRIFT = DriftSettings(window_size=5000, reference_size=5000, reference_file=None)
+
+
+@dataclass(frozen=True)
 class Settings:
     """The whole effective configuration."""
 
@@ -91,6 +103,7 @@ class Settings:
     layers: tuple[LayerSpec, ...]
     profiles: Mapping[str, Profile]
     policy_version: str
+    drift: DriftSettings = DEFAULT_DRIFT
 
     def provenance_key(self) -> bytes | None:
         """The provenance HMAC key, read from its file (None when not configured)."""
@@ -109,6 +122,7 @@ class Settings:
             "layers": [asdict(layer) for layer in self.layers],
             "profiles": {name: {s.name: s.weight for s in p.signals} for name, p in sorted(self.profiles.items())},
             "policy_version": self.policy_version,
+            "drift": asdict(self.drift),
         }
 
 
@@ -203,6 +217,14 @@ def _check_limits(limits: Limits) -> None:
             raise ConfigError(f"limits.{f.name}: {value!r} must be at least 1")
 
 
+def _check_drift(d: DriftSettings) -> None:
+    for key, value in (("drift.window_size", d.window_size), ("drift.reference_size", d.reference_size)):
+        if not 10 <= value <= 10_000_000:
+            raise ConfigError(f"{key}: {value!r} is outside [10, 10000000]")
+    if d.reference_file is not None and not Path(d.reference_file).is_file():
+        raise ConfigError(f"drift.reference_file: {d.reference_file!r} is not a readable file")
+
+
 def _layers(raw: Any) -> tuple[LayerSpec, ...]:
     if not isinstance(raw, list):
         raise ConfigError(f"layers: expected a list, got {raw!r}")
@@ -282,9 +304,11 @@ def load_settings(
     limits = _section(Limits, "limits", data["limits"])
     _check_limits(limits)
     security = _section(SecuritySettings, "security", data["security"])
+    drift = _section(DriftSettings, "drift", data["drift"])
+    _check_drift(drift)
     return Settings(
         server=server, limits=limits, security=security, layers=_layers(data["layers"]),
-        profiles=_profiles(data.get("profiles") or {}), policy_version=_policy_version(data),
+        profiles=_profiles(data.get("profiles") or {}), policy_version=_policy_version(data), drift=drift,
     )
 
 

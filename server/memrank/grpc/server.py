@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import multiprocessing
 import os
+import shutil
 import signal
 import tempfile
 import threading
@@ -128,6 +129,8 @@ def _supervise(settings: Settings, source: SettingsSource) -> None:
     """Start N workers sharing the port (SO_REUSEPORT), restart any that die, drain all on a signal."""
     from prometheus_client import multiprocess
 
+    # Workers write their samples to mmap files here; the supervisor's /metrics sums them
+    # (counters, histograms) or takes the live maximum (drift gauges, multiprocess_mode livemax).
     mp_dir = tempfile.mkdtemp(prefix="memrank-metrics-")
     os.environ["PROMETHEUS_MULTIPROC_DIR"] = mp_dir  # read by prometheus_client in the spawned workers
     registry = CollectorRegistry()
@@ -143,7 +146,8 @@ def _supervise(settings: Settings, source: SettingsSource) -> None:
     for i in range(settings.server.workers):
         start(i)
     exposition = serve_metrics(settings.server.metrics_address, settings.server.metrics_port, registry)
-    log.info("supervising", extra={"workers": settings.server.workers, "address": settings.server.address})
+    log.info("supervising", extra={"workers": settings.server.workers, "address": settings.server.address,
+                                   "metrics_dir": mp_dir})
     stopping = threading.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: stopping.set())
@@ -161,4 +165,5 @@ def _supervise(settings: Settings, source: SettingsSource) -> None:
         p.join(max(0.0, deadline - time.monotonic()))
     if exposition is not None:
         exposition[0].shutdown()
+    shutil.rmtree(mp_dir, ignore_errors=True)
     log.info("stopped", extra={"workers": len(procs)})

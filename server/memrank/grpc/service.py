@@ -13,23 +13,28 @@ from memrank._gen.v1 import ranking_pb2 as pb
 from memrank._gen.v1 import ranking_service_pb2_grpc as pb_grpc
 from memrank.config import Settings
 from memrank.core.errors import MemrankError
+from memrank.core.outcome import RankOutcome
 from memrank.core.pipeline import rank
 from memrank.grpc import convert
 from memrank.grpc.admission import admission_to_proto
 from memrank.grpc.errors import abort_with, to_status
 from memrank.grpc.validate import validate_admission_request, validate_rank_request
 from memrank.metrics.declare import Metrics
+from memrank.metrics.recorder import build_recorder
 
 log = logging.getLogger("memrank.rpc")
 
 
 def handle_rank(
-    request: pb.RankRequest, settings: Settings, now: float, provenance_key: bytes | None
+    request: pb.RankRequest, settings: Settings, now: float, provenance_key: bytes | None,
+    observe: Callable[[RankOutcome], None] | None = None,
 ) -> pb.RankResponse:
     """Validate, convert, rank and convert back (shared by the servicer and `memrank rank`)."""
     validate_rank_request(request, settings.limits)
     batch, params = convert.request_to_domain(request, now)
     outcome = rank(batch, params, settings.profiles, settings.layers, provenance_key)
+    if observe is not None:
+        observe(outcome)
     if log.isEnabledFor(logging.DEBUG):
         # Content and queries are logged only at debug, on purpose.
         log.debug("rank detail", extra={"request_id": request.request_id, "query": request.query,
@@ -45,6 +50,7 @@ class RankingService(pb_grpc.RankingServiceServicer):
         self._metrics = metrics
         self._clock = clock
         self._provenance_key = settings.provenance_key()
+        self._recorder = build_recorder(metrics, settings)
 
     @contextmanager
     def _call(self, method: str, request_id: str, context: grpc.ServicerContext) -> Iterator[None]:
@@ -70,7 +76,7 @@ class RankingService(pb_grpc.RankingServiceServicer):
     def Rank(self, request: pb.RankRequest, context: grpc.ServicerContext) -> pb.RankResponse:
         """Rank candidate memories."""
         with self._call("Rank", request.request_id, context):
-            return handle_rank(request, self._settings, self._clock(), self._provenance_key)
+            return handle_rank(request, self._settings, self._clock(), self._provenance_key, self._recorder.record)
         raise AssertionError("unreachable")  # abort raised
 
     def ScoreAdmission(

@@ -1,22 +1,74 @@
-"""Metric declarations, made once against an injected registry."""
+"""Metric declarations, made once against an injected registry.
+
+Label values are bounded: ``profile`` takes configured profile names,
+``layer`` configured layer names plus ``other``, ``signal`` the signal names
+of the configured profiles, ``reason`` the DropReason names, ``code`` gRPC
+status names. Never ids, never text.
+
+With several worker processes (prometheus-client multiprocess mode) counters
+and histograms are summed over workers; the drift gauges use ``livemax``:
+the largest value any live worker holds, since PSI/JS of one worker's window
+cannot be added to another's (fleet-wide drift comes from the recording rules).
+"""
 
 from __future__ import annotations
 
-from prometheus_client import CollectorRegistry, Counter, Histogram
+from typing import Final, Literal
+
+import numpy as np
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+
+from memrank.metrics.drift import SIGNAL_BUCKETS, bin_counts
 
 LATENCY_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5)
+CANDIDATE_BUCKETS = (0, 1, 5, 10, 25, 50, 100, 200, 400, 800, 1600)
+UTILIZATION_BUCKETS = (0.1, 0.25, 0.5, 0.75, 0.9, 0.95, 1.0)
+MARGIN_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0)
+GAUGE_MODE: Final[Literal["livemax"]] = "livemax"
 
 
 class Metrics:
     """Every memrank metric, registered on ``registry``."""
 
     def __init__(self, registry: CollectorRegistry) -> None:
-        self.requests = Counter(
-            "memrank_requests", "RPCs handled, by method and status code.", ("method", "code"), registry=registry
-        )
+        r = registry
+        self.requests = Counter("memrank_requests", "RPCs handled, by method and status code.",
+                                ("method", "code"), registry=r)
         self.rank_duration = Histogram(
             "memrank_rank_duration_seconds", "Server time of one Rank call, validation to response.",
-            buckets=LATENCY_BUCKETS, registry=registry,
+            buckets=LATENCY_BUCKETS, registry=r,
+        )
+        self.signal_value = Histogram(
+            "memrank_signal_value", "Signal values of the candidates that passed the gates, raw and normalized.",
+            ("signal", "form", "profile", "layer"), buckets=SIGNAL_BUCKETS, registry=r,
+        )
+        self.candidates = Counter("memrank_candidates", "Candidates received by Rank.", ("profile", "layer"),
+                                  registry=r)
+        self.selected = Counter("memrank_selected", "Candidates selected by Rank.", ("profile", "layer"),
+                                registry=r)
+        self.dropped = Counter("memrank_dropped", "Candidates dropped by Rank, by drop reason.", ("reason",),
+                               registry=r)
+        self.nothing_selected = Counter(
+            "memrank_nothing_selected", "Rank calls with at least one candidate that selected none.",
+            ("profile",), registry=r,
+        )
+        self.request_candidates = Histogram("memrank_request_candidates", "Candidates per Rank call.",
+                                            buckets=CANDIDATE_BUCKETS, registry=r)
+        self.layer_utilization = Histogram(
+            "memrank_layer_budget_utilization_ratio", "Used / budget tokens of a layer, per Rank call with a budget.",
+            ("layer",), buckets=UTILIZATION_BUCKETS, registry=r,
+        )
+        self.top_margin = Histogram(
+            "memrank_top_margin", "Final-score gap between rank 1 and rank 2 (calls selecting two or more).",
+            buckets=MARGIN_BUCKETS, registry=r,
+        )
+        self.drift_psi = Gauge(
+            "memrank_signal_drift_psi", "PSI of a signal's raw values, sliding window vs reference.",
+            ("signal", "profile"), multiprocess_mode=GAUGE_MODE, registry=r,
+        )
+        self.drift_js = Gauge(
+            "memrank_signal_drift_js", "Jensen-Shannon divergence (base 2) of a signal's raw values, window vs "
+            "reference.", ("signal", "profile"), multiprocess_mode=GAUGE_MODE, registry=r,
         )
 
     def observe_call(self, method: str, code: str, seconds: float | None = None) -> None:
@@ -24,3 +76,20 @@ class Metrics:
         self.requests.labels(method=method, code=code).inc()
         if seconds is not None and method == "Rank":
             self.rank_duration.observe(seconds)
+
+
+def observe_many(child: Histogram, values: np.ndarray, bounds: tuple[float, ...] = SIGNAL_BUCKETS) -> None:
+    """Observe every finite value at once: the same result as observe() per value, one increment per bucket.
+
+    prometheus-client has no bulk API; a 400-candidate call would otherwise do
+    thousands of observe() calls (each a lock, or an mmap write in multiprocess mode).
+    A unit test pins this against observe() so a client upgrade cannot break it silently.
+    """
+    values = np.asarray(values, dtype=np.float64)
+    values = values[np.isfinite(values)]
+    if values.size == 0:
+        return
+    child._sum.inc(float(values.sum()))
+    for i, count in enumerate(bin_counts(values, bounds).tolist()):
+        if count:
+            child._buckets[i].inc(count)

@@ -3,15 +3,15 @@
 from __future__ import annotations
 
 import logging
-from http.server import ThreadingHTTPServer
 from threading import Thread
+from wsgiref.simple_server import WSGIServer
 
 from prometheus_client import CollectorRegistry, start_http_server
 
 log = logging.getLogger("memrank.metrics")
 
 
-def serve_metrics(address: str, port: int, registry: CollectorRegistry) -> tuple[ThreadingHTTPServer, Thread] | None:
+def serve_metrics(address: str, port: int, registry: CollectorRegistry) -> tuple[WSGIServer, Thread] | None:
     """Start the exposition server (port 0 = off); returns it so it can be shut down."""
     if port == 0:
         log.info("metrics endpoint disabled (metrics_port = 0)")

@@ -1,0 +1,104 @@
+"""Records one ranking outcome into the metrics, at the edge, from the numbers the core returned."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable, Iterator
+
+import numpy as np
+
+from memrank.config import Settings
+from memrank.core.outcome import RankOutcome
+from memrank.core.types import DropReason
+from memrank.metrics.declare import Metrics, observe_many
+from memrank.metrics.window import DriftTracker
+
+log = logging.getLogger("memrank.metrics")
+OTHER = "other"
+FORMS = ("raw", "normalized")
+
+
+def drift_population(outcome: RankOutcome) -> np.ndarray:
+    """The candidates whose signals are measured: those that passed the gates (bool mask)."""
+    return np.asarray(outcome.scores.gate == 0)
+
+
+def raw_signals(outcome: RankOutcome) -> Iterator[tuple[str, np.ndarray]]:
+    """(signal name, raw values of the measured candidates), for the drift reference and window."""
+    mask = drift_population(outcome)
+    for column in outcome.scores.signals:
+        yield column.name, np.asarray(column.raw, dtype=np.float64)[mask]
+
+
+class Recorder:
+    """Turns RankOutcomes into metric updates; labels bounded by the configuration."""
+
+    def __init__(self, metrics: Metrics, profiles: Iterable[str], layers: Iterable[str],
+                 drift: DriftTracker | None = None) -> None:
+        self.metrics = metrics
+        self.profiles = frozenset(profiles)
+        self.layers = frozenset(layers) | {OTHER}
+        self.drift = drift
+
+    def record(self, outcome: RankOutcome) -> None:
+        """Record one Rank outcome; never raises (metrics must not fail a call)."""
+        try:
+            self._record(outcome)
+        except Exception:
+            log.exception("recording metrics failed")
+
+    def _profile(self, outcome: RankOutcome) -> str:
+        return outcome.profile.name if outcome.profile.name in self.profiles else OTHER
+
+    def _record(self, outcome: RankOutcome) -> None:
+        m = self.metrics
+        profile = self._profile(outcome)
+        m.request_candidates.observe(outcome.n)
+        layer = np.array([name if name in self.layers else OTHER for name in outcome.layer_of], dtype=object)
+        kept = np.asarray(outcome.drop == 0)
+        measured = drift_population(outcome)
+        for name in sorted(set(layer.tolist())):
+            in_layer = layer == name
+            m.candidates.labels(profile=profile, layer=name).inc(int(in_layer.sum()))
+            m.selected.labels(profile=profile, layer=name).inc(int((in_layer & kept).sum()))
+            mask = in_layer & measured
+            for column in outcome.scores.signals:
+                for form, values in zip(FORMS, (column.raw, column.normalized), strict=True):
+                    child = m.signal_value.labels(signal=column.name, form=form, profile=profile, layer=name)
+                    observe_many(child, np.asarray(values, dtype=np.float64)[mask])
+        self._record_drops(outcome)
+        if outcome.n and outcome.ranked.shape[0] == 0:
+            m.nothing_selected.labels(profile=profile).inc()
+        if outcome.ranked.shape[0] >= 2:
+            first, second = outcome.final[outcome.ranked[:2]]
+            m.top_margin.observe(max(0.0, float(first - second)))
+        for alloc in outcome.allocations:
+            if alloc.budget_tokens > 0:
+                name = alloc.layer if alloc.layer in self.layers else OTHER
+                m.layer_utilization.labels(layer=name).observe(alloc.used_tokens / alloc.budget_tokens)
+        self._record_drift(outcome, profile)
+
+    def _record_drops(self, outcome: RankOutcome) -> None:
+        drops = np.asarray(outcome.drop, dtype=np.int64)
+        for value, count in enumerate(np.bincount(drops[drops > 0]).tolist()):
+            if count:
+                self.metrics.dropped.labels(reason=DropReason(value).name.lower()).inc(count)
+
+    def _record_drift(self, outcome: RankOutcome, profile: str) -> None:
+        if self.drift is None:
+            return
+        for signal, values in raw_signals(outcome):
+            reading = self.drift.update(profile, signal, values)
+            if reading is not None:
+                self.metrics.drift_psi.labels(signal=signal, profile=profile).set(reading.psi)
+                self.metrics.drift_js.labels(signal=signal, profile=profile).set(reading.js)
+
+
+def build_recorder(metrics: Metrics, settings: Settings) -> Recorder:
+    """The recorder for a server: labels bounded by ``settings``, drift per ``settings.drift``."""
+    from memrank.metrics.reference import load_reference  # imports this module
+
+    d = settings.drift
+    references = load_reference(d.reference_file) if d.reference_file else None
+    tracker = DriftTracker(d.window_size, d.reference_size, references)
+    return Recorder(metrics, settings.profiles, (layer.name for layer in settings.layers), tracker)

@@ -1,0 +1,69 @@
+"""The generated dashboard: committed JSON is current, and every query reads metrics that exist."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import re
+import sys
+from pathlib import Path
+from types import ModuleType
+
+import yaml
+from prometheus_client import CollectorRegistry
+
+from memrank.metrics.declare import Metrics
+
+ROOT = Path(__file__).resolve().parents[3]
+RULES = ROOT / "helm" / "memrank" / "files" / "prometheus-rules.yaml"
+
+
+def _generator() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("memrank_dashboard_generate", ROOT / "dashboards" / "generate.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def _known_series() -> set[str]:
+    names: set[str] = set()
+    for family in Metrics(CollectorRegistry()).__dict__.values():
+        for metric in family.describe():
+            names.add(metric.name)
+            names.update(f"{metric.name}{suffix}" for suffix in ("_total", "_bucket", "_count", "_sum"))
+    rules = yaml.safe_load(RULES.read_text())
+    names.update(r["record"] for g in rules["groups"] for r in g["rules"] if "record" in r)
+    return names
+
+
+def test_committed_json_is_what_the_generator_makes() -> None:
+    gen = _generator()
+    assert gen.OUTPUT.read_text(encoding="utf-8") == gen.render(), "run python dashboards/generate.py"
+    assert gen.main(["--check"]) == 0
+
+
+def test_check_fails_on_a_stale_file(tmp_path: Path) -> None:
+    stale = tmp_path / "d.json"
+    stale.write_text("{}\n")
+    assert _generator().main(["--check", "--output", str(stale)]) == 1
+
+
+def test_every_panel_query_reads_declared_metrics_or_recorded_rules() -> None:
+    board = json.loads((ROOT / "helm" / "memrank" / "files" / "memrank-dashboard.json").read_text())
+    known = _known_series()
+    panels = [p for p in board["panels"] if p["type"] != "row"]
+    assert len(panels) >= 12
+    for panel in panels:
+        assert panel["targets"], panel["title"]
+        for target in panel["targets"]:
+            used = set(re.findall(r"memrank[:_][a-z0-9_:]+", target["expr"]))
+            assert used and used <= known, (panel["title"], used - known)
+    kinds = {p["type"] for p in panels}
+    assert {"timeseries", "heatmap", "gauge", "stat"} <= kinds
+    heatmap = next(p for p in panels if p["type"] == "heatmap")
+    assert heatmap["repeat"] == "signal"  # one heatmap per signal, names taken from the metrics
+    gauge = next(p for p in panels if p["type"] == "gauge")
+    steps = [s["value"] for s in gauge["fieldConfig"]["defaults"]["thresholds"]["steps"]]
+    assert steps == [None, 0.1, 0.25]

@@ -1,0 +1,139 @@
+"""The recorder: one RankOutcome from the real core in, metric updates out, labels bounded by config."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+import numpy as np
+import pytest
+from google.protobuf import json_format
+from prometheus_client import CollectorRegistry
+
+from memrank._gen.v1 import ranking_pb2 as pb
+from memrank.config import DriftSettings, Settings, load_settings
+from memrank.core.outcome import RankOutcome
+from memrank.core.pipeline import rank
+from memrank.core.types import DropReason
+from memrank.grpc.convert import request_to_domain
+from memrank.metrics.declare import Metrics
+from memrank.metrics.recorder import Recorder, build_recorder
+
+SETTINGS = load_settings(env={})
+
+
+def outcome(candidates: list[dict[str, Any]], **request: Any) -> RankOutcome:
+    body = {"query": "tea", "referenceTime": "2026-06-01T12:00:00Z", "candidates": candidates, **request}
+    batch, params = request_to_domain(json_format.ParseDict(body, pb.RankRequest()), 0.0)
+    return rank(batch, params, SETTINGS.profiles, SETTINGS.layers)
+
+
+LAYERS = ("session", "durable", "from-the-caller")
+
+
+def cands(scores: list[float], layers: tuple[str, ...] = LAYERS) -> list[dict[str, Any]]:
+    return [{"id": f"m{i}", "content": f"memory {i} about tea", "retrievalScore": s, "importance": 0.5,
+             "layer": layers[i % len(layers)]} for i, s in enumerate(scores)]
+
+
+def fresh(settings: Settings = SETTINGS) -> tuple[CollectorRegistry, Recorder]:
+    registry = CollectorRegistry()
+    return registry, build_recorder(Metrics(registry), settings)
+
+
+def total(registry: CollectorRegistry, sample: str, **labels: str) -> float:
+    """Sum of a sample over every series whose labels include ``labels``."""
+    out = 0.0
+    for family in registry.collect():
+        for s in family.samples:
+            if s.name == sample and all(s.labels.get(k) == v for k, v in labels.items()):
+                out += s.value
+    return out
+
+
+def test_counts_match_the_outcome() -> None:
+    registry, recorder = fresh()
+    unsafe = {"id": "bad", "safety": "SAFETY_STATUS_UNSAFE", "retrievalScore": 0.9, "layer": "session"}
+    o = outcome([*cands([i / 10 for i in range(10)]), unsafe], budget={"maxItems": 3})
+    recorder.record(o)
+    assert total(registry, "memrank_candidates_total", profile="default") == 11
+    assert total(registry, "memrank_selected_total", profile="default") == 3 == len(o.ranked)
+    assert total(registry, "memrank_dropped_total") == 8
+    assert total(registry, "memrank_dropped_total", reason="safety_gated") == 1
+    reasons = {DropReason(int(v)).name.lower() for v in o.drop if v}
+    assert {s.labels["reason"] for f in registry.collect() for s in f.samples
+            if s.name == "memrank_dropped_total"} == reasons
+    assert total(registry, "memrank_request_candidates_count") == 1
+    assert total(registry, "memrank_request_candidates_sum") == 11
+    assert total(registry, "memrank_top_margin_count") == 1
+
+
+def test_signal_histograms_count_gated_candidates_out_and_cover_every_signal_both_forms() -> None:
+    registry, recorder = fresh()
+    unsafe = {"id": "bad", "safety": "SAFETY_STATUS_UNSAFE", "retrievalScore": 0.9, "layer": "session"}
+    o = outcome([*cands([0.1, 0.2, 0.3, 0.4]), unsafe])
+    recorder.record(o)
+    for column in o.scores.signals:
+        for form in ("raw", "normalized"):
+            count = total(registry, "memrank_signal_value_count", signal=column.name, form=form)
+            assert count == 4, (column.name, form)
+    raw_sum = total(registry, "memrank_signal_value_sum", signal="relevance", form="raw")
+    assert raw_sum == pytest.approx(0.1 + 0.2 + 0.3 + 0.4)
+
+
+def test_layer_label_is_bounded_by_configured_layers_plus_other() -> None:
+    registry, recorder = fresh()
+    recorder.record(outcome(cands([0.5] * 6, layers=("session", "x-1", "x-2"))))
+    layers = {s.labels["layer"] for f in registry.collect() for s in f.samples if "layer" in s.labels}
+    assert layers <= {"session", "durable", "knowledge", "other"}
+    assert total(registry, "memrank_candidates_total", layer="other") == 4
+
+
+def test_budget_utilization_is_observed_per_layer_only_with_a_budget() -> None:
+    registry, recorder = fresh()
+    recorder.record(outcome(cands([0.5] * 6)))
+    assert total(registry, "memrank_layer_budget_utilization_ratio_count") == 0
+    o = outcome(cands([0.5] * 6), budget={"maxTokens": 400})
+    recorder.record(o)
+    budgeted = [a for a in o.allocations if a.budget_tokens > 0]
+    assert budgeted
+    assert total(registry, "memrank_layer_budget_utilization_ratio_count") == len(budgeted)
+    expected = sum(a.used_tokens / a.budget_tokens for a in budgeted)
+    assert total(registry, "memrank_layer_budget_utilization_ratio_sum") == pytest.approx(expected)
+
+
+def test_nothing_selected_counts_non_empty_calls_with_an_empty_answer() -> None:
+    registry, recorder = fresh()
+    recorder.record(outcome([]))
+    recorder.record(outcome(cands([0.5, 0.6])))
+    assert total(registry, "memrank_nothing_selected_total") == 0
+    recorder.record(outcome(cands([0.5, 0.6]), minScore=1.0))
+    assert total(registry, "memrank_nothing_selected_total", profile="default") == 1
+    assert total(registry, "memrank_request_candidates_bucket", le="0.0") == 1
+
+
+def _drift_settings(window: int, reference: int) -> Settings:
+    return replace(SETTINGS, drift=DriftSettings(window_size=window, reference_size=reference, reference_file=None))
+
+
+def test_drift_gauge_rises_past_the_act_threshold_after_a_relevance_shift() -> None:
+    registry, recorder = fresh(_drift_settings(window=40, reference=40))
+    rng = np.random.default_rng(3)
+    for _ in range(4):  # 40 reference values, then 40 unshifted in the window
+        recorder.record(outcome(cands(rng.uniform(0.0, 0.5, 20).round(3).tolist())))
+    stable = registry.get_sample_value("memrank_signal_drift_psi", {"signal": "relevance", "profile": "default"})
+    assert stable is not None and stable < 0.25
+    for _ in range(2):
+        recorder.record(outcome(cands(rng.uniform(0.6, 1.0, 20).round(3).tolist())))
+    shifted = registry.get_sample_value("memrank_signal_drift_psi", {"signal": "relevance", "profile": "default"})
+    js_value = registry.get_sample_value("memrank_signal_drift_js", {"signal": "relevance", "profile": "default"})
+    assert shifted is not None and shifted > 0.25
+    assert js_value is not None and 0.5 < js_value <= 1.0
+    importance = registry.get_sample_value("memrank_signal_drift_psi", {"signal": "importance", "profile": "default"})
+    assert importance == pytest.approx(0.0, abs=1e-9)  # unchanged signal, no drift
+
+
+def test_recording_never_raises() -> None:
+    registry, recorder = fresh()
+    recorder.record(object())  # type: ignore[arg-type]
+    assert total(registry, "memrank_candidates_total") == 0
