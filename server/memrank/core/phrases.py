@@ -10,11 +10,12 @@ patterns (safety) are guarded by literals that every match contains.
 
 from __future__ import annotations
 
-import functools
 import re
+import weakref
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from memrank.core.batch import Batch
 from memrank.core.text import fold, sample
 
 # Punctuation becomes a space, so "that's" reads "that s" and "don't" "don t".
@@ -26,15 +27,25 @@ def words(text: str) -> str:
     return " " + " ".join(fold(sample(text)).translate(_PUNCT).split()) + " "
 
 
-@functools.lru_cache(maxsize=4)
-def batch_words(contents: tuple[str, ...]) -> tuple[str, ...]:
-    """``words`` of every content of a batch.
+# id(batch) -> its words, for exactly as long as the batch lives (a finalizer
+# drops the entry when the batch is freed, before its id can be reused).
+_MEMO: dict[int, tuple[str, ...]] = {}
 
-    Memoised (a handful of batches, bounded) because importance, stability
-    and confidence all read them within one scoring call; the function is
-    pure, so the memo is not state.
+
+def batch_words(batch: Batch) -> tuple[str, ...]:
+    """``words`` of every content of the batch, computed once per batch.
+
+    Importance, stability and confidence all read them within one scoring
+    call. The memo holds nothing beyond the batch's own lifetime and the
+    function is pure, so it is not state.
     """
-    return tuple(words(c) for c in contents)
+    key = id(batch)
+    found = _MEMO.get(key)
+    if found is None:
+        found = tuple(words(c) for c in batch.contents)
+        _MEMO[key] = found
+        weakref.finalize(batch, _MEMO.pop, key, None)
+    return found
 
 
 class Phrases:

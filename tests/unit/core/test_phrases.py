@@ -1,16 +1,30 @@
+import gc
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from memrank.core.phrases import Phrases, batch_words, starts_with, words
+from memrank.core.phrases import _MEMO, Phrases, batch_words, starts_with, words
 from memrank.core.signals.safety import INJECTION_PATTERNS
 from memrank.core.text import fold
+from tests.unit.core.build import batch
 
 
 def test_words_are_folded_with_punctuation_as_spaces():
     assert words("No, I meant: that’s WRONG!!  İ prefer—tea…") == " no i meant that s wrong i prefer tea "
     assert words("") == "  "
-    assert batch_words(("A b", "c")) == (" a b ", " c ")
+    b = batch({"content": "A b"}, {"content": "c"})
+    assert batch_words(b) == (" a b ", " c ") and batch_words(b) is batch_words(b)
+
+
+def test_the_batch_words_memo_lives_as_long_as_its_batch():
+    b = batch({"content": "x"})
+    batch_words(b)
+    assert id(b) in _MEMO
+    key = id(b)
+    del b
+    gc.collect()
+    assert key not in _MEMO
 
 
 def test_phrases_match_whole_words_only():

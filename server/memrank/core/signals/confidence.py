@@ -95,7 +95,7 @@ def confidence(batch: Batch, ctx: ScoringContext, profile: Profile, population: 
     """Base 0.30 plus a bonus per specificity feature present."""
     values = np.full(batch.n, BASE)
     reasons: list[tuple[str, ...]] = []
-    padded = batch_words(batch.contents)
+    padded = batch_words(batch)
     for i in range(batch.n):
         found = _features(batch, i, padded[i])
         values[i] = BASE + sum(w for name, w in FEATURES if found[name])

@@ -99,7 +99,7 @@ def importance(batch: Batch, ctx: ScoringContext, profile: Profile, population: 
     given = ~np.isnan(batch.importance)
     values = np.where(given, np.clip(np.nan_to_num(batch.importance), 0.0, 1.0), 0.0)
     reasons: list[tuple[str, ...]] = []
-    padded = batch_words(batch.contents) if not given.all() else ()
+    padded = batch_words(batch) if not given.all() else ()
     for i, has in enumerate(given.tolist()):
         if has:
             reasons.append((f"caller importance {values[i]:g}",))

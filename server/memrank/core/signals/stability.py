@@ -55,6 +55,6 @@ def stability_of(kind: str, content: str, padded: str | None = None) -> tuple[fl
 
 def stability(batch: Batch, ctx: ScoringContext, profile: Profile, population: np.ndarray) -> RawSignal:
     """Per-memory stability from its wording, length and kind."""
-    padded = batch_words(batch.contents)
+    padded = batch_words(batch)
     pairs = [stability_of(k, c, w) for k, c, w in zip(batch.kinds, batch.contents, padded, strict=True)]
     return RawSignal(np.array([v for v, _ in pairs], dtype=np.float64), tuple(r for _, r in pairs))
