@@ -57,7 +57,8 @@ def _fits(state: SelectState, cand: np.ndarray, layer: np.ndarray, tokens: np.nd
     li = layer[cand]
     room_tokens = lim.layer_tokens[li] - state.used_tokens[li]
     room_items = lim.layer_items[li] - state.used_items[li]
-    return (tokens[cand] <= room_tokens) & (room_items > 0)
+    fits: np.ndarray = (tokens[cand] <= room_tokens) & (room_items > 0)
+    return fits
 
 
 def _take(state: SelectState, i: int, g: float, layer: np.ndarray, tokens: np.ndarray, sim: Similarity | None,

@@ -50,10 +50,12 @@ class Similarity:
     def row(self, i: int) -> np.ndarray:
         """Similarity of candidate i to every candidate, float64 in [0, 1] (cosine clipped at 0)."""
         if self._unit is not None:
-            return np.clip(self._unit @ self._unit[i], 0.0, 1.0).astype(np.float64)
+            cos: np.ndarray = np.clip(self._unit @ self._unit[i], 0.0, 1.0).astype(np.float64)
+            return cos
         if not self._sets[i]:
             return np.zeros(self.n)
         hits = [self._postings[s] for s in self._sets[i]]
         inter = np.bincount(np.concatenate(hits), minlength=self.n).astype(np.float64)
         union = self._sizes + self._sizes[i] - inter
-        return np.divide(inter, union, out=np.zeros(self.n), where=union > 0)
+        jaccard: np.ndarray = np.divide(inter, union, out=np.zeros(self.n), where=union > 0)
+        return jaccard
