@@ -5,12 +5,16 @@
 # Usage: clients/test.sh        (needs go, node/npm, and memrank installed in python3)
 #
 # Starts the server on a free loopback port, exports MEMRANK_ADDR, runs the Go
-# tests, the TypeScript checks and tests, and the Python vector replay, stops
-# the server, and exits non-zero when any client failed.
+# tests, the TypeScript checks and tests, and the Python vector replay, then
+# checks that the three clients encoded every vector's request to the same
+# bytes and got the same response bytes back (SHA-256 per vector, written to
+# MEMRANK_DIGESTS_DIR by each client's replay), stops the server, and exits
+# non-zero when any step failed.
 set -uo pipefail
 HERE="$(cd "$(dirname "$0")" && pwd)"
 ROOT="$(dirname "$HERE")"
 LOG="$(mktemp -t memrank-serve.XXXXXX.log)"
+export MEMRANK_DIGESTS_DIR="$(mktemp -d -t memrank-digests.XXXXXX)"
 step() { printf '\n==> %s\n' "$*"; }
 
 step "start memrank serve"
@@ -22,6 +26,7 @@ cleanup() {
     wait "$SERVER" 2>/dev/null
   fi
   rm -f "$LOG"
+  rm -rf "$MEMRANK_DIGESTS_DIR"
 }
 trap cleanup EXIT
 PORT=""
@@ -60,9 +65,43 @@ run typescript bash -c "cd '$HERE/typescript' && npm ci --no-audit --no-fund --l
   && npx tsc -p tsconfig.json --noEmit && npm test --silent"
 run python bash -c "cd '$ROOT' && python3 -m pytest -q tests/integration/test_vectors.py"
 
+compare_digests() {
+  python3 - "$MEMRANK_DIGESTS_DIR" "$ROOT/tests/vectors" <<'PY'
+import json, sys
+from pathlib import Path
+folder = Path(sys.argv[1])
+langs = ["go", "typescript", "python"]
+missing = [lang for lang in langs if not (folder / f"{lang}.json").exists()]
+if missing:
+    sys.exit(f"no digests from: {', '.join(missing)}")
+got = {lang: json.loads((folder / f"{lang}.json").read_text()) for lang in langs}
+names = sorted(set().union(*got.values()))
+vectors = Path(sys.argv[2])
+bad, nan = [], []
+for name in names:
+    for lang in langs:
+        mine, ref = dict(got[lang].get(name, {})), dict(got["python"].get(name, {}))
+        # A NaN's payload bits are the language's own (Go: 0x7ff8000000000001, Python
+        # and JavaScript: 0x7ff8000000000000); every one is NaN on the wire, so a
+        # request carrying NaN is not byte-compared (its answer still is, by each client).
+        if '"NaN"' in (vectors / f"{name}.json").read_text(encoding="utf-8"):
+            mine.pop("request", None), ref.pop("request", None)
+            nan.append(name)
+        if mine != ref:
+            bad.append(name)
+            print(f"{name}: {lang} {got[lang].get(name)} != python {got['python'].get(name)}")
+if bad or not names:
+    sys.exit(1)
+print(f"{len(names)} vectors: requests and responses byte-identical across {', '.join(langs)}"
+      + (f" (NaN payload bits differ by language; request bytes not compared for: {', '.join(sorted(set(nan)))})"
+         if nan else ""))
+PY
+}
+run "same bytes in every client" compare_digests
+
 step "summary (vectors replayed against $MEMRANK_ADDR)"
 status=0
-for name in go typescript python; do
+for name in go typescript python "same bytes in every client"; do
   echo "$name: ${RESULT[$name]}"
   [ "${RESULT[$name]}" = pass ] || status=1
 done

@@ -8,6 +8,7 @@ and are not replayed.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 from collections.abc import Iterator
@@ -16,6 +17,8 @@ from typing import Any
 
 import grpc
 import pytest
+from google.protobuf import json_format
+from google.protobuf.message import Message
 
 from memrank._gen.v1 import ranking_pb2 as pb
 from memrank.client import RankingClient, RankingError
@@ -35,21 +38,38 @@ def vector_client(request: pytest.FixtureRequest) -> Iterator[RankingClient]:
         yield c
 
 
+@pytest.fixture(scope="module")
+def digests() -> Iterator[dict[str, dict[str, str]]]:
+    """SHA-256 of each request and response as encoded here; clients/test.sh compares them across clients."""
+    out: dict[str, dict[str, str]] = {}
+    yield out
+    folder = os.environ.get("MEMRANK_DIGESTS_DIR")
+    if folder:
+        Path(folder, "python.json").write_text(json.dumps(out, indent=2, sort_keys=True))
+
+
+def sha256(msg: Message) -> str:
+    return hashlib.sha256(msg.SerializeToString(deterministic=True)).hexdigest()
+
+
 def test_vectors_exist() -> None:
     assert len(FILES) >= 20
 
 
 @pytest.mark.parametrize("path", FILES, ids=[p.stem for p in FILES])
-def test_vector(vector_client: RankingClient, path: Path) -> None:
+def test_vector(vector_client: RankingClient, digests: dict[str, dict[str, str]], path: Path) -> None:
     vec: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
+    request = json_format.ParseDict(vec["request"], pb.RankRequest())
+    sums = digests[vec["name"]] = {"request": sha256(request)}
     if "expect_error" in vec:
         want = vec["expect_error"]
         with pytest.raises(RankingError) as info:
-            vector_client.rank(vec["request"])
+            vector_client.rank(request)
         assert info.value.code == getattr(grpc.StatusCode, want["code"])
         assert want["field"] in info.value.fields
         return
-    resp = vector_client.rank(vec["request"])
+    resp = vector_client.rank(request)
+    sums["response"] = sha256(resp)
     want = vec["expect"]
     assert [m.id for m in resp.selected] == want["selected_ids"]
     assert {m.id: m.rank for m in resp.selected} == want["ranks"]

@@ -2,6 +2,8 @@ package memrank_test
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"math"
 	"os"
@@ -13,6 +15,7 @@ import (
 
 	"github.com/memrank/memrank/clients/go/memrank"
 	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/proto"
 )
 
 // vector is one tests/vectors/*.json conformance case.
@@ -64,17 +67,48 @@ func TestVectors(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
+	digests := map[string]map[string]string{}
 	for _, v := range loadVectors(t) {
-		t.Run(v.Name, func(t *testing.T) { replay(t, c, v) })
+		t.Run(v.Name, func(t *testing.T) { digests[v.Name] = replay(t, c, v) })
+	}
+	writeDigests(t, digests)
+}
+
+// writeDigests saves the SHA-256 of each request and response as encoded here,
+// so clients/test.sh can check that every client sent and got the same bytes.
+func writeDigests(t *testing.T, digests map[string]map[string]string) {
+	dir := os.Getenv("MEMRANK_DIGESTS_DIR")
+	if dir == "" {
+		return
+	}
+	raw, err := json.MarshalIndent(digests, "", "  ")
+	if err == nil {
+		err = os.WriteFile(filepath.Join(dir, "go.json"), raw, 0o644)
+	}
+	if err != nil {
+		t.Fatal(err)
 	}
 }
 
-func replay(t *testing.T, c *memrank.Client, v vector) {
+func digest(t *testing.T, m proto.Message) string {
+	raw, err := proto.MarshalOptions{Deterministic: true}.Marshal(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum := sha256.Sum256(raw)
+	return hex.EncodeToString(sum[:])
+}
+
+func replay(t *testing.T, c *memrank.Client, v vector) map[string]string {
 	req := &memrank.RankRequest{}
 	if err := protojson.Unmarshal(v.Request, req); err != nil {
 		t.Fatalf("request: %v", err)
 	}
+	out := map[string]string{"request": digest(t, req)}
 	resp, err := c.Rank(context.Background(), req)
+	if err == nil {
+		out["response"] = digest(t, resp)
+	}
 	if v.ExpectError != nil {
 		e, ok := memrank.AsError(err)
 		if !ok {
@@ -86,7 +120,7 @@ func replay(t *testing.T, c *memrank.Client, v vector) {
 		if !e.HasField(v.ExpectError.Field) {
 			t.Errorf("field: want %q among %q", v.ExpectError.Field, e.Fields())
 		}
-		return
+		return out
 	}
 	if err != nil {
 		t.Fatalf("rank: %v", err)
@@ -124,6 +158,7 @@ func replay(t *testing.T, c *memrank.Client, v vector) {
 	if n := len(resp.GetSelected()) + len(resp.GetDropped()); n != len(req.GetCandidates()) {
 		t.Errorf("accounted for %d of %d candidates", n, len(req.GetCandidates()))
 	}
+	return out
 }
 
 // codeName maps "INVALID_ARGUMENT" to the Go name "InvalidArgument".

@@ -1,10 +1,18 @@
 // Replays every tests/vectors/*.json conformance case against the live server at MEMRANK_ADDR.
 import assert from "node:assert/strict";
-import { readdirSync, readFileSync } from "node:fs";
+import { createHash } from "node:crypto";
+import { readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { after, describe, test } from "node:test";
 import { fileURLToPath } from "node:url";
-import { fromJson, type JsonValue } from "@bufbuild/protobuf";
-import { dropReasonName, MemrankClient, MemrankError, RankRequestSchema, status } from "../src/index.js";
+import { fromJson, toBinary, type DescMessage, type JsonValue, type MessageShape } from "@bufbuild/protobuf";
+import {
+  dropReasonName,
+  MemrankClient,
+  MemrankError,
+  RankRequestSchema,
+  RankResponseSchema,
+  status,
+} from "../src/index.js";
 
 interface Vector {
   name: string;
@@ -24,6 +32,12 @@ const vectors: Vector[] = readdirSync(dir)
   .sort()
   .map((f) => JSON.parse(readFileSync(dir + f, "utf8")) as Vector);
 const addr = process.env["MEMRANK_ADDR"];
+const digestsDir = process.env["MEMRANK_DIGESTS_DIR"];
+
+/** SHA-256 of a message as encoded here, so clients/test.sh can compare the bytes of every client. */
+function digest<D extends DescMessage>(schema: D, message: MessageShape<D>): string {
+  return createHash("sha256").update(toBinary(schema, message)).digest("hex");
+}
 
 test("vectors are present", () => {
   assert.ok(vectors.length >= 20, `only ${vectors.length} vectors in ${dir}`);
@@ -31,11 +45,17 @@ test("vectors are present", () => {
 
 describe("conformance vectors", { skip: addr ? false : "MEMRANK_ADDR is not set" }, () => {
   const client = new MemrankClient(addr ?? "", { timeoutMs: 10_000 });
-  after(() => client.close());
+  const digests: Record<string, Record<string, string>> = {};
+  after(() => {
+    client.close();
+    if (digestsDir) writeFileSync(`${digestsDir}/typescript.json`, JSON.stringify(digests, null, 2));
+  });
 
   for (const v of vectors) {
     test(v.name, async () => {
       const request = fromJson(RankRequestSchema, v.request);
+      const sums: Record<string, string> = { request: digest(RankRequestSchema, request) };
+      digests[v.name] = sums;
       if (v.expect_error) {
         const want = v.expect_error;
         await assert.rejects(client.rank(request), (err: unknown) => {
@@ -49,6 +69,7 @@ describe("conformance vectors", { skip: addr ? false : "MEMRANK_ADDR is not set"
       }
       const want = v.expect!;
       const resp = await client.rank(request);
+      sums["response"] = digest(RankResponseSchema, resp);
       assert.deepEqual(resp.selected.map((m) => m.id), want.selected_ids);
       assert.deepEqual(Object.fromEntries(resp.selected.map((m) => [m.id, m.rank])), want.ranks);
       resp.selected.forEach((m, i) => {
