@@ -1,6 +1,6 @@
 module github.com/memrank/memrank/clients/go
 
-go 1.26.8
+go 1.26.0
 
 require (
 	google.golang.org/genproto/googleapis/rpc v0.0.0-20261110000943-09e21b237f2c
