@@ -50,11 +50,22 @@ class Recorder:
     def _profile(self, outcome: RankOutcome) -> str:
         return outcome.profile.name if outcome.profile.name in self.profiles else OTHER
 
+    def _layer(self, name: str) -> str:
+        return name if name in self.layers else OTHER
+
     def _record(self, outcome: RankOutcome) -> None:
-        m = self.metrics
         profile = self._profile(outcome)
-        m.request_candidates.observe(outcome.n)
-        layer = np.array([name if name in self.layers else OTHER for name in outcome.layer_of], dtype=object)
+        self.metrics.request_candidates.observe(outcome.n)
+        self._record_layers(outcome, profile)
+        self._record_drops(outcome)
+        self._record_selection(outcome, profile)
+        self._record_budgets(outcome)
+        self._record_drift(outcome, profile)
+
+    def _record_layers(self, outcome: RankOutcome, profile: str) -> None:
+        """Candidates, selections and signal values, per (bounded) layer."""
+        m = self.metrics
+        layer = np.array([self._layer(name) for name in outcome.layer_of], dtype=object)
         kept = np.asarray(outcome.drop == 0)
         measured = drift_population(outcome)
         for name in sorted(set(layer.tolist())):
@@ -66,17 +77,22 @@ class Recorder:
                 for form, values in zip(FORMS, (column.raw, column.normalized), strict=True):
                     child = m.signal_value.labels(signal=column.name, form=form, profile=profile, layer=name)
                     observe_many(child, np.asarray(values, dtype=np.float64)[mask])
-        self._record_drops(outcome)
-        if outcome.n and outcome.ranked.shape[0] == 0:
-            m.nothing_selected.labels(profile=profile).inc()
-        if outcome.ranked.shape[0] >= 2:
+
+    def _record_selection(self, outcome: RankOutcome, profile: str) -> None:
+        """Empty answers and the winner's margin."""
+        picked = outcome.ranked.shape[0]
+        if outcome.n and picked == 0:
+            self.metrics.nothing_selected.labels(profile=profile).inc()
+        if picked >= 2:
             first, second = outcome.final[outcome.ranked[:2]]
-            m.top_margin.observe(max(0.0, float(first - second)))
+            self.metrics.top_margin.observe(max(0.0, float(first - second)))
+
+    def _record_budgets(self, outcome: RankOutcome) -> None:
+        """Used / budget tokens of each layer that had a budget (0 = no token budget)."""
         for alloc in outcome.allocations:
             if alloc.budget_tokens > 0:
-                name = alloc.layer if alloc.layer in self.layers else OTHER
-                m.layer_utilization.labels(layer=name).observe(alloc.used_tokens / alloc.budget_tokens)
-        self._record_drift(outcome, profile)
+                ratio = alloc.used_tokens / alloc.budget_tokens
+                self.metrics.layer_utilization.labels(layer=self._layer(alloc.layer)).observe(ratio)
 
     def _record_drops(self, outcome: RankOutcome) -> None:
         drops = np.asarray(outcome.drop, dtype=np.int64)
