@@ -109,7 +109,8 @@ def _rank(args: argparse.Namespace, settings: Settings) -> int:
         print(f"memrank rank: {args.file}: not a RankRequest: {exc}", file=sys.stderr)
         return 2
     try:
-        response = handle_rank(request, settings, time.time(), settings.provenance_key())
+        response = handle_rank(request, settings, time.time(), settings.provenance_key(),
+                               receipt_key=settings.receipt_key())
     except InvalidRequest as exc:
         for v in exc.violations:
             print(f"memrank rank: INVALID_ARGUMENT {v.field}: {v.description}", file=sys.stderr)

@@ -27,7 +27,7 @@ log = logging.getLogger("memrank.rpc")
 
 def handle_rank(
     request: pb.RankRequest, settings: Settings, now: float, provenance_key: bytes | None,
-    observe: Callable[[RankOutcome], None] | None = None,
+    observe: Callable[[RankOutcome], None] | None = None, receipt_key: bytes | None = None,
 ) -> pb.RankResponse:
     """Validate, convert, rank and convert back (shared by the servicer and `memrank rank`)."""
     validate_rank_request(request, settings.limits)
@@ -39,7 +39,8 @@ def handle_rank(
         # Content and queries are logged only at debug, on purpose.
         log.debug("rank detail", extra={"request_id": request.request_id, "query": request.query,
                                         "selected": [batch.ids[i] for i in outcome.ranked]})
-    return convert.outcome_to_proto(outcome, batch, params, request.request_id, settings.policy_version)
+    return convert.outcome_to_proto(outcome, batch, params, request.request_id, settings.policy_version,
+                                    receipt_key)
 
 
 class RankingService(pb_grpc.RankingServiceServicer):
@@ -50,6 +51,7 @@ class RankingService(pb_grpc.RankingServiceServicer):
         self._metrics = metrics
         self._clock = clock
         self._provenance_key = settings.provenance_key()
+        self._receipt_key = settings.receipt_key()
         self._recorder = build_recorder(metrics, settings)
 
     @contextmanager
@@ -76,7 +78,8 @@ class RankingService(pb_grpc.RankingServiceServicer):
     def Rank(self, request: pb.RankRequest, context: grpc.ServicerContext) -> pb.RankResponse:
         """Rank candidate memories."""
         with self._call("Rank", request.request_id, context):
-            return handle_rank(request, self._settings, self._clock(), self._provenance_key, self._recorder.record)
+            return handle_rank(request, self._settings, self._clock(), self._provenance_key, self._recorder.record,
+                               self._receipt_key)
         raise AssertionError("unreachable")  # abort raised
 
     def ScoreAdmission(
