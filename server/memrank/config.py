@@ -11,6 +11,7 @@ import hashlib
 import json
 import math
 import os
+import re
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, fields
 from importlib import resources
@@ -39,6 +40,12 @@ ENV_KEYS: Mapping[str, str] = MappingProxyType({
     "MEMRANK_MAX_CANDIDATES": "limits.max_candidates",
     "MEMRANK_PROVENANCE_KEY_FILE": "security.provenance_key_file",
     "MEMRANK_RECEIPT_KEY_FILE": "security.receipt_key_file",
+    "MEMRANK_HEALTH_ADDRESS": "server.health_address",
+    "MEMRANK_TLS_CERT_FILE": "security.tls_cert_file",
+    "MEMRANK_TLS_KEY_FILE": "security.tls_key_file",
+    "MEMRANK_TLS_CA_FILE": "security.tls_client_ca_file",
+    "MEMRANK_AUTH_TOKEN_FILE": "security.auth_token_file",
+    "MEMRANK_AUTH_OPEN_METHODS": "security.auth_open_methods",
 })
 LOG_LEVELS = ("debug", "info", "warning", "error")
 
@@ -56,6 +63,7 @@ class ServerSettings:
     max_message_bytes: int
     max_concurrent_rpcs: int
     thread_pool_size: int
+    health_address: str | None = None  # optional plaintext listener serving only grpc.health.v1 (probes)
 
 
 @dataclass(frozen=True)
@@ -75,10 +83,16 @@ class Limits:
 
 @dataclass(frozen=True)
 class SecuritySettings:
-    """Key files (paths, as Kubernetes Secrets mount them)."""
+    """Key, certificate and token files (paths, as Kubernetes Secrets mount them)."""
 
     provenance_key_file: str | None
     receipt_key_file: str | None
+    tls_cert_file: str | None = None  # PEM server certificate chain; with tls_key_file turns TLS on
+    tls_key_file: str | None = None  # PEM private key of tls_cert_file
+    tls_client_ca_file: str | None = None  # PEM CA bundle: set = mutual TLS, client certificates required
+    auth_token_file: str | None = None  # accepted bearer tokens, one per line; set = auth on
+    # Comma-separated services ("pkg.Service") or methods ("/pkg.Service/Method") callable without a token.
+    auth_open_methods: str = ""
 
 
 @dataclass(frozen=True)
@@ -210,6 +224,28 @@ def _check_server(s: ServerSettings) -> None:
         raise ConfigError(f"server.log_level: {s.log_level!r} is not one of {', '.join(LOG_LEVELS)}")
 
 
+def _check_health_address(address: str | None) -> None:
+    if address is None:
+        return
+    host, sep, port = address.rpartition(":")
+    if not sep or not host or not port.isdigit() or not 0 <= int(port) <= 65535:
+        raise ConfigError(f"server.health_address: expected host:port, got {address!r}")
+
+
+def _check_security(sec: SecuritySettings) -> None:
+    """Pairs and names; the files themselves are read when the server starts (errors name the key)."""
+    if bool(sec.tls_cert_file) != bool(sec.tls_key_file):
+        missing = "security.tls_key_file" if sec.tls_cert_file else "security.tls_cert_file"
+        raise ConfigError(f"{missing}: required when the other of tls_cert_file/tls_key_file is set")
+    if sec.tls_client_ca_file and not sec.tls_cert_file:
+        raise ConfigError(f"security.tls_client_ca_file: {sec.tls_client_ca_file!r} needs security.tls_cert_file "
+                          "and security.tls_key_file (mutual TLS is TLS first)")
+    for entry in (e.strip() for e in sec.auth_open_methods.split(",")):
+        if entry and not re.fullmatch(r"[A-Za-z_][\w.]*|/[A-Za-z_][\w.]*/\w+", entry):
+            raise ConfigError(f"security.auth_open_methods: {entry!r} is not a service (pkg.Service) or a "
+                              "method (/pkg.Service/Method)")
+
+
 def _check_limits(limits: Limits) -> None:
     for f in fields(limits):
         value = getattr(limits, f.name)
@@ -303,7 +339,9 @@ def load_settings(
     _check_server(server)
     limits = _section(Limits, "limits", data["limits"])
     _check_limits(limits)
+    _check_health_address(server.health_address)
     security = _section(SecuritySettings, "security", data["security"])
+    _check_security(security)
     drift = _section(DriftSettings, "drift", data["drift"])
     _check_drift(drift)
     return Settings(

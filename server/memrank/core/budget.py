@@ -24,6 +24,9 @@ from dataclasses import dataclass
 MAX_ROUNDS = 4
 
 
+HUGE_SHARE = 1e150
+
+
 @dataclass(frozen=True)
 class LayerBudget:
     """One layer as the allocator sees it."""
@@ -35,6 +38,9 @@ class LayerBudget:
 
 def _largest_remainder(total: int, weights: Sequence[float]) -> list[int]:
     """Split ``total`` integer tokens by weights; the sum is exactly ``total`` (weights > 0 somewhere)."""
+    top = max(weights, default=0.0)
+    if top > HUGE_SHARE:  # shares are relative: rescale so their sum and total x share stay finite
+        weights = [w / top for w in weights]
     s = math.fsum(weights)
     if total <= 0 or not weights:
         return [0] * len(weights)

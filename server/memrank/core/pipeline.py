@@ -161,7 +161,9 @@ def _select(profile: Profile, batch: Batch, params: RankParams, layers: tuple[La
     names = [layer.name for layer in layers]
     if CATCH_ALL_LAYER in layer_of and CATCH_ALL_LAYER not in names:
         shares = [layer.share for layer in layers]
-        catch_all = LayerSpec(CATCH_ALL_LAYER, share=float(np.mean(shares)) if shares else 1.0)
+        with np.errstate(over="ignore"):  # shares near DBL_MAX: the mean overflows (shares are relative)
+            mean = float(np.mean(shares)) if shares else 1.0
+        catch_all = LayerSpec(CATCH_ALL_LAYER, share=mean if np.isfinite(mean) else max(shares))
         layers = (*layers, catch_all)
         names.append(CATCH_ALL_LAYER)
     index = {name: k for k, name in enumerate(names)}

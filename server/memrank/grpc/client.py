@@ -19,6 +19,7 @@ from memrank._gen.v1 import ranking_pb2 as pb
 from memrank._gen.v1 import ranking_service_pb2_grpc as pb_grpc
 from memrank.core.batch import CandidateInput
 from memrank.grpc.convert import candidate_to_proto
+from memrank.grpc.tls import channel_credentials
 
 T = TypeVar("T", bound=Message)
 RETRYABLE = frozenset({grpc.StatusCode.UNAVAILABLE})
@@ -85,13 +86,22 @@ def _as_message(value: Message | Mapping[str, Any], cls: type[T]) -> T:
     return msg
 
 
+def tls_credentials(ca_file: str | None = None, cert_file: str | None = None,
+                    key_file: str | None = None) -> grpc.ChannelCredentials:
+    """Channel credentials from PEM files: trust ``ca_file``; present cert/key for mutual TLS."""
+    return channel_credentials(ca_file, cert_file, key_file)
+
+
 class RankingClient:
     """A client of one memrank sidecar. Use as a context manager, or call close()."""
 
     def __init__(self, target: str, *, timeout: float = 5.0, retries: int = 3, backoff: float = 0.05,
-                 max_message_bytes: int = 64 << 20, credentials: grpc.ChannelCredentials | None = None) -> None:
+                 max_message_bytes: int = 64 << 20, credentials: grpc.ChannelCredentials | None = None,
+                 token: str | None = None) -> None:
         options = [("grpc.max_receive_message_length", max_message_bytes),
                    ("grpc.max_send_message_length", max_message_bytes)]
+        # Bearer token for servers with security.auth_token_file (sent on every call, TLS or not).
+        self._metadata = (("authorization", f"Bearer {token}"),) if token else None
         self._channel = (grpc.secure_channel(target, credentials, options) if credentials
                          else grpc.insecure_channel(target, options))
         self._stub = pb_grpc.RankingServiceStub(self._channel)
@@ -105,7 +115,7 @@ class RankingClient:
         attempt = 0
         while True:
             try:
-                return method(request, timeout=self.timeout if timeout is None else timeout)
+                return method(request, timeout=self.timeout if timeout is None else timeout, metadata=self._metadata)
             except grpc.RpcError as err:
                 code = err.code() if isinstance(err, grpc.Call) else None
                 if code not in RETRYABLE or attempt >= self.retries:

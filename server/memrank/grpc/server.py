@@ -10,26 +10,63 @@ import signal
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from concurrent import futures
 from dataclasses import dataclass, replace
 from types import FrameType
+from typing import Any
 
 import grpc
+from google.protobuf import descriptor_pool, message_factory
+from google.protobuf.message import DecodeError, Message
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 from prometheus_client import CollectorRegistry
 
 from memrank._gen.v1 import ranking_service_pb2 as svc_pb
-from memrank._gen.v1 import ranking_service_pb2_grpc as pb_grpc
 from memrank.config import Settings, SettingsSource
-from memrank.core.errors import ConfigError
+from memrank.core.errors import ConfigError, FieldViolation, InvalidRequest
+from memrank.grpc.auth import BearerAuthInterceptor, TokenFile, open_matcher
+from memrank.grpc.errors import abort_with
 from memrank.grpc.service import RankingService
+from memrank.grpc.tls import server_credentials
 from memrank.logs import setup_logging
 from memrank.metrics.declare import Metrics
 from memrank.metrics.http import serve_metrics
 
 log = logging.getLogger("memrank.server")
 SERVICE_NAME = svc_pb.DESCRIPTOR.services_by_name["RankingService"].full_name
+
+
+# After NOT_SERVING, the server keeps taking calls until none arrived for QUIET_SECONDS (at most
+# half the grace period, at most MAX_QUIESCE_SECONDS), then stops accepting.
+QUIET_SECONDS = 0.25
+MAX_QUIESCE_SECONDS = 5.0
+
+
+class _Arrivals(grpc.ServerInterceptor):  # type: ignore[misc]  # grpc ships no types
+    """When the server last took a call off the transport (interceptors run as each call is accepted)."""
+
+    def __init__(self) -> None:
+        self.last = time.monotonic()
+
+    def intercept_service(self, continuation: Callable[[grpc.HandlerCallDetails], grpc.RpcMethodHandler | None],
+                          handler_call_details: grpc.HandlerCallDetails) -> grpc.RpcMethodHandler | None:
+        """Note the time and continue."""
+        self.last = time.monotonic()
+        return continuation(handler_call_details)
+
+    def quiesce(self, limit: float) -> float:
+        """Wait until no call arrived for QUIET_SECONDS or ``limit`` passed; return the seconds waited.
+
+        grpc cancels calls that reached the transport but were not yet taken by the
+        server's (GIL-bound) accept loop when stop() begins; a busy server can hold
+        several. Waiting for a quiet moment lets them be taken, and given the grace.
+        """
+        start = time.monotonic()
+        while time.monotonic() - self.last < QUIET_SECONDS and time.monotonic() - start < limit:
+            time.sleep(0.02)
+        return time.monotonic() - start
 
 
 @dataclass
@@ -39,11 +76,18 @@ class Running:
     server: grpc.Server
     port: int
     health: health.HealthServicer
+    health_server: grpc.Server | None = None  # the plaintext health-only listener (server.health_address)
+    health_port: int = 0
+    arrivals: _Arrivals | None = None
 
     def stop(self, grace: float) -> None:
-        """Flip health to NOT_SERVING, stop accepting, give in-flight calls ``grace`` seconds."""
+        """Flip health to NOT_SERVING, let arriving calls settle, stop accepting, give in-flight calls
+        the rest of ``grace`` seconds."""
         self.health.enter_graceful_shutdown()
-        self.server.stop(grace).wait()
+        waited = self.arrivals.quiesce(min(grace / 2, MAX_QUIESCE_SECONDS)) if self.arrivals and grace > 0 else 0.0
+        self.server.stop(max(grace - waited, 0.0)).wait()
+        if self.health_server is not None:  # probes see NOT_SERVING until the drain is over
+            self.health_server.stop(0).wait()
 
 
 def create_server(settings: Settings, registry: CollectorRegistry | None = None, reuse_port: bool = False) -> Running:
@@ -55,24 +99,119 @@ def create_server(settings: Settings, registry: CollectorRegistry | None = None,
         # Explicit: two servers never share a port by accident, only workers that ask for it.
         ("grpc.so_reuseport", 1 if reuse_port else 0),
     ]
+    arrivals = _Arrivals()
     server = grpc.server(
         futures.ThreadPoolExecutor(max_workers=s.thread_pool_size, thread_name_prefix="memrank-rpc"),
         options=options, maximum_concurrent_rpcs=s.max_concurrent_rpcs,
+        interceptors=[arrivals, *_interceptors(settings)],
     )
     metrics = Metrics(registry if registry is not None else CollectorRegistry())
-    pb_grpc.add_RankingServiceServicer_to_server(RankingService(settings, metrics), server)
+    _add_ranking_service(RankingService(settings, metrics), server)
     health_servicer = health.HealthServicer()
     health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
     reflection.enable_server_reflection(
-        (SERVICE_NAME, health_pb2.DESCRIPTOR.services_by_name["Health"].full_name, reflection.SERVICE_NAME), server
+        (SERVICE_NAME, health_pb2.DESCRIPTOR.services_by_name["Health"].full_name, reflection.SERVICE_NAME), server,
+        pool=_MethodAwarePool(descriptor_pool.Default()),
     )
-    port = server.add_insecure_port(s.address)
-    if port == 0:
-        raise ConfigError(f"server.address: cannot bind {s.address!r} (in use or not a local address)")
+    port = _bind(server, "server.address", s.address, server_credentials(settings.security))
     server.start()
+    health_server, health_port = _health_listener(settings, health_servicer, reuse_port)
     for name in ("", SERVICE_NAME):
         health_servicer.set(name, health_pb2.HealthCheckResponse.SERVING)
-    return Running(server, port, health_servicer)
+    return Running(server, port, health_servicer, health_server, health_port, arrivals)
+
+
+class _MethodAwarePool:
+    """The default descriptor pool, also finding the file of a method symbol ("pkg.Service.Method").
+
+    upb's pool finds services and messages but not methods, so reflection answered
+    "Symbol not found" to `grpcurl describe memrank.v1.RankingService.Rank` and to ghz.
+    """
+
+    def __init__(self, pool: descriptor_pool.DescriptorPool) -> None:
+        self._pool = pool
+
+    def FindFileContainingSymbol(self, symbol: str) -> Any:
+        """The file of the symbol, or of the service holding the method."""
+        try:
+            return self._pool.FindFileContainingSymbol(symbol)
+        except KeyError:
+            return self._pool.FindMethodByName(symbol).containing_service.file
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._pool, name)
+
+
+@dataclass(frozen=True)
+class _Undecodable:
+    """Request bytes that do not parse as the method's request message."""
+
+    error: str
+
+
+def _lenient(parse: Callable[[bytes], Message]) -> Callable[[bytes], Message | _Undecodable]:
+    def parse_or_mark(data: bytes) -> Message | _Undecodable:
+        try:
+            return parse(data)
+        except DecodeError as exc:
+            return _Undecodable(str(exc)[:200])
+
+    return parse_or_mark
+
+
+def _refuse_undecodable(name: str, method: Callable[[Message, grpc.ServicerContext], Message],
+                        ) -> Callable[[Message | _Undecodable, grpc.ServicerContext], Message]:
+    def handle(request: Message | _Undecodable, context: grpc.ServicerContext) -> Message:
+        if isinstance(request, _Undecodable):
+            abort_with(context, InvalidRequest([FieldViolation("request", f"not a valid {name} encoding")]))
+        return method(request, context)
+
+    return handle
+
+
+def _add_ranking_service(servicer: RankingService, server: grpc.Server) -> None:
+    """Register the service like the generated helper, except that request bytes which do not
+    parse are INVALID_ARGUMENT with a field violation (grpc itself answers INTERNAL)."""
+    handlers = {}
+    for m in svc_pb.DESCRIPTOR.services_by_name["RankingService"].methods:
+        request_cls = message_factory.GetMessageClass(m.input_type)
+        handlers[m.name] = grpc.unary_unary_rpc_method_handler(
+            _refuse_undecodable(m.input_type.full_name, getattr(servicer, m.name)),
+            request_deserializer=_lenient(request_cls.FromString),
+            response_serializer=lambda msg: msg.SerializeToString(),
+        )
+    server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler(SERVICE_NAME, handlers),))
+    server.add_registered_method_handlers(SERVICE_NAME, handlers)
+
+
+def _interceptors(settings: Settings) -> list[grpc.ServerInterceptor]:
+    """The bearer-token check when security.auth_token_file is set."""
+    sec = settings.security
+    if not sec.auth_token_file:
+        return []
+    return [BearerAuthInterceptor(TokenFile(sec.auth_token_file), open_matcher(sec.auth_open_methods))]
+
+
+def _bind(server: grpc.Server, key: str, address: str, credentials: grpc.ServerCredentials | None) -> int:
+    port = (server.add_secure_port(address, credentials) if credentials is not None
+            else server.add_insecure_port(address))
+    if port == 0:
+        raise ConfigError(f"{key}: cannot bind {address!r} (in use or not a local address)")
+    return int(port)
+
+
+def _health_listener(settings: Settings, servicer: health.HealthServicer,
+                     reuse_port: bool) -> tuple[grpc.Server | None, int]:
+    """A plaintext listener serving only grpc.health.v1 (Kubernetes grpc probes cannot speak TLS)."""
+    address = settings.server.health_address
+    if not address:
+        return None, 0
+    server = grpc.server(futures.ThreadPoolExecutor(max_workers=2, thread_name_prefix="memrank-health"),
+                         options=[("grpc.so_reuseport", 1 if reuse_port else 0)])
+    health_pb2_grpc.add_HealthServicer_to_server(servicer, server)
+    port = _bind(server, "server.health_address", address, None)
+    server.start()
+    return server, port
 
 
 def _wait_for_signal() -> int:
@@ -97,6 +236,9 @@ def serve_single(settings: Settings, reuse_port: bool = False, with_metrics: boo
     exposition = serve_metrics(settings.server.metrics_address, settings.server.metrics_port, registry) \
         if registry is not None else None
     log.info("serving", extra={"address": settings.server.address, "port": running.port, "pid": os.getpid(),
+                               "tls": bool(settings.security.tls_cert_file),
+                               "mtls": bool(settings.security.tls_client_ca_file),
+                               "auth": bool(settings.security.auth_token_file), "health_port": running.health_port,
                                "profiles": sorted(settings.profiles), "policy_version": settings.policy_version})
     signum = _wait_for_signal()
     log.info("draining", extra={"signal": signal.Signals(signum).name,

@@ -25,14 +25,31 @@ from memrank.metrics.recorder import build_recorder
 log = logging.getLogger("memrank.rpc")
 
 
+class CallAbandoned(Exception):
+    """The client cancelled the call or its deadline passed; the stage it got to is the message."""
+
+
+def _still_wanted(alive: Callable[[], bool] | None, stage: str) -> None:
+    if alive is not None and not alive():
+        raise CallAbandoned(stage)
+
+
 def handle_rank(
     request: pb.RankRequest, settings: Settings, now: float, provenance_key: bytes | None,
     observe: Callable[[RankOutcome], None] | None = None, receipt_key: bytes | None = None,
+    alive: Callable[[], bool] | None = None,
 ) -> pb.RankResponse:
-    """Validate, convert, rank and convert back (shared by the servicer and `memrank rank`)."""
+    """Validate, convert, rank and convert back (shared by the servicer and `memrank rank`).
+
+    ``alive`` (the call's ``is_active``) is asked between stages: a cancelled call or
+    one past its deadline stops there with ``CallAbandoned`` instead of running on.
+    """
     validate_rank_request(request, settings.limits)
+    _still_wanted(alive, "validated")
     batch, params = convert.request_to_domain(request, now)
+    _still_wanted(alive, "converted")
     outcome = rank(batch, params, settings.profiles, settings.layers, provenance_key)
+    _still_wanted(alive, "ranked")
     if observe is not None:
         observe(outcome)
     if log.isEnabledFor(logging.DEBUG):
@@ -60,6 +77,11 @@ class RankingService(pb_grpc.RankingServiceServicer):
         start = time.perf_counter()
         try:
             yield
+        except CallAbandoned as exc:
+            self._metrics.observe_call(method, "CANCELLED")
+            log.info("rpc abandoned: client cancelled or deadline passed",
+                     extra={"method": method, "request_id": request_id, "after": str(exc)})
+            context.abort(grpc.StatusCode.CANCELLED, "call cancelled or deadline exceeded")
         except MemrankError as exc:
             code, _ = to_status(exc)
             self._metrics.observe_call(method, code.name)
@@ -79,7 +101,7 @@ class RankingService(pb_grpc.RankingServiceServicer):
         """Rank candidate memories."""
         with self._call("Rank", request.request_id, context):
             return handle_rank(request, self._settings, self._clock(), self._provenance_key, self._recorder.record,
-                               self._receipt_key)
+                               self._receipt_key, context.is_active)
         raise AssertionError("unreachable")  # abort raised
 
     def ScoreAdmission(

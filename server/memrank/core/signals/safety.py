@@ -30,22 +30,27 @@ _I = re.IGNORECASE
 INJECTION_PATTERNS: Mapping[str, Cue] = MappingProxyType({
     # "ignore all previous instructions", "disregard the above rules", ...
     "override_instructions": Cue(("ignore", "disregard", "forget", "override"), re.compile(
-        r"\b(?:ignore|disregard|forget|override)\b[^.\n]{0,40}?\b(?:previous|prior|above|earlier|preceding"
+        r"\b(?:ignore|disregard|forget|override)s?\b[^.\n]{0,40}?\b(?:previous|prior|above|earlier|preceding"
         r"|all|any|your|the|these|those)\b[^.\n]{0,20}?\b(?:instructions?|prompts?|rules|directions"
         r"|guidelines|directives)\b", _I)),
     # Role-play system prompts and chat-template markers.
     "system_prompt_roleplay": Cue(
-        ("sys", "developer", "<|", "inst]", "you are now", "pretend", "act as", "jailbreak"), re.compile(
-            r"(?:^|\n)[ \t]*(?:system|developer)[ \t]*:[ \t]*you\b|<\s*/?\s*system\s*>"
-            r"|<\|(?:im_start|im_end|system|endoftext)\|>|\[/?INST\]"
+        ("sys", "developer", "<|", "inst]", "you are now", "pretend", "act as", "jailbreak", "anything now"),
+        re.compile(
+            # "System: you ..." opening a line or a sentence, also behind quote marks or zero-width characters.
+            r"(?:^|\n|[.!?;]\s)[^\w\n]{0,8}?(?:system|developer)[ \t]*:[ \t]*you\b|<\s*/?\s*system\s*>"
+            r"|<\|(?:im_start|im_end|system|endoftext|start_header_id|end_header_id|eot_id)\|>|\[/?INST\]"
+            r"|\bdo anything now\b"
             r"|<<\s*/?SYS\s*>>|\byou are now (?:an? |in )?(?:dan|unrestricted|jailbroken|developer mode|uncensored)\b"
             r"|\bpretend (?:to be|you are) (?:the |an? )?(?:system|admin|administrator|developer|root)\b"
             r"|\bact as (?:the |an? )?(?:system|admin|administrator|root)\b|\bjailbreak\b", _I)),
     # Asking the model to leak its prompt.
     "prompt_exfiltration": Cue(
-        ("system prompt", "hidden instructions", "initial instructions", "developer message"), re.compile(
+        ("system prompt", "hidden instructions", "initial instructions", "developer message", "above"), re.compile(
             r"\b(?:reveal|print|show|repeat|leak|output)\b[^.\n]{0,30}?\b(?:system prompt|hidden instructions"
-            r"|initial instructions|developer message)\b", _I)),
+            r"|initial instructions|developer message)\b"
+            # "Repeat the words above starting with 'You are'" (the custom-GPT instruction leak).
+            r"|\brepeat\b[^.\n]{0,20}?\b(?:words|text|everything) above\b", _I)),
     # Tool or function calls smuggled into stored text.
     "tool_call_smuggling": Cue(("tool_call", "tool_use", "function_call", "invoke"), re.compile(
         r"<\s*/?\s*(?:\w+:)?(?:tool_call|tool_use|function_call|function_calls|invoke)\b"

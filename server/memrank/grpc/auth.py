@@ -1,0 +1,139 @@
+"""Optional bearer-token authentication: a server interceptor over a token file reloaded on change.
+
+Refusals are ``UNAUTHENTICATED`` with one fixed message: they never say whether
+a token was missing, malformed or unknown, and never echo it. Open services
+(health and reflection by default) answer without a token.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import logging
+import threading
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import Any
+
+import grpc
+
+from memrank.core.errors import ConfigError
+from memrank.grpc.tls import _stamp
+
+log = logging.getLogger("memrank.auth")
+REFUSAL = "missing or invalid credentials"
+_SCHEME = "bearer "
+
+
+def parse_tokens(text: str) -> frozenset[bytes]:
+    """SHA-256 digests of the tokens in a file's text: one per line, blank lines and # comments skipped."""
+    lines = (line.strip() for line in text.splitlines())
+    return frozenset(hashlib.sha256(t.encode()).digest() for t in lines if t and not t.startswith("#"))
+
+
+class TokenFile:
+    """The accepted tokens, re-read when the file changes (checked at most every ``interval`` seconds)."""
+
+    def __init__(self, path: str, interval: float = 1.0, clock: Callable[[], float] | None = None) -> None:
+        import time
+
+        self._path = path
+        self._interval = interval
+        self._clock = clock or time.monotonic
+        self._lock = threading.Lock()
+        self._checked = self._clock()
+        self._seen = _stamp((path,))
+        self._digests = self._load()
+        if not self._digests:
+            raise ConfigError(f"security.auth_token_file: {path!r} holds no token")
+
+    def _load(self) -> frozenset[bytes]:
+        try:
+            return parse_tokens(Path(self._path).read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError) as exc:
+            raise ConfigError(f"security.auth_token_file: cannot read {self._path!r}: {exc}") from None
+
+    def _refresh(self) -> None:
+        now = self._clock()
+        if now - self._checked < self._interval:
+            return
+        with self._lock:
+            self._checked = now
+            stamp = _stamp((self._path,))
+            if stamp == self._seen:
+                return
+            try:
+                digests = self._load()
+            except ConfigError:
+                log.warning("auth token file changed but cannot be read; keeping the previous tokens")
+                return
+            self._seen = stamp
+            if not digests:
+                log.warning("auth token file changed to hold no token; keeping the previous tokens")
+                return
+            self._digests = digests
+            log.info("auth tokens reloaded", extra={"tokens": len(digests)})
+
+    def accepts(self, token: str) -> bool:
+        """True when token is one of the file's tokens (compared as digests, in constant time each)."""
+        self._refresh()
+        digest = hashlib.sha256(token.encode("utf-8", "surrogatepass")).digest()
+        found = False
+        for known in self._digests:
+            found |= hmac.compare_digest(known, digest)
+        return found
+
+
+def open_matcher(spec: str) -> Callable[[str], bool]:
+    """Whether a full method name ("/pkg.Service/Method") is open, from the comma-separated setting."""
+    entries = {e.strip() for e in spec.split(",") if e.strip()}
+    methods = {e for e in entries if e.startswith("/")}
+    services = entries - methods
+
+    def is_open(method: str) -> bool:
+        parts = method.split("/")
+        return method in methods or (len(parts) == 3 and parts[1] in services)
+
+    return is_open
+
+
+def _bearer(metadata: Iterable[tuple[str, Any]] | None) -> str | None:
+    for key, value in metadata or ():
+        if key == "authorization" and isinstance(value, str) and value[:len(_SCHEME)].lower() == _SCHEME:
+            return value[len(_SCHEME):].strip()
+    return None
+
+
+def _refuse(request: object, context: grpc.ServicerContext) -> None:
+    context.abort(grpc.StatusCode.UNAUTHENTICATED, REFUSAL)
+
+
+def _refusal_like(handler: grpc.RpcMethodHandler | None) -> grpc.RpcMethodHandler:
+    """A handler of the same shape as ``handler`` that refuses (unknown methods get a unary one)."""
+    if handler is not None and handler.request_streaming and handler.response_streaming:
+        return grpc.stream_stream_rpc_method_handler(_refuse)
+    if handler is not None and handler.request_streaming:
+        return grpc.stream_unary_rpc_method_handler(_refuse)
+    if handler is not None and handler.response_streaming:
+        return grpc.unary_stream_rpc_method_handler(_refuse)
+    return grpc.unary_unary_rpc_method_handler(_refuse)
+
+
+class BearerAuthInterceptor(grpc.ServerInterceptor):  # type: ignore[misc]  # grpc ships no types
+    """Lets a call through when its ``authorization: Bearer <token>`` is accepted or its method is open."""
+
+    def __init__(self, tokens: TokenFile, is_open: Callable[[str], bool]) -> None:
+        self._tokens = tokens
+        self._is_open = is_open
+
+    def intercept_service(self, continuation: Callable[[grpc.HandlerCallDetails], grpc.RpcMethodHandler | None],
+                          handler_call_details: grpc.HandlerCallDetails) -> grpc.RpcMethodHandler | None:
+        """Continue, or refuse with UNAUTHENTICATED."""
+        method = handler_call_details.method
+        if self._is_open(method):
+            return continuation(handler_call_details)
+        token = _bearer(handler_call_details.invocation_metadata)
+        if token and self._tokens.accepts(token):
+            return continuation(handler_call_details)
+        log.info("rpc unauthenticated", extra={"method": method[:200], "token_present": token is not None})
+        return _refusal_like(continuation(handler_call_details))

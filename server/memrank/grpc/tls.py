@@ -1,0 +1,95 @@
+"""TLS and mutual TLS from PEM files (as Kubernetes Secrets mount them), reloaded when they change."""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+from pathlib import Path
+
+import grpc
+
+from memrank.config import SecuritySettings
+from memrank.core.errors import ConfigError
+
+log = logging.getLogger("memrank.tls")
+
+
+def _read(key: str, path: str) -> bytes:
+    try:
+        data = Path(path).read_bytes()
+    except OSError as exc:
+        raise ConfigError(f"{key}: cannot read {path!r}: {exc.strerror}") from None
+    if b"-----BEGIN" not in data:
+        raise ConfigError(f"{key}: {path!r} holds no PEM block")
+    return data
+
+
+def _stamp(paths: tuple[str, ...]) -> tuple[tuple[int, int, int], ...]:
+    """What changes when a file is replaced, including Kubernetes' symlink swap of a Secret volume."""
+    out = []
+    for p in paths:
+        try:
+            st = os.stat(p)
+        except OSError:
+            out.append((0, 0, 0))
+        else:
+            out.append((st.st_ino, st.st_mtime_ns, st.st_size))
+    return tuple(out)
+
+
+class _CertificateFiles:
+    """The server's certificate configuration, re-read on the next handshake after a file changes."""
+
+    def __init__(self, sec: SecuritySettings) -> None:
+        assert sec.tls_cert_file and sec.tls_key_file
+        self._sec = sec
+        self._paths = tuple(p for p in (sec.tls_cert_file, sec.tls_key_file, sec.tls_client_ca_file) if p)
+        self._lock = threading.Lock()
+        self._seen = _stamp(self._paths)
+        self.initial = self._load()
+
+    def _load(self) -> grpc.ServerCertificateConfiguration:
+        sec = self._sec
+        assert sec.tls_cert_file and sec.tls_key_file
+        pair = (_read("security.tls_key_file", sec.tls_key_file), _read("security.tls_cert_file", sec.tls_cert_file))
+        ca = _read("security.tls_client_ca_file", sec.tls_client_ca_file) if sec.tls_client_ca_file else None
+        return grpc.ssl_server_certificate_configuration([pair], root_certificates=ca)
+
+    def fetch(self) -> grpc.ServerCertificateConfiguration | None:
+        """A new configuration when a file changed since the last call, else None (keep the current one)."""
+        with self._lock:
+            now = _stamp(self._paths)
+            if now == self._seen:
+                return None
+            try:
+                config = self._load()
+            except ConfigError as exc:  # mid-rotation: keep serving with the last good certificate
+                log.warning("tls files changed but cannot be loaded; keeping the previous ones",
+                            extra={"error": str(exc)})
+                return None
+            self._seen = now
+            log.info("tls certificate files reloaded")
+            return config
+
+
+def server_credentials(sec: SecuritySettings) -> grpc.ServerCredentials | None:
+    """TLS credentials for the listener (client certificates required when a client CA is set), or None."""
+    if not sec.tls_cert_file:
+        return None
+    files = _CertificateFiles(sec)
+    return grpc.dynamic_ssl_server_credentials(
+        files.initial, files.fetch, require_client_authentication=bool(sec.tls_client_ca_file)
+    )
+
+
+def channel_credentials(ca_file: str | None = None, cert_file: str | None = None,
+                        key_file: str | None = None) -> grpc.ChannelCredentials:
+    """Client credentials: trust ``ca_file`` (None = system roots), present a certificate for mutual TLS."""
+    if bool(cert_file) != bool(key_file):
+        raise ValueError("cert_file and key_file go together (mutual TLS)")
+    return grpc.ssl_channel_credentials(
+        root_certificates=Path(ca_file).read_bytes() if ca_file else None,
+        private_key=Path(key_file).read_bytes() if key_file else None,
+        certificate_chain=Path(cert_file).read_bytes() if cert_file else None,
+    )

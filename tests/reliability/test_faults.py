@@ -1,0 +1,236 @@
+"""Faults: SIGTERM under load, a dying worker, deadlines and cancellation, oversize messages, slow clients."""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import socket
+import threading
+import time
+from pathlib import Path
+
+import grpc
+import pytest
+
+from memrank._gen.v1 import ranking_pb2 as pb
+from memrank._gen.v1 import ranking_service_pb2_grpc as pb_grpc
+from memrank.client import RankingClient, RankingError
+from memrank.grpc import service
+from memrank.grpc.server import Running, create_server
+from tests.integration.conftest import loopback_settings, start_serve, stop
+from tests.reliability.conftest import accounted, rank_request
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _health(port: int) -> str:
+    try:
+        with RankingClient(f"127.0.0.1:{port}", retries=0, timeout=1) as client:
+            return client.health()
+    except RankingError as err:
+        return err.code.name
+
+
+def test_sigterm_under_load_drains_in_flight_calls_and_refuses_new_ones(tmp_path: Path) -> None:
+    health_port = _free_port()
+    proc = start_serve(tmp_path, "--address", "127.0.0.1:0", "--metrics-port", "0", "--grace-period", "20",
+                       env={"MEMRANK_HEALTH_ADDRESS": f"127.0.0.1:{health_port}"})
+    target = f"127.0.0.1:{proc.port}"
+    assert _health(health_port) == "SERVING"
+    heavy = rank_request(400, words=60, seed=1)
+    channel = grpc.insecure_channel(target)
+    stub = pb_grpc.RankingServiceStub(channel)
+    stub.Rank(rank_request(5), timeout=10)  # connected and warm
+    in_flight = [stub.Rank.future(heavy, timeout=60) for _ in range(12)]
+    time.sleep(0.3)
+    signalled = time.monotonic()
+    proc.popen.send_signal(signal.SIGTERM)
+    seen: list[str] = []
+    while time.monotonic() - signalled < 10 and "NOT_SERVING" not in seen:
+        seen.append(_health(health_port))
+    assert "NOT_SERVING" in seen, seen  # the probe port says NOT_SERVING while the drain runs
+    late_codes = []  # calls keep being taken for a quiet moment after NOT_SERVING, then are refused
+    while time.monotonic() - signalled < 15 and "UNAVAILABLE" not in late_codes:
+        time.sleep(0.3)
+        with RankingClient(target, retries=0, timeout=2) as late:
+            try:
+                late.rank(rank_request(3))
+                late_codes.append("OK")
+            except RankingError as err:
+                late_codes.append(err.code.name)
+    assert late_codes[-1] == "UNAVAILABLE" and set(late_codes) <= {"OK", "UNAVAILABLE"}, late_codes
+    responses = [f.result() for f in in_flight]  # every in-flight call completes, fully accounted
+    assert all(accounted(heavy, r) for r in responses)
+    assert proc.popen.wait(25) == 0
+    assert time.monotonic() - signalled < 20 + 5
+    channel.close()
+    proc.handle.close()
+    messages = [line["msg"] for line in proc.lines()]
+    assert messages.index("draining") < messages.index("stopped")
+
+
+def test_health_flips_to_not_serving_before_the_server_stops_accepting() -> None:
+    running = create_server(loopback_settings())
+    order: list[str] = []
+    real_flip, real_stop = running.health.enter_graceful_shutdown, running.server.stop
+    running.health.enter_graceful_shutdown = lambda: (order.append("not_serving"), real_flip())[1]
+    running.server.stop = lambda grace: (order.append("stop"), real_stop(grace))[1]
+    running.stop(1)
+    assert order == ["not_serving", "stop"]
+
+
+def test_a_dead_worker_is_restarted_and_the_port_keeps_answering(tmp_path: Path) -> None:
+    port = _free_port()
+    proc = start_serve(tmp_path, "--address", f"127.0.0.1:{port}", "--metrics-port", "0", "--workers", "2")
+    try:
+        deadline = time.monotonic() + 30
+        while len({line["pid"] for line in proc.lines() if line["msg"] == "worker starting"}) < 2:
+            assert time.monotonic() < deadline, "workers did not start"
+            time.sleep(0.1)
+        victim = next(line for line in proc.lines() if line["msg"] == "worker starting")
+        stop_calls = threading.Event()
+        failures: list[str] = []
+        answered = [0]
+
+        def keep_calling() -> None:
+            with RankingClient(f"127.0.0.1:{port}", retries=5, timeout=5) as client:
+                while not stop_calls.is_set():
+                    request = rank_request(20, seed=answered[0])
+                    try:
+                        assert accounted(request, client.rank(request))
+                        answered[0] += 1
+                    except RankingError as err:
+                        failures.append(str(err))
+
+        caller = threading.Thread(target=keep_calling)
+        caller.start()
+        time.sleep(0.5)
+        os.kill(int(str(victim["pid"])), signal.SIGKILL)
+        while not any(line["msg"] == "worker died; restarting" for line in proc.lines()):
+            assert time.monotonic() < deadline + 30, "supervisor did not notice"
+            time.sleep(0.1)
+        restarted = 0
+        while restarted < 3:
+            restarted = sum(1 for line in proc.lines() if line["msg"] == "worker starting")
+            assert time.monotonic() < deadline + 60, "worker not restarted"
+            time.sleep(0.1)
+        time.sleep(1.0)
+        stop_calls.set()
+        caller.join(30)
+        assert failures == [] and answered[0] > 10
+        new = [line for line in proc.lines() if line["msg"] == "worker starting"][-1]
+        assert new["worker"] == victim["worker"] and new["pid"] != victim["pid"]
+    finally:
+        assert stop(proc) == 0
+
+
+@pytest.fixture()
+def slow_conversion(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Conversion takes 0.6 s; returns the list of core calls that happened."""
+    core_calls: list[str] = []
+    real_convert, real_rank = service.convert.request_to_domain, service.rank
+
+    def slow(request: pb.RankRequest, now: float):  # type: ignore[no-untyped-def]
+        time.sleep(0.6)
+        return real_convert(request, now)
+
+    def spy(*args, **kwargs):  # type: ignore[no-untyped-def]
+        core_calls.append("rank")
+        return real_rank(*args, **kwargs)
+
+    monkeypatch.setattr(service.convert, "request_to_domain", slow)
+    monkeypatch.setattr(service, "rank", spy)
+    return core_calls
+
+
+def test_the_server_stops_work_on_a_call_past_its_deadline(server: Running, slow_conversion: list[str],
+                                                            caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.INFO, logger="memrank.rpc")
+    with RankingClient(f"127.0.0.1:{server.port}", retries=0) as client:
+        with pytest.raises(RankingError) as err:
+            client.rank(rank_request(10), timeout=0.2)
+        assert err.value.code == grpc.StatusCode.DEADLINE_EXCEEDED
+        time.sleep(0.8)
+        assert slow_conversion == []  # the core never ran for a caller that had gone
+        assert any(r.getMessage().startswith("rpc abandoned") and getattr(r, "after", "") == "converted"
+                   for r in caplog.records)
+        client.rank(rank_request(10), timeout=5)  # a patient caller still gets its answer
+        assert slow_conversion == ["rank"]
+
+
+def test_the_server_stops_work_on_a_cancelled_call(server: Running, slow_conversion: list[str]) -> None:
+    with grpc.insecure_channel(f"127.0.0.1:{server.port}") as channel:
+        call = pb_grpc.RankingServiceStub(channel).Rank.future(rank_request(10), timeout=10)
+        time.sleep(0.2)
+        assert call.cancel()
+        time.sleep(0.8)
+    assert slow_conversion == []
+
+
+def test_oversize_messages_are_resource_exhausted_and_the_server_lives_on() -> None:
+    running = create_server(loopback_settings(max_message_bytes=64 * 1024))
+    try:
+        with RankingClient(f"127.0.0.1:{running.port}", retries=0) as client:
+            big = rank_request(1, words=1)
+            big.candidates[0].content = "x" * 100_000
+            with pytest.raises(RankingError) as err:
+                client.rank(big)
+            assert err.value.code == grpc.StatusCode.RESOURCE_EXHAUSTED
+            small = rank_request(5)
+            assert accounted(small, client.rank(small))
+            assert client.health() == "SERVING"
+    finally:
+        running.stop(0)
+
+
+def test_too_many_concurrent_calls_are_resource_exhausted_not_queued_forever() -> None:
+    settings = loopback_settings(max_concurrent_rpcs=2, thread_pool_size=2)
+    running = create_server(settings)
+    try:
+        heavy = rank_request(400, words=60)
+        with grpc.insecure_channel(f"127.0.0.1:{running.port}") as channel:
+            stub = pb_grpc.RankingServiceStub(channel)
+            calls = [stub.Rank.future(heavy, timeout=60) for _ in range(8)]
+            codes = []
+            for c in calls:
+                try:
+                    codes.append("OK" if accounted(heavy, c.result()) else "LOST")
+                except grpc.RpcError as err:
+                    codes.append(err.code().name)
+        assert set(codes) <= {"OK", "RESOURCE_EXHAUSTED"} and "OK" in codes and "RESOURCE_EXHAUSTED" in codes
+    finally:
+        running.stop(0)
+
+
+def test_slow_clients_do_not_stall_others(server: Running) -> None:
+    # Slowloris: connections that send half a preface or half a frame, then hang.
+    stalled = []
+    for i in range(40):
+        s = socket.create_connection(("127.0.0.1", server.port))
+        s.sendall(b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"[: 5 + i % 10] if i % 2 else
+                  b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n\x00\x00\x12\x04\x00\x00\x00\x00\x00\x00\x03")
+        stalled.append(s)
+    # A client that keeps the handler threads busy with big requests at its own pace.
+    hog = grpc.insecure_channel(f"127.0.0.1:{server.port}")
+    hogging = [pb_grpc.RankingServiceStub(hog).Rank.future(rank_request(400, words=60), timeout=60)
+               for _ in range(4)]
+    try:
+        latencies = []
+        with RankingClient(f"127.0.0.1:{server.port}", retries=0, timeout=10) as client:
+            for i in range(20):
+                request = rank_request(10, seed=i)
+                start = time.perf_counter()
+                assert accounted(request, client.rank(request))
+                latencies.append(time.perf_counter() - start)
+        assert max(latencies) < 5.0, latencies
+        for call in hogging:
+            call.result(timeout=60)
+    finally:
+        for s in stalled:
+            s.close()
+        hog.close()
