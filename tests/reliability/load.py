@@ -23,7 +23,7 @@ from pathlib import Path
 import psutil
 from google.protobuf import json_format
 
-from memrank.client import RankingClient
+from memrank.client import RankingClient, RankingError
 from tests.integration.conftest import start_serve, stop
 from tests.reliability.conftest import accounted, rank_request
 
@@ -75,7 +75,9 @@ def _ghz(target: str, seconds: float, concurrency: int, data: Path, out: Path) -
            "-c", str(concurrency), "-z", f"{seconds:g}s", "--duration-stop", "wait",  # in-flight calls finish
            "--connections", str(max(1, concurrency // 4)),
            "-D", str(data), "--timeout", "20s", "-O", "json", "-o", str(out), target]
-    subprocess.run(cmd, check=True, timeout=seconds + 120, capture_output=True)
+    done = subprocess.run(cmd, timeout=seconds + 120, capture_output=True, text=True)
+    if done.returncode != 0:
+        raise RuntimeError(f"ghz exited {done.returncode}: {done.stderr or done.stdout}")
     return dict(json.loads(out.read_text()))
 
 
@@ -110,6 +112,7 @@ def run(seconds: float, concurrency: int, workers: int = 1, warmup: float = 5.0)
                            "--workers", str(workers))
         target = f"127.0.0.1:{proc.port}"
         try:
+            _wait_ready(target)
             data = tmp / "request.json"
             data.write_text(json_format.MessageToJson(rank_request(CANDIDATES, seed=42)))
             _ghz(target, warmup, concurrency, data, tmp / "warmup.json")
@@ -125,6 +128,20 @@ def run(seconds: float, concurrency: int, workers: int = 1, warmup: float = 5.0)
             assert stop(proc, signal.SIGTERM) == 0
     _fill(report, result, before, after)
     return report
+
+
+def _wait_ready(target: str, timeout: float = 30.0) -> None:
+    """Until the port answers SERVING (the supervisor logs before its workers have bound it)."""
+    deadline = time.monotonic() + timeout
+    with RankingClient(target, retries=0, timeout=2) as client:
+        while True:
+            try:
+                if client.health() == "SERVING":
+                    return
+            except RankingError:
+                if time.monotonic() > deadline:
+                    raise
+            time.sleep(0.1)
 
 
 def _free_port() -> int:
