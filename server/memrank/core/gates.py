@@ -17,7 +17,7 @@ as-of query must not see what did not exist yet; then the profile's choices.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
@@ -34,12 +34,13 @@ class GateSet:
         self.codes = np.zeros(n, dtype=np.int8)
         self.reasons: list[list[str]] = [[] for _ in range(n)]
 
-    def add(self, reason: DropReason, mask: np.ndarray, texts: Sequence[str]) -> None:
-        """Gate the masked candidates; texts holds one explanation per candidate."""
+    def add(self, reason: DropReason, mask: np.ndarray, texts: Sequence[str] | Callable[[int], str]) -> None:
+        """Gate the masked candidates; texts holds one explanation per candidate, or makes candidate i's."""
+        text = texts if callable(texts) else texts.__getitem__
         for i in np.flatnonzero(mask).tolist():
             if self.codes[i] == DropReason.KEPT:
                 self.codes[i] = reason
-            self.reasons[i].append(texts[i])
+            self.reasons[i].append(text(i))
 
     @property
     def kept(self) -> np.ndarray:
@@ -51,13 +52,23 @@ class GateSet:
         return tuple(tuple(r) for r in self.reasons)
 
 
-def _hours(delta: np.ndarray) -> list[str]:
-    return [f"{abs(d) / SECONDS_PER_HOUR:.2f} h" for d in np.nan_to_num(delta).tolist()]
+def _hours(delta: float) -> str:
+    return f"{abs(delta) / SECONDS_PER_HOUR:.2f} h"
+
+
+# Explanations are formatted only for the candidates a gate removes: most pass every gate.
+
+
+def _formatter(template: str, delta: np.ndarray) -> Callable[[int], str]:
+    def text(i: int) -> str:
+        return template.format(_hours(float(delta[i])))
+
+    return text
 
 
 def safety_gate(gates: GateSet, safety_values: np.ndarray, safety_reasons: Sequence[tuple[str, ...]]) -> None:
     """Gate what the safety signal scored 0."""
-    gates.add(DropReason.SAFETY_GATED, safety_values == 0.0, [f"safety gated: {r[0]}" for r in safety_reasons])
+    gates.add(DropReason.SAFETY_GATED, safety_values == 0.0, lambda i: f"safety gated: {safety_reasons[i][0]}")
 
 
 def temporal_gates(gates: GateSet, batch: Batch, reference_time: float, skip: frozenset[DropReason]) -> None:
@@ -72,18 +83,20 @@ def temporal_gates(gates: GateSet, batch: Batch, reference_time: float, skip: fr
     )
     for reason, mask, delta, template in checks:
         if reason not in skip:
-            gates.add(reason, mask, [template.format(h) for h in _hours(delta)])
+            gates.add(reason, mask, _formatter(template, delta))
 
 
 def threshold_gate(gates: GateSet, relevance_raw: np.ndarray, threshold: float | None) -> None:
     """Gate raw relevance below the profile's threshold."""
     if threshold is None:
         return
-    texts = [f"below threshold: raw relevance {v:.6g} < {threshold:g}" for v in relevance_raw.tolist()]
-    gates.add(DropReason.BELOW_THRESHOLD, relevance_raw < threshold, texts)
+    gates.add(DropReason.BELOW_THRESHOLD, relevance_raw < threshold,
+              lambda i: f"below threshold: raw relevance {float(relevance_raw[i]):.6g} < {threshold:g}")
 
 
 def zero_importance_gate(gates: GateSet, importance: np.ndarray, reasons: Sequence[tuple[str, ...]]) -> None:
     """Gate importance-0 memories (the caller decides whether this gate runs)."""
-    texts = [f"zero importance on general recall ({r[0]})" for r in reasons]
-    gates.add(DropReason.ZERO_IMPORTANCE, importance == 0.0, texts)
+    def text(i: int) -> str:
+        return f"zero importance on general recall ({reasons[i][0]})"
+
+    gates.add(DropReason.ZERO_IMPORTANCE, importance == 0.0, text)

@@ -13,23 +13,33 @@ from __future__ import annotations
 import re
 import weakref
 from collections.abc import Iterable
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 
 from memrank.core.batch import Batch
-from memrank.core.text import fold, sample
+from memrank.core.text import fold, sample, tokens
 
 # Punctuation becomes a space, so "that's" reads "that s" and "don't" "don t".
-_PUNCT = str.maketrans({c: " " for c in "!\"#$%&()*+,-./:;<=>?@[\\]^_`{|}~'’‘“”«»—–…¡¿"})
+_PUNCT_CHARS = "!\"#$%&()*+,-./:;<=>?@[\\]^_`{|}~'’‘“”«»—–…¡¿"
+_PUNCT = str.maketrans({c: " " for c in _PUNCT_CHARS})
+# The same mapping for ASCII text as a bytes table (bytes.translate is much faster than str.translate).
+_ASCII_PUNCT = bytes(32 if chr(b) in _PUNCT_CHARS else b for b in range(256))
 
 
 def words(text: str) -> str:
     """The padded words of the text's head/tail sample."""
-    return " " + " ".join(fold(sample(text)).translate(_PUNCT).split()) + " "
+    s = sample(text)
+    if s.isascii():  # fold() is lower() on ASCII text
+        spaced = s.lower().encode("ascii").translate(_ASCII_PUNCT).decode("ascii")
+    else:
+        spaced = fold(s).translate(_PUNCT)
+    return " " + " ".join(spaced.split()) + " "
 
 
-# id(batch) -> its words, for exactly as long as the batch lives (a finalizer
-# drops the entry when the batch is freed, before its id can be reused).
+# id(batch) -> its words (and their sets), for exactly as long as the batch lives
+# (a finalizer drops the entry when the batch is freed, before its id can be reused).
 _MEMO: dict[int, tuple[str, ...]] = {}
+_SETS: dict[int, tuple[frozenset[str], ...]] = {}
 
 
 def batch_words(batch: Batch) -> tuple[str, ...]:
@@ -48,6 +58,31 @@ def batch_words(batch: Batch) -> tuple[str, ...]:
     return found
 
 
+_TOKENS: dict[int, tuple[list[str], ...]] = {}
+
+
+def batch_tokens(batch: Batch) -> tuple[list[str], ...]:
+    """``text.tokens`` of every content of the batch (lexical and shingle similarity both read them), once."""
+    key = id(batch)
+    found = _TOKENS.get(key)
+    if found is None:
+        found = tuple(tokens(c) for c in batch.contents)
+        _TOKENS[key] = found
+        weakref.finalize(batch, _TOKENS.pop, key, None)
+    return found
+
+
+def batch_word_sets(batch: Batch) -> tuple[frozenset[str], ...]:
+    """The set of the words of every content of the batch (``Phrases.find``'s ``present``), once per batch."""
+    key = id(batch)
+    found = _SETS.get(key)
+    if found is None:
+        found = tuple(frozenset(w.split()) for w in batch_words(batch))
+        _SETS[key] = found
+        weakref.finalize(batch, _SETS.pop, key, None)
+    return found
+
+
 class Phrases:
     """Whole-word phrases (words separated by single spaces), searched in padded words."""
 
@@ -56,15 +91,24 @@ class Phrases:
         groups: dict[str, list[str]] = {}
         for p in self.items:
             groups.setdefault(p.split()[0], []).append(p)
-        self._groups = tuple((f" {first} ", tuple((p, f" {p} ") for p in ps)) for first, ps in groups.items())
+        self._groups = tuple((first, tuple((p, f" {p} ") for p in ps)) for first, ps in groups.items())
+        self._firsts = frozenset(groups)
+        self._rank = {first: k for k, (first, _) in enumerate(self._groups)}
 
-    def find(self, padded: str) -> str | None:
-        """The first phrase (in group order) that occurs in the padded words, or None."""
-        for first, members in self._groups:
-            if first in padded:
-                for phrase, needle in members:
-                    if needle in padded:
-                        return phrase
+    def find(self, padded: str, words: AbstractSet[str] | None = None) -> str | None:
+        """The first phrase (in group order) that occurs in the padded words, or None.
+
+        ``words``, when given, is the set of the padded words (``batch_word_sets``).
+        """
+        # A first word occurs as " word " exactly when it is one of the split words; one C-speed set
+        # intersection rules out every group that cannot match.
+        present = self._firsts.intersection(padded.split() if words is None else words)
+        if not present:
+            return None
+        for k in sorted(self._rank[first] for first in present):  # only the groups that can match, in order
+            for phrase, needle in self._groups[k][1]:
+                if needle in padded:
+                    return phrase
         return None
 
     def __add__(self, other: Phrases) -> Phrases:
@@ -85,4 +129,7 @@ class Cue:
 
     def search(self, text: str, folded: str) -> bool:
         """True when the pattern matches the text (folded = fold(text))."""
-        return any(t in folded for t in self.triggers) and self.pattern.search(text) is not None
+        for t in self.triggers:  # a plain loop: any() over a generator costs more than the tests
+            if t in folded:
+                return self.pattern.search(text) is not None
+        return False

@@ -85,11 +85,11 @@ def _min_score_gate(profile: Profile, params: RankParams, layers: tuple[LayerSpe
                     current: np.ndarray, drop: np.ndarray, notes: list[tuple[str, ...]]) -> None:
     min_score = profile.min_score if params.min_score is None else params.min_score
     layer_min = {layer.name: layer.min_score for layer in layers if layer.min_score is not None}
-    for i in np.flatnonzero(drop == 0):
-        bar = max(min_score, layer_min.get(layer_of[i], 0.0) or 0.0)
-        if current[i] < bar:
-            drop[i] = DropReason.BELOW_MIN_SCORE
-            notes[i] = (f"score {current[i]:.6g} below the minimum {bar:.6g}",)
+    # Column at a time: the bar of each candidate, then one comparison (same values as max() per candidate).
+    bars = np.array([max(min_score, layer_min.get(name, 0.0) or 0.0) for name in layer_of], dtype=np.float64)
+    for i in np.flatnonzero((drop == 0) & (current < bars)).tolist():
+        drop[i] = DropReason.BELOW_MIN_SCORE
+        notes[i] = (f"score {current[i]:.6g} below the minimum {bars[i]:.6g}",)
 
 
 def _rank_with(profile: Profile, batch: Batch, params: RankParams, layers: tuple[LayerSpec, ...],
@@ -116,10 +116,11 @@ def _rank_with(profile: Profile, batch: Batch, params: RankParams, layers: tuple
     sel = _select(profile, batch, params, layers, layer_of, tokens, current, tie_rank, drop)
     state, rest, rest_reason, rest_cover, allocations, sim_kind = sel
     covered_by = np.full(batch.n, -1, dtype=np.int64)
+    drop[rest] = rest_reason
+    covered_by[rest] = rest_cover
+    token_list = tokens.tolist()
     for i, reason, cover in zip(rest.tolist(), rest_reason.tolist(), rest_cover.tolist(), strict=True):
-        drop[i] = reason
-        covered_by[i] = cover
-        notes[i] = (_drop_note(DropReason(reason), cover, batch, int(tokens[i])),)
+        notes[i] = (_drop_note(reason, cover, batch, token_list[i]),)
 
     diversity = sim_kind != "none"
     final = current.copy()
@@ -146,7 +147,7 @@ def _rank_with(profile: Profile, batch: Batch, params: RankParams, layers: tuple
     )
 
 
-def _drop_note(reason: DropReason, cover: int, batch: Batch, tokens: int) -> str:
+def _drop_note(reason: int, cover: int, batch: Batch, tokens: int) -> str:
     if reason == DropReason.REDUNDANT:
         return f"near-duplicate of selected memory {batch.ids[cover]!r}"
     if reason == DropReason.MAX_ITEMS:

@@ -11,18 +11,30 @@ inverted index so a pick costs O(postings), never a full n x n matrix.
 from __future__ import annotations
 
 import itertools
-from collections import defaultdict
 
 import numpy as np
 
 from memrank.core.batch import Batch
+from memrank.core.phrases import batch_tokens
 from memrank.core.text import tokens
 
 
 def shingles(text: str) -> frozenset[str]:
     """The unigram and bigram shingles of a text's token sample."""
     words = tokens(text)
-    return frozenset(words) | frozenset(f"{a} {b}" for a, b in itertools.pairwise(words))
+    return frozenset(words).union(map(" ".join, itertools.pairwise(words)))
+
+
+def _exact_ids(words: list[str]) -> np.ndarray:
+    """An int64 id per word, equal ids exactly for equal words (ids in [0, distinct words))."""
+    # From the strings' hashes at C speed; a hash collision would show as fewer distinct hashes than
+    # distinct words, and then the ids come from a dictionary instead.
+    hashes = np.fromiter(map(hash, words), dtype=np.int64, count=len(words))
+    unique, ids = np.unique(hashes, return_inverse=True)
+    if unique.shape[0] != len(set(words)):
+        index: dict[str, int] = {}
+        return np.array([index.setdefault(w, len(index)) for w in words], dtype=np.int64)
+    return np.asarray(ids, dtype=np.int64).reshape(-1)
 
 
 class Similarity:
@@ -31,6 +43,7 @@ class Similarity:
     def __init__(self, batch: Batch) -> None:
         self.n = batch.n
         self.kind = "none"
+        self._rows: dict[int, np.ndarray] = {}
         self._unit: np.ndarray | None = None
         if batch.embeddings is not None and self.n:
             norms = np.linalg.norm(batch.embeddings.astype(np.float64), axis=1)
@@ -39,23 +52,67 @@ class Similarity:
                 self.kind = "cosine"
         if self._unit is None:
             self.kind = "shingle_jaccard"
-            self._sets = [shingles(c) for c in batch.contents]
-            self._sizes = np.array([len(s) for s in self._sets], dtype=np.float64)
-            postings: dict[str, list[int]] = defaultdict(list)
-            for i, s in enumerate(self._sets):
-                for sh in s:
-                    postings[sh].append(i)
-            self._postings = {k: np.array(v, dtype=np.int64) for k, v in postings.items()}
+            self._index_shingles(list(batch_tokens(batch)))
+
+    def _index_shingles(self, words: list[list[str]]) -> None:
+        """An inverted index of every candidate's shingles, as flat numpy arrays.
+
+        Shingles are numbered without building bigram strings: token t gets an
+        exact id in [0, V), unigram t has id t, bigram (a, b) has id
+        (a + 1) * V + b (tokens hold no space, so distinct pairs are distinct
+        "a b" strings); duplicates within a candidate are removed by one
+        np.unique over (candidate, shingle) keys, as ``shingles`` does with sets.
+        """
+        counts = np.array([len(w) for w in words], dtype=np.int64)
+        flat = list(itertools.chain.from_iterable(words))
+        token = _exact_ids(flat)
+        v = int(token.max(initial=-1)) + 1
+        owner = np.repeat(np.arange(self.n, dtype=np.int64), counts)
+        inside = owner[:-1] == owner[1:]  # adjacent tokens of one candidate form a bigram
+        sid = np.concatenate((token, ((token[:-1] + 1) * v + token[1:])[inside]))
+        own = np.concatenate((owner, owner[:-1][inside]))
+        span = (v + 1) * v + 1
+        keys = np.sort(own * span + sid)  # sorted: grouped by candidate (np.unique's hash path is slower)
+        keys = keys[np.concatenate(([True], keys[1:] != keys[:-1]))] if keys.size else keys
+        own, sid = keys // span, keys % span
+        # One stable sort by shingle gives both the postings (candidates per shingle, in candidate
+        # order) and compact shingle ids 0, 1, ... in sorted order.
+        by_shingle = np.argsort(sid, kind="stable")
+        grouped = sid[by_shingle]
+        new = np.concatenate(([True], grouped[1:] != grouped[:-1])) if grouped.size else grouped.astype(bool)
+        ids = np.empty(sid.shape[0], dtype=np.int64)
+        ids[by_shingle] = np.cumsum(new) - 1
+        sizes = np.bincount(own, minlength=self.n).astype(np.int64)
+        self._sizes = sizes.astype(np.float64)
+        self._holders = own[by_shingle]
+        self._starts = np.concatenate((np.flatnonzero(new), [sid.shape[0]])).astype(np.int64)
+        self._ids = ids
+        self._offsets = np.concatenate(([0], np.cumsum(sizes)))
 
     def row(self, i: int) -> np.ndarray:
         """Similarity of candidate i to every candidate, float64 in [0, 1] (cosine clipped at 0)."""
+        # Budget release re-runs selection, which picks mostly the same memories again: rows are kept.
+        found = self._rows.get(i)
+        if found is None:
+            found = self._rows[i] = self._row(i)
+            found.setflags(write=False)
+        return found
+
+    def _row(self, i: int) -> np.ndarray:
         if self._unit is not None:
-            cos: np.ndarray = np.clip(self._unit @ self._unit[i], 0.0, 1.0).astype(np.float64)
+            # einsum, not a BLAS matvec: a multi-threaded BLAS on a busy host (a worker per core) spins its
+            # threads against the other workers, and was 100x slower on the benchmark machine.
+            dots = np.einsum("ij,j->i", self._unit, self._unit[i])
+            cos: np.ndarray = np.clip(dots, 0.0, 1.0).astype(np.float64)
             return cos
-        if not self._sets[i]:
+        mine = self._ids[self._offsets[i]:self._offsets[i + 1]]
+        if mine.size == 0:
             return np.zeros(self.n)
-        hits = [self._postings[s] for s in self._sets[i]]
-        inter = np.bincount(np.concatenate(hits), minlength=self.n).astype(np.float64)
+        starts, ends = self._starts[mine], self._starts[mine + 1]
+        lengths = ends - starts
+        # Every posting of i's shingles, gathered in one index array (concatenated ranges).
+        positions = np.repeat(starts - np.cumsum(lengths) + lengths, lengths) + np.arange(int(lengths.sum()))
+        inter = np.bincount(self._holders[positions], minlength=self.n).astype(np.float64)
         union = self._sizes + self._sizes[i] - inter
         jaccard: np.ndarray = np.divide(inter, union, out=np.zeros(self.n), where=union > 0)
         return jaccard

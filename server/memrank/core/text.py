@@ -31,6 +31,9 @@ STOP_WORDS = frozenset((
 ))
 
 _WORD = re.compile(r"\w+")
+# For ASCII text, \w is [A-Za-z0-9_]: a bytes translation (every other byte a space) and split() give
+# exactly the tokens of _WORD.findall, several times faster than the regex.
+_ASCII_NON_WORD = bytes(b if chr(b).isascii() and (chr(b).isalnum() or b == ord("_")) else 32 for b in range(256))
 
 # Go's unicode.IsSpace set, which strings.Fields splits on. Python's
 # str.split() also splits on U+001C..U+001F, so the compatibility code must
@@ -62,11 +65,17 @@ def sample(content: str) -> str:
 
 def tokens(text: str) -> list[str]:
     """Lower-cased word tokens of a sample of the text, at most MAX_TOKENS (head and tail)."""
-    words = _WORD.findall(sample(text).lower())
+    lowered = sample(text).lower()
+    words = ascii_words(lowered) if lowered.isascii() else _WORD.findall(lowered)
     if len(words) <= MAX_TOKENS:
         return words
     half = MAX_TOKENS // 2
     return words[:half] + words[-half:]
+
+
+def ascii_words(text: str) -> list[str]:
+    """``_WORD.findall`` of an ASCII text, by translation instead of a regex scan."""
+    return text.encode("ascii").translate(_ASCII_NON_WORD).decode("ascii").split()
 
 
 def terms(text: str) -> list[str]:
@@ -92,4 +101,6 @@ def count_tokens(text: str, limit: int) -> int:
 
 def fold(text: str) -> str:
     """Lower-cased text in which every IGNORECASE match of an ASCII literal shows as that literal."""
+    if text.isascii():  # _RE_FOLD maps only non-ASCII letters; str.translate is slow
+        return text.lower()
     return text.translate(_RE_FOLD).lower()

@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from types import MappingProxyType
 
+import numpy as np
 from google.protobuf.timestamp_pb2 import Timestamp
 
 from memrank._gen.v1 import ranking_pb2 as pb
 from memrank.core import receipt
-from memrank.core.batch import Batch, CandidateInput, LayerSpec, RankParams, batch_from_rows
+from memrank.core.batch import Batch, CandidateInput, LayerSpec, RankParams
 from memrank.core.outcome import SCORING_SCHEMA, RankOutcome
 from memrank.core.scores import Scores
 from memrank.core.types import ExplainLevel, Placement
@@ -63,9 +65,75 @@ def candidate_to_proto(row: CandidateInput) -> pb.Candidate:
     return c
 
 
+_NO_METADATA: Mapping[str, str] = MappingProxyType({})
+
+
+def _times(cands: Sequence[pb.Candidate], name: str) -> np.ndarray:
+    """One Timestamp field of every candidate as float64 epoch seconds, NaN where unset."""
+    out = np.full(len(cands), np.nan)
+    for i, c in enumerate(cands):
+        if c.HasField(name):
+            ts = getattr(c, name)
+            out[i] = ts.seconds + ts.nanos / 1e9
+    return out
+
+
+def _keyed(cands: Sequence[pb.Candidate], name: str) -> dict[str, np.ndarray]:
+    """A map<string, double> field as one float64 column per key (sorted), NaN where a candidate lacks it."""
+    maps = [(i, getattr(c, name)) for i, c in enumerate(cands)]
+    maps = [(i, m) for i, m in maps if len(m)]
+    columns: dict[str, np.ndarray] = {}
+    for key in sorted({k for _, m in maps for k in m}):
+        columns[key] = np.full(len(cands), np.nan)
+    for i, m in maps:
+        for k, v in m.items():
+            columns[k][i] = v
+    return columns
+
+
+def embeddings_matrix(cands: Sequence[pb.Candidate]) -> np.ndarray | None:
+    """The candidates' embeddings as one float32 (n, dim) matrix (zero rows where missing), or None."""
+    lengths = [len(c.embedding) for c in cands]
+    dim = max(lengths, default=0)
+    if dim == 0:
+        return None
+    if min(lengths) == dim:
+        # numpy reads each repeated-float container in C: no per-value Python objects.
+        return np.array([c.embedding for c in cands], dtype=np.float32)
+    out = np.zeros((len(cands), dim), dtype=np.float32)
+    for i, c in enumerate(cands):
+        if lengths[i] == dim:
+            out[i] = c.embedding
+    return out
+
+
+def candidates_to_batch(cands: Sequence[pb.Candidate]) -> Batch:
+    """Validated candidates as a Batch, one column at a time (equal to batch_from_rows of candidate_to_domain)."""
+    times = {name: _times(cands, name) for name in TIME_FIELDS}
+    return Batch(
+        ids=tuple(c.id for c in cands),
+        layers=tuple(c.layer for c in cands),
+        kinds=tuple(c.kind for c in cands),
+        contents=tuple(c.content for c in cands),
+        retrieval=np.array([c.retrieval_score for c in cands], dtype=np.float64),
+        facets=MappingProxyType(_keyed(cands, "facet_scores")),
+        importance=np.array([c.importance if c.HasField("importance") else np.nan for c in cands],
+                            dtype=np.float64),
+        access_count=np.array([c.access_count for c in cands], dtype=np.int64),
+        token_count=np.array([c.token_count for c in cands], dtype=np.int64),
+        source=np.array([c.source for c in cands], dtype=np.int8),
+        provenance=tuple(c.provenance for c in cands),
+        safety=np.array([c.safety for c in cands], dtype=np.int8),
+        embeddings=embeddings_matrix(cands),
+        stage_scores=MappingProxyType(_keyed(cands, "stage_scores")),
+        metadata=tuple(MappingProxyType(dict(c.metadata)) if len(c.metadata) else _NO_METADATA for c in cands),
+        **times,
+    )
+
+
 def request_to_domain(req: pb.RankRequest, now: float) -> tuple[Batch, RankParams]:
     """A validated RankRequest as a Batch and RankParams; ``now`` fills an unset reference time."""
-    batch = batch_from_rows([candidate_to_domain(c) for c in req.candidates])
+    batch = candidates_to_batch(req.candidates)
     params = RankParams(
         query=req.query,
         reference_time=ts_to_seconds(req.reference_time) if req.HasField("reference_time") else now,
@@ -115,37 +183,83 @@ def breakdown_to_proto(o: RankOutcome, batch: Batch, i: int, rank: int | None = 
     return out
 
 
+class _Explainer:
+    """The outcome's per-candidate numbers as Python lists, written into breakdowns in place.
+
+    Reading numpy scalars one at a time and copying finished sub-messages
+    (``CopyFrom``) dominated response building; this fills each breakdown
+    where it lives, from plain lists, with the same values as
+    ``breakdown_to_proto``.
+    """
+
+    def __init__(self, o: RankOutcome, batch: Batch) -> None:
+        s = o.scores
+        self.signals = [(c.name, c.raw.tolist(), c.normalized.tolist(), c.weight, c.contribution.tolist(), c.reasons)
+                        for c in s.signals]
+        self.retrieval = batch.retrieval.tolist()
+        self.quality, self.combined = s.quality.tolist(), s.combined.tolist()
+        self.final, self.blend = o.final.tolist(), s.blend_term.tolist()
+        self.notes, self.estimated = o.drop_notes, o.token_estimated.tolist()
+        self.tokens, self.covered_by, self.gain = o.token_count.tolist(), o.covered_by.tolist(), o.gain.tolist()
+        self.lower, self.upper = o.bucket_lower.tolist(), o.bucket_upper.tolist()
+        self.ids = batch.ids
+
+    def fill(self, out: pb.ScoreBreakdown, i: int, rank: int | None = None) -> None:
+        """Write candidate i's breakdown into ``out`` (``rank`` 0-based for selected memories)."""
+        add = out.signals.add
+        for name, raw, normalized, weight, contribution, reasons in self.signals:
+            add(name=name, raw=raw[i], normalized=normalized[i], weight=weight, contribution=contribution[i],
+                reasons=reasons[i])
+        out.retrieval_score = self.retrieval[i]
+        out.quality_score = self.quality[i]
+        out.combined_score = self.combined[i]
+        out.final_score = self.final[i]
+        out.blend_term = self.blend[i]
+        out.reasons.extend(self.notes[i])
+        if self.estimated[i]:
+            out.reasons.append("token_count estimated as ceil(characters / 4)")
+        out.token_count = self.tokens[i]
+        out.token_count_estimated = self.estimated[i]
+        if self.covered_by[i] >= 0:
+            out.covered_by = self.ids[self.covered_by[i]]
+        if not math.isnan(self.gain[i]):
+            out.marginal_gain = self.gain[i]
+        if rank is not None:
+            b = out.bucket
+            b.index, b.lower, b.upper, b.prior_score = rank, self.lower[rank], self.upper[rank], self.final[i]
+
+
 def outcome_to_proto(o: RankOutcome, batch: Batch, params: RankParams, request_id: str,
                      policy_version: str, receipt_key: bytes | None = None) -> pb.RankResponse:
     """The RankResponse for an outcome: selected in placement order, dropped in input order."""
     explain = params.explain if params.explain != ExplainLevel.UNSPECIFIED else ExplainLevel.FULL
-    ranked = [int(i) for i in o.ranked]
-    selected: list[pb.RankedMemory | None] = [None] * len(ranked)
-    for r, i in enumerate(ranked):
-        pos = int(o.positions[r])
-        m = pb.RankedMemory(id=batch.ids[i], layer=o.layer_of[i], rank=r + 1, position=pos,
-                            score=float(o.public_score[r]))
-        if explain != ExplainLevel.NONE:
-            m.breakdown.CopyFrom(breakdown_to_proto(o, batch, i, r))
-        m.stages.extend(pb.RankingStage(stage=st.stage, objective=st.objective, provenance=st.provenance,
-                                        input_score=st.input_score, position=st.position,
-                                        output_score=st.output_score) for st in o.stages[r])
-        selected[pos] = m
-    dropped = []
-    for i in range(o.n):
-        if o.drop[i] == 0:
-            continue
-        d = pb.DroppedMemory(id=batch.ids[i], layer=o.layer_of[i], reason=int(o.drop[i]), score=float(o.final[i]))
-        if explain == ExplainLevel.FULL:
-            d.breakdown.CopyFrom(breakdown_to_proto(o, batch, i))
-        dropped.append(d)
+    ex = _Explainer(o, batch)
     resp = pb.RankResponse(
-        request_id=request_id, selected=selected, dropped=dropped, weights=weights_to_proto(o.profile),
+        request_id=request_id, weights=weights_to_proto(o.profile),
         scoring_schema=SCORING_SCHEMA, policy_version=policy_version, profile=o.profile.name,
         allocations=[pb.LayerAllocation(**vars(a)) for a in o.allocations],
         importance_suggestions=[pb.ImportanceSuggestion(id=batch.ids[i], suggested_importance=v)
                                 for i, v in o.suggestions],
     )
+    ranked, positions, public = o.ranked.tolist(), o.positions.tolist(), o.public_score.tolist()
+    # Positions are a permutation of 0..k-1: adding in position order is the placement order.
+    for r in sorted(range(len(ranked)), key=positions.__getitem__):
+        i = ranked[r]
+        m = resp.selected.add(id=batch.ids[i], layer=o.layer_of[i], rank=r + 1, position=positions[r],
+                              score=public[r])
+        if explain != ExplainLevel.NONE:
+            ex.fill(m.breakdown, i, r)
+        add_stage = m.stages.add
+        for st in o.stages[r]:
+            add_stage(stage=st.stage, objective=st.objective, provenance=st.provenance, input_score=st.input_score,
+                      position=st.position, output_score=st.output_score)
+    drop = o.drop.tolist()
+    add_dropped = resp.dropped.add
+    for i in range(o.n):
+        if drop[i]:
+            d = add_dropped(id=batch.ids[i], layer=o.layer_of[i], reason=drop[i], score=ex.final[i])
+            if explain == ExplainLevel.FULL:
+                ex.fill(d.breakdown, i)
     resp.reference_time.CopyFrom(seconds_to_ts(params.reference_time))
     if o.shadow is not None:
         sh = o.shadow

@@ -121,7 +121,7 @@ def _check_layers(req: pb.RankRequest, limits: Limits) -> Iterator[FieldViolatio
             yield FieldViolation(f"{p}.min_score", f"must be in [0, 1], got {layer.min_score}")
 
 
-def _check_request(req: pb.RankRequest, limits: Limits) -> Iterator[FieldViolation]:
+def _check_request(req: pb.RankRequest, limits: Limits, candidates: bool = True) -> Iterator[FieldViolation]:
     if len(req.request_id.encode()) > MAX_REQUEST_ID_BYTES:
         yield FieldViolation("request_id", f"at most {MAX_REQUEST_ID_BYTES} bytes")
     if req.HasField("reference_time"):
@@ -134,7 +134,8 @@ def _check_request(req: pb.RankRequest, limits: Limits) -> Iterator[FieldViolati
         if not _finite(value) or not 0 <= value <= 1:
             yield FieldViolation(f'weight_overrides["{name}"]', f"must be in [0, 1], got {value}")
     yield from _check_layers(req, limits)
-    yield from _check_candidates(req, limits)
+    if candidates:
+        yield from _check_candidates(req, limits)
 
 
 def _first(violations: Iterator[FieldViolation]) -> list[FieldViolation]:
@@ -157,9 +158,85 @@ def validate_rank_request(req: pb.RankRequest, limits: Limits) -> None:
     if len(req.query.encode()) > limits.max_query_bytes:
         raise LimitExceeded([FieldViolation("query", f"at most {limits.max_query_bytes} bytes "
                                             "(limits.max_query_bytes)")])
-    violations = _first(_check_request(req, limits))
+    # The fast path proves only the candidate rules; request-level fields are always checked.
+    violations = _first(_check_request(req, limits, candidates=not _clearly_valid(req, limits)))
     if violations:
         raise InvalidRequest(violations)
+
+
+def _utf8_within(texts: list[str], limit: int) -> bool:
+    """Every text is at most ``limit`` UTF-8 bytes (a character is at most 4 bytes, so most need no encoding)."""
+    return all(len(t) * 4 <= limit or len(t.encode()) <= limit for t in texts)
+
+
+def _in_unit(values: np.ndarray) -> bool:
+    return bool(np.isfinite(values).all() and (values >= 0.0).all() and (values <= 1.0).all())
+
+
+def _clearly_valid(req: pb.RankRequest, limits: Limits) -> bool:
+    """True when every candidate rule holds, checked a column at a time.
+
+    A fast path only: False means "not proven", and the per-candidate checks
+    then run and name each violation in order.
+    """
+    cands = req.candidates
+    ids = [c.id for c in cands]
+    if not all(ids) or len(set(ids)) != len(ids) or not _utf8_within(ids, limits.max_id_bytes):
+        return False
+    if not _utf8_within([c.layer for c in cands], MAX_LAYER_NAME_BYTES):
+        return False
+    if not _utf8_within([c.content for c in cands], limits.max_content_bytes):
+        return False
+    if not _in_unit(np.array([c.retrieval_score for c in cands], dtype=np.float64)):
+        return False
+    if not _in_unit(np.array([c.importance for c in cands if c.HasField("importance")], dtype=np.float64)):
+        return False
+    if not np.isin(np.array([c.source for c in cands]), _SOURCES).all() or \
+            not np.isin(np.array([c.safety for c in cands]), _SAFETIES).all():
+        return False
+    return _maps_valid(cands, limits) and _times_valid(cands) and _embeddings_valid(cands, limits)
+
+
+_SOURCES = np.array(sorted(pb.Source.values()))
+_SAFETIES = np.array(sorted(pb.SafetyStatus.values()))
+
+
+def _maps_valid(cands: Iterable[pb.Candidate], limits: Limits) -> bool:
+    facets: set[str] = set()
+    for c in cands:
+        if len(c.facet_scores) or len(c.stage_scores) or len(c.metadata):
+            if next(_check_scores("f", c.facet_scores.items(), MAX_FACET_ABS), None) is not None or \
+                    next(_check_scores("s", c.stage_scores.items(), MAX_FACET_ABS), None) is not None:
+                return False
+            if len(c.stage_scores) > limits.max_stage_scores or len(c.metadata) > limits.max_metadata_entries:
+                return False
+            facets.update(c.facet_scores)
+    return len(facets) <= limits.max_facets
+
+
+def _times_valid(cands: Iterable[pb.Candidate]) -> bool:
+    for c in cands:
+        for name in TIME_FIELDS:
+            if c.HasField(name):
+                ts = getattr(c, name)
+                if not MIN_SECONDS <= ts.seconds <= MAX_SECONDS or not 0 <= ts.nanos <= 999_999_999:
+                    return False
+        if c.HasField("valid_from") and c.HasField("valid_to") and (
+            (c.valid_to.seconds, c.valid_to.nanos) <= (c.valid_from.seconds, c.valid_from.nanos)
+        ):
+            return False
+    return True
+
+
+def _embeddings_valid(cands: Iterable[pb.Candidate], limits: Limits) -> bool:
+    lengths = {len(c.embedding) for c in cands}
+    lengths.discard(0)
+    if not lengths:
+        return True
+    if len(lengths) > 1 or lengths.pop() > limits.max_embedding_dim:
+        return False
+    rows = [c.embedding for c in cands if len(c.embedding)]
+    return bool(np.isfinite(np.array(rows, dtype=np.float32)).all())
 
 
 def validate_admission_request(req: pb.ScoreAdmissionRequest, limits: Limits) -> None:

@@ -24,7 +24,9 @@ LOG_SATURATION = 50.0
 
 
 def _reasons(counts: np.ndarray) -> tuple[tuple[str, ...], ...]:
-    return tuple((f"access_count {c}",) for c in counts.tolist())
+    listed = counts.tolist()
+    why = {c: (f"access_count {c}",) for c in set(listed)}  # few distinct counts: format each once
+    return tuple(map(why.__getitem__, listed))
 
 
 def access(batch: Batch, ctx: ScoringContext, profile: Profile, population: np.ndarray) -> RawSignal:

@@ -22,7 +22,7 @@ from collections.abc import Mapping
 import numpy as np
 
 from memrank.core.batch import Batch
-from memrank.core.phrases import Phrases, batch_words
+from memrank.core.phrases import Phrases, batch_word_sets, batch_words
 from memrank.core.scores import ScoringContext
 from memrank.core.signals.base import RawSignal
 from memrank.core.text import fold, sample
@@ -66,9 +66,9 @@ def has_entity(text: str) -> bool:
     return False
 
 
-def has_date(text: str, padded: str, number: bool) -> bool:
+def has_date(text: str, padded: str, number: bool, present: frozenset[str] | None = None) -> bool:
     """A weekday or relative-day phrase, or a numeric date (ISO, d/m/y, "mar 3", "3 march")."""
-    if DATE_WORDS.find(padded) is not None:
+    if DATE_WORDS.find(padded, present) is not None:
         return True
     if not number:
         return False
@@ -78,31 +78,25 @@ def has_date(text: str, padded: str, number: bool) -> bool:
     return any(f" {m}" in padded for m in _MONTHS) and _MONTH_DATE.search(fold(text)) is not None
 
 
-def _features(batch: Batch, i: int, padded: str) -> dict[str, bool]:
-    text = sample(batch.contents[i])
-    number = _NUMBER.search(text) is not None
-    return {
-        "number": number,
-        "date": has_date(text, padded, number),
-        "entity": has_entity(text),
-        "event_time": not np.isnan(batch.event_time[i]),
-        "source": int(batch.source[i]) not in (Source.UNSPECIFIED, Source.UNKNOWN),
-        "metadata": any(not k.startswith("_") for k in batch.metadata[i]),
-    }
-
-
 def confidence(batch: Batch, ctx: ScoringContext, profile: Profile, population: np.ndarray) -> RawSignal:
     """Base 0.30 plus a bonus per specificity feature present."""
-    values = np.full(batch.n, BASE)
+    padded, present = batch_words(batch), batch_word_sets(batch)
+    # Column features once, as Python lists (numpy scalars one at a time are slow).
+    event_time = (~np.isnan(batch.event_time)).tolist()
+    source = np.isin(batch.source, (Source.UNSPECIFIED, Source.UNKNOWN), invert=True).tolist()
+    values: list[float] = []
     reasons: list[tuple[str, ...]] = []
-    padded = batch_words(batch)
-    for i in range(batch.n):
-        found = _features(batch, i, padded[i])
-        values[i] = BASE + sum(w for name, w in FEATURES if found[name])
-        names = [name for name, _ in FEATURES if found[name]]
+    for i, content in enumerate(batch.contents):
+        text = sample(content)
+        number = _NUMBER.search(text) is not None
+        meta = batch.metadata[i]
+        found = (number, has_date(text, padded[i], number, present[i]), has_entity(text), event_time[i], source[i],
+                 any(not k.startswith("_") for k in meta))
+        values.append(BASE + sum(w for (_, w), f in zip(FEATURES, found, strict=True) if f))
+        names = [name for (name, _), f in zip(FEATURES, found, strict=True) if f]
         row = [f"specific: {', '.join(names)}" if names else "no specificity features"]
-        reserved = reserved_keys(batch.metadata[i])
+        reserved = reserved_keys(meta) if meta else []
         if reserved:
             row.append(f"reserved metadata keys ignored: {', '.join(reserved)}")
         reasons.append(tuple(row))
-    return RawSignal(np.minimum(values, 1.0), tuple(reasons))
+    return RawSignal(np.minimum(np.array(values, dtype=np.float64).reshape(-1), 1.0), tuple(reasons))

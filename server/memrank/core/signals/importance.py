@@ -29,7 +29,7 @@ import itertools
 import numpy as np
 
 from memrank.core.batch import Batch
-from memrank.core.phrases import Phrases, batch_words, starts_with, words
+from memrank.core.phrases import Phrases, batch_word_sets, batch_words, starts_with, words
 from memrank.core.scores import ScoringContext
 from memrank.core.signals.base import RawSignal
 from memrank.core.text import count_tokens, is_pleasantry, sample
@@ -68,22 +68,27 @@ RULES: tuple[tuple[str, float, frozenset[str], Phrases], ...] = (
 MIN_TOKENS = 3
 
 
-def _match(name: str, kinds: frozenset[str], phrases: Phrases, kind: str, padded: str) -> str | None:
+def _match(name: str, kinds: frozenset[str], phrases: Phrases, kind: str, padded: str,
+           present: frozenset[str] | None) -> str | None:
     if kind in kinds:
         return f"kind {kind}"
     if name == "correction":
         start = next((p for p in CORRECTION_STARTS if starts_with(padded, p)), None)
         if start:
             return f'starts "{start}"'
-    found = phrases.find(padded)
+    found = phrases.find(padded, present)
     return f'"{found}"' if found else None
 
 
-def rule_importance(kind: str, content: str, padded: str | None = None) -> tuple[str, float, str]:
-    """(rule name, importance, what matched) for a memory without a caller importance."""
+def rule_importance(kind: str, content: str, padded: str | None = None,
+                    present: frozenset[str] | None = None) -> tuple[str, float, str]:
+    """(rule name, importance, what matched) for a memory without a caller importance.
+
+    ``present`` is the set of the padded words, when the caller has it.
+    """
     padded, kind = words(content) if padded is None else padded, kind.lower()
     for name, value, kinds, phrases in RULES:
-        why = _match(name, kinds, phrases, kind, padded)
+        why = _match(name, kinds, phrases, kind, padded, present)
         if why:
             return name, value, why
     text = sample(content)
@@ -100,11 +105,12 @@ def importance(batch: Batch, ctx: ScoringContext, profile: Profile, population: 
     values = np.where(given, np.clip(np.nan_to_num(batch.importance), 0.0, 1.0), 0.0)
     reasons: list[tuple[str, ...]] = []
     padded = batch_words(batch) if not given.all() else ()
+    present = batch_word_sets(batch) if not given.all() else ()
     for i, has in enumerate(given.tolist()):
         if has:
             reasons.append((f"caller importance {values[i]:g}",))
             continue
-        rule, value, why = rule_importance(batch.kinds[i], batch.contents[i], padded[i])
+        rule, value, why = rule_importance(batch.kinds[i], batch.contents[i], padded[i], present[i])
         values[i] = value
         reasons.append((f"importance rule {rule}: {value:g} ({why})",))
     return RawSignal(values, tuple(reasons))

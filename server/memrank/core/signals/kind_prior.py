@@ -17,9 +17,9 @@ from memrank.profiles.model import Profile
 def kind_prior(batch: Batch, ctx: ScoringContext, profile: Profile, population: np.ndarray) -> RawSignal:
     """profile.kind_prior[kind], 0 when the kind is not in the table."""
     table = profile.kind_prior
-    values = np.array([float(table.get(k, 0.0)) for k in batch.kinds], dtype=np.float64)
-    reasons = tuple(
-        (f"kind {k!r}: {v:g}",) if k in table else (f"kind {k!r} not in the prior table: 0",)
-        for k, v in zip(batch.kinds, values.tolist(), strict=True)
-    )
-    return RawSignal(values, reasons)
+    # Value and reason once per distinct kind (a batch has few), then looked up per candidate.
+    prior = {k: float(table.get(k, 0.0)) for k in set(batch.kinds)}
+    why = {k: (f"kind {k!r}: {v:g}",) if k in table else (f"kind {k!r} not in the prior table: 0",)
+           for k, v in prior.items()}
+    values = np.array([prior[k] for k in batch.kinds], dtype=np.float64).reshape(-1)
+    return RawSignal(values, tuple(map(why.__getitem__, batch.kinds)))

@@ -23,6 +23,7 @@ import math
 import numpy as np
 
 from memrank.core.batch import Batch
+from memrank.core.phrases import batch_tokens
 from memrank.core.scores import ScoringContext
 from memrank.core.signals.base import RawSignal, same_reason
 from memrank.core.text import terms, tokens
@@ -31,12 +32,12 @@ from memrank.profiles.model import Profile
 _SHOWN_TERMS = 5
 
 
-def presence(query_terms: list[str], contents: tuple[str, ...]) -> np.ndarray:
-    """(n, terms) boolean matrix: does memory i contain query term j."""
+def presence(query_terms: list[str], contents: tuple[str, ...] | tuple[list[str], ...]) -> np.ndarray:
+    """(n, terms) boolean matrix: does memory i contain query term j (contents, or their tokens)."""
+    sets = [set(c if isinstance(c, list) else tokens(c)) for c in contents]
     out = np.zeros((len(contents), len(query_terms)), dtype=bool)
-    for i, content in enumerate(contents):
-        words = set(tokens(content))
-        out[i] = [t in words for t in query_terms]
+    for j, t in enumerate(query_terms):  # one column per term: a few C-speed passes, not n Python rows
+        out[:, j] = [t in s for s in sets]
     return out
 
 
@@ -52,15 +53,17 @@ def lexical(batch: Batch, ctx: ScoringContext, profile: Profile, population: np.
     query_terms = terms(ctx.query)
     if not query_terms or batch.n == 0:
         return RawSignal(np.zeros(batch.n), same_reason(batch.n, "no query terms"))
-    hits = presence(query_terms, batch.contents)
+    hits = presence(query_terms, batch_tokens(batch))
     idf = smooth_idf(hits, population)
     values = np.clip(hits.astype(np.float64) @ idf / math.fsum(idf.tolist()), 0.0, 1.0)
-    reasons = tuple(_reason(row, query_terms) for row in hits)
+    rows = [tuple(row) for row in hits.tolist()]
+    why = {row: _reason(list(row), query_terms) for row in set(rows)}  # few distinct hit patterns
+    reasons = tuple(map(why.__getitem__, rows))
     return RawSignal(values, reasons)
 
 
-def _reason(row: np.ndarray, query_terms: list[str]) -> tuple[str, ...]:
-    found = [t for t, hit in zip(query_terms, row.tolist(), strict=True) if hit]
+def _reason(row: list[bool], query_terms: list[str]) -> tuple[str, ...]:
+    found = [t for t, hit in zip(query_terms, row, strict=True) if hit]
     if not found:
         return (f"no query term found (0 of {len(query_terms)})",)
     shown = ", ".join(found[:_SHOWN_TERMS]) + (", ..." if len(found) > _SHOWN_TERMS else "")

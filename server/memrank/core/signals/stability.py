@@ -16,7 +16,7 @@ from __future__ import annotations
 import numpy as np
 
 from memrank.core.batch import Batch
-from memrank.core.phrases import Phrases, batch_words, words
+from memrank.core.phrases import Phrases, batch_word_sets, batch_words, words
 from memrank.core.scores import ScoringContext
 from memrank.core.signals.base import RawSignal
 from memrank.core.signals.importance import CONSTRAINT_PREF, DECISION_FACT
@@ -31,7 +31,8 @@ SHORT_TOKENS = 4
 LONG_TOKENS = 12
 
 
-def stability_of(kind: str, content: str, padded: str | None = None) -> tuple[float, tuple[str, ...]]:
+def stability_of(kind: str, content: str, padded: str | None = None,
+                 present: frozenset[str] | None = None) -> tuple[float, tuple[str, ...]]:
     """(stability, reasons) of one memory."""
     text = sample(content)
     if is_pleasantry(text):
@@ -42,11 +43,11 @@ def stability_of(kind: str, content: str, padded: str | None = None) -> tuple[fl
     value = 0.6 if count < LONG_TOKENS else 0.7
     reasons = [f"{'at least ' if count == LONG_TOKENS else ''}{count} tokens: {value:g}"]
     padded = words(text) if padded is None else padded
-    durable = f"kind {kind}" if kind.lower() in DURABLE_KINDS else DURABLE.find(padded)
+    durable = f"kind {kind}" if kind.lower() in DURABLE_KINDS else DURABLE.find(padded, present)
     if durable:
         value += 0.3
         reasons.append(f"durable ({durable}): +0.3")
-    bound = TIME_BOUND.find(padded)
+    bound = TIME_BOUND.find(padded, present)
     if bound:
         value -= 0.2
         reasons.append(f"time-bound ({bound}): -0.2")
@@ -56,5 +57,6 @@ def stability_of(kind: str, content: str, padded: str | None = None) -> tuple[fl
 def stability(batch: Batch, ctx: ScoringContext, profile: Profile, population: np.ndarray) -> RawSignal:
     """Per-memory stability from its wording, length and kind."""
     padded = batch_words(batch)
-    pairs = [stability_of(k, c, w) for k, c, w in zip(batch.kinds, batch.contents, padded, strict=True)]
+    sets = batch_word_sets(batch)
+    pairs = [stability_of(k, c, w, p) for k, c, w, p in zip(batch.kinds, batch.contents, padded, sets, strict=True)]
     return RawSignal(np.array([v for v, _ in pairs], dtype=np.float64), tuple(r for _, r in pairs))

@@ -61,10 +61,12 @@ def trust(batch: Batch, ctx: ScoringContext, profile: Profile, population: np.nd
     known = (src >= 0) & (src < _TABLE.shape[0])
     values = np.where(known, _TABLE[np.where(known, src, 0)], UNKNOWN_TRUST)
     reasons: list[tuple[str, ...]] = []
-    for i, s in enumerate(src.tolist()):
+    listed, table = src.tolist(), values.tolist()
+    plain = {s: (f"source {_name(s)}: {v:g}",) for s, v in set(zip(listed, table, strict=True))}  # once a source
+    for i, s in enumerate(listed):
         if s in PRIVILEGED:
             values[i], why = _privileged(batch, ctx, i, s)
             reasons.append((why,))
         else:
-            reasons.append((f"source {_name(s)}: {values[i]:g}",))
+            reasons.append(plain[s])
     return RawSignal(values, tuple(reasons))

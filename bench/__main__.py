@@ -1,0 +1,52 @@
+"""``python -m bench``: run the benchmark, print the table, write bench/results.json."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from bench.report import table, targets
+from bench.run import Options, run
+
+DEFAULT_OUT = Path(__file__).resolve().parent / "results.json"
+
+
+def parse(argv: Sequence[str] | None) -> tuple[Options, Path]:
+    """Options from the command line."""
+    p = argparse.ArgumentParser(prog="python -m bench", description=__doc__)
+    p.add_argument("--quick", action="store_true", help="10 candidates, few repetitions, 1 s load runs (CI smoke)")
+    p.add_argument("--sizes", type=lambda s: tuple(int(x) for x in s.split(",")), help="e.g. 100,400,1600")
+    p.add_argument("--load-seconds", type=float, help="closed-loop throughput run per workload (default 4)")
+    p.add_argument("--ghz-seconds", type=float, help="ghz load run duration (default 10)")
+    p.add_argument("--no-ghz", action="store_true", help="skip the ghz load run")
+    p.add_argument("--no-live", action="store_true", help="in-process measurements only (no server)")
+    p.add_argument("--no-baselines", action="store_true", help="skip the ports and LangChain")
+    p.add_argument("--out", type=Path, default=DEFAULT_OUT, help=f"JSON results file (default {DEFAULT_OUT})")
+    a = p.parse_args(argv)
+    opts = Options(sizes=(10,), reps=3, calls=10, load_seconds=0.5, concurrency=2, ghz_seconds=1.0) \
+        if a.quick else Options()
+    changes = {k: v for k, v in (("sizes", a.sizes), ("load_seconds", a.load_seconds),
+                                  ("ghz_seconds", a.ghz_seconds)) if v is not None}
+    changes |= {"ghz": not a.no_ghz, "live": not a.no_live, "baselines": not a.no_baselines}
+    return Options(**(vars(opts) | changes)), a.out
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run, print, write."""
+    opts, out = parse(argv)
+    results = run(opts, log=lambda msg: print(f"... {msg}", file=sys.stderr, flush=True))
+    results["targets"] = targets(results)
+    text = table(results)
+    results["table"] = text
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(results, indent=1, sort_keys=False) + "\n")
+    print(text)
+    print(f"\nwrote {out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,227 @@
+"""The measurements: in-process stages, baselines, live gRPC latency and throughput, ghz."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import platform
+import time
+from dataclasses import dataclass, replace
+from typing import Any
+
+import numpy as np
+
+from bench import ghz, live
+from bench.baselines import langchain_available, langchain_rank, port_scorers
+from bench.data import K, Workload, workload
+from bench.timing import Timing, measure, measure_pair, peak_rss_mib
+from memrank._gen.v1 import ranking_pb2 as pb
+from memrank.config import load_settings
+from memrank.core.batch import RankParams
+from memrank.core.pipeline import rank
+from memrank.core.score import score
+from memrank.core.scores import ScoringContext
+from memrank.core.signals import get_signal
+from memrank.core.types import ExplainLevel
+from memrank.grpc import convert
+from memrank.grpc.service import handle_rank
+from memrank.grpc.validate import validate_rank_request
+
+EXPLAIN = {"full": ExplainLevel.FULL, "selected": ExplainLevel.SELECTED, "none": ExplainLevel.NONE}
+
+
+@dataclass(frozen=True)
+class Options:
+    """What to run and for how long."""
+
+    sizes: tuple[int, ...] = (100, 400, 1600)
+    dims: tuple[int, ...] = (0, 384)
+    reps: int = 30  # repetitions per in-process measurement (fewer at large sizes)
+    calls: int = 200  # sequential gRPC calls per latency measurement (fewer at large sizes)
+    load_seconds: float = 4.0  # closed-loop throughput run per workload and worker count
+    concurrency: int = 8
+    ghz_seconds: float = 10.0
+    ghz: bool = True
+    baselines: bool = True
+    live: bool = True
+
+
+def _reps(base: int, n: int) -> int:
+    """Fewer repetitions for big batches, never fewer than 5."""
+    return max(5, base * 100 // max(n, 100))
+
+
+def _ms(t: Timing) -> dict[str, float]:
+    """Wall p50/p99, median thread CPU per call (the stage split uses it: other load barely moves it)."""
+    return {"p50_ms": t.p50, "p99_ms": t.p99, "cpu_p50_ms": t.cpu_p50, "cpu_ms": t.cpu_per_call,
+            "samples": len(t.wall)}
+
+
+def stages(w: Workload, reps: int) -> dict[str, Any]:
+    """In-process server time, split by stage, plus core-only and whole-handler times."""
+    settings = load_settings(env={})
+    data = w.request.SerializeToString()
+    req = pb.RankRequest.FromString(data)
+    batch, params = convert.request_to_domain(req, 0.0)
+    profile = settings.profiles["default"]
+    ctx = ScoringContext(params.query, params.reference_time, params.explicit_lookup, None)
+    outcome = rank(batch, params, settings.profiles, settings.layers)
+    out: dict[str, Any] = {
+        "request_bytes": len(data),
+        "decode": _ms(measure(lambda: pb.RankRequest.FromString(data), reps)),
+        "validate": _ms(measure(lambda: validate_rank_request(req, settings.limits), reps)),
+        "columns": _ms(measure(lambda: convert.request_to_domain(req, 0.0), reps)),
+        # A fresh Batch object per call: per-batch word memos must not carry over, as between requests.
+        "signals": _ms(measure(lambda: score(dataclasses.replace(batch), ctx, profile), reps)),
+        "core": _ms(measure(lambda: rank(dataclasses.replace(batch), params, settings.profiles, settings.layers),
+                            reps)),
+        "encode": _ms(measure(lambda: convert.outcome_to_proto(outcome, batch, params, "bench", "v")
+                              .SerializeToString(), reps)),
+        "handler": _ms(measure(lambda: handle_rank(req, settings, 0.0, None).SerializeToString(), reps)),
+        "selected": len(outcome.ranked),
+    }
+    out["selection"] = {"p50_ms": max(0.0, out["core"]["p50_ms"] - out["signals"]["p50_ms"]),
+                        "cpu_p50_ms": max(0.0, out["core"]["cpu_p50_ms"] - out["signals"]["cpu_p50_ms"])}
+    out["cpu_us_per_candidate"] = out["handler"]["cpu_ms"] * 1e3 / w.n
+    explain = {}
+    for name, level in EXPLAIN.items():
+        p = replace(params, explain=level)
+        def encode(p: RankParams = p) -> bytes:
+            return bytes(convert.outcome_to_proto(outcome, batch, p, "bench", "v").SerializeToString())
+
+        t = measure(encode, reps)
+        size = len(encode())
+        explain[name] = {"encode_p50_ms": t.p50, "response_bytes": size}
+    out["explain"] = explain
+    return out
+
+
+def core_vs_ports(w: Workload, reps: int) -> dict[str, Any]:
+    """memrank's scoring next to the literal pure-Python ports on the same batch."""
+    settings = load_settings(env={})
+    batch, params = convert.request_to_domain(w.request, 0.0)
+    ctx = ScoringContext(params.query, params.reference_time, False, None)
+    profiles = settings.profiles
+    pop = np.ones(batch.n, dtype=bool)
+    ours = {
+        "agent-observer": lambda: score(dataclasses.replace(batch), ctx, profiles["agent-observer"]),
+        "generative-agents": lambda: score(dataclasses.replace(batch), ctx, profiles["generative-agents"]),
+        "lexical-idf": lambda: score(dataclasses.replace(batch), ctx, profiles["default"]),
+    }
+    lexical_only = measure(lambda: get_signal("lexical")(batch, ctx, profiles["default"], pop), reps).cpu_p50
+    port_reps = max(3, min(reps, 2000 // max(w.n, 1)))
+    out: dict[str, Any] = {"pairs": {}, "lexical_signal_alone_cpu_ms": lexical_only}
+    for name, fn in port_scorers(w).items():
+        t_port, t_core = measure_pair(fn, ours[name], port_reps if name == "lexical-idf" else reps)
+        out["pairs"][name] = {"port_ms": t_port.cpu_p50, "memrank_ms": t_core.cpu_p50,
+                              "port_wall_ms": t_port.p50, "memrank_wall_ms": t_core.p50,
+                              "speedup": t_port.cpu_p50 / t_core.cpu_p50}
+    port_total = sum(p["port_ms"] for p in out["pairs"].values())
+    core_total = sum(p["memrank_ms"] for p in out["pairs"].values())
+    out.update(port_total_ms=port_total, memrank_total_ms=core_total, speedup=port_total / core_total)
+    return out
+
+
+def langchain(w: Workload, reps: int) -> dict[str, Any]:
+    """LangChain scoring + MMR (k = the selection size) on the same batch, in-process."""
+    if not langchain_available():
+        return {"skipped": "langchain-classic / langchain-core not installed (pip install -e '.[bench]')"}
+    t = measure(langchain_rank(w, K), reps)
+    return {**_ms(t), "k": K}
+
+
+def latency(server: live.Server, data: bytes, calls: int, beside: Any = None) -> dict[str, Any]:
+    """Sequential Rank calls over loopback: p50/p99, the server's CPU per call.
+
+    With ``beside`` (the LangChain baseline of the same batch), the two run
+    alternately, call for call, so both see the same load on the machine.
+    """
+    with live.Caller(f"127.0.0.1:{server.port}") as c:
+        for _ in range(3):
+            c.rank(data)
+        cpu0 = server.cpu_seconds()
+        if beside is None:
+            t = measure(lambda: c.rank(data), calls, warmup=0)
+        else:
+            t, lc = measure_pair(lambda: c.rank(data), beside, calls)
+        cpu = server.cpu_seconds() - cpu0
+        response = len(c.rank(data))
+    out = {"p50_ms": t.p50, "p99_ms": t.p99, "server_cpu_ms": cpu / (calls + (1 if beside else 0)) * 1e3,
+           "response_bytes": response}
+    if beside is not None:
+        out["langchain_interleaved"] = _ms(lc)
+    return out
+
+
+def empty_rpc(server: live.Server, calls: int) -> dict[str, Any]:
+    """The floor: a Health/Check round trip on the same server."""
+    with live.Caller(f"127.0.0.1:{server.port}") as c:
+        t = measure(c.health, calls, warmup=10)
+    return {"p50_ms": t.p50, "p99_ms": t.p99}
+
+
+def machine() -> dict[str, Any]:
+    """What the numbers were measured on."""
+    model = ""
+    try:
+        with open("/proc/cpuinfo") as f:
+            model = next((line.split(":", 1)[1].strip() for line in f if line.startswith("model name")), "")
+    except OSError:
+        pass
+    import google.protobuf  # type: ignore[import-untyped]
+    import grpc
+
+    return {"nproc": os.cpu_count(), "cpu_model": model, "python": platform.python_version(),
+            "numpy": np.__version__, "grpcio": grpc.__version__,
+            "openblas_num_threads": os.environ.get("OPENBLAS_NUM_THREADS", ""), "protobuf": google.protobuf.__version__,
+            "platform": platform.platform(), "load_average_at_start": list(os.getloadavg()),
+            "started_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+
+
+def run(opts: Options, log: Any = print) -> dict[str, Any]:
+    """Every measurement; the JSON-ready results."""
+    results: dict[str, Any] = {"machine": machine(), "options": vars(opts) | {"k": K}, "workloads": {}}
+    loads = {(n, d): workload(n, d) for n in opts.sizes for d in opts.dims}
+    for (n, d), w in loads.items():
+        key = f"{n}x{d}"
+        reps = _reps(opts.reps, n)
+        log(f"in-process {key} ({reps} reps)")
+        entry: dict[str, Any] = {"n": n, "dim": d, "stages": stages(w, reps)}
+        if opts.baselines and d == 0:
+            entry["ports"] = core_vs_ports(w, reps)
+        if opts.baselines and d > 0:
+            entry["langchain"] = langchain(w, reps)
+        results["workloads"][key] = entry
+    if opts.live:
+        results["live"] = _live(opts, loads, log)
+    results["bench_process_peak_rss_mib"] = peak_rss_mib()
+    results["machine"]["load_average_at_end"] = list(os.getloadavg())
+    return results
+
+
+def _live(opts: Options, loads: dict[tuple[int, int], Workload], log: Any) -> dict[str, Any]:
+    out: dict[str, Any] = {"latency": {}, "throughput": {}}
+    data = {f"{n}x{d}": w.request.SerializeToString() for (n, d), w in loads.items()}
+    for workers in (1, 2):
+        log(f"live server, {workers} worker(s)")
+        with live.serve(workers) as server:
+            target = f"127.0.0.1:{server.port}"
+            if workers == 1:
+                out["empty_rpc"] = empty_rpc(server, opts.calls)
+                for (n, d), w in loads.items():
+                    key = f"{n}x{d}"
+                    beside = langchain_rank(w, K) if d and opts.baselines and langchain_available() else None
+                    out["latency"][key] = latency(server, data[key], max(5, opts.calls * 100 // max(n, 100)), beside)
+            for key, body in data.items():
+                cpu0 = server.cpu_seconds()
+                tp = live.throughput(target, body, opts.load_seconds, opts.concurrency)
+                n = int(key.split("x")[0])
+                tp["server_cpu_us_per_candidate"] = (server.cpu_seconds() - cpu0) / max(tp["requests"], 1) / n * 1e6
+                out["throughput"].setdefault(key, {})[f"workers_{workers}"] = tp
+            out.setdefault("server_peak_rss_mib", {})[f"workers_{workers}"] = server.peak_rss_mib()
+            if workers == 2 and opts.ghz:
+                key = "400x384" if "400x384" in data else next(iter(data))
+                log(f"ghz on {key}, {opts.ghz_seconds:g} s, concurrency {opts.concurrency}")
+                out["ghz"] = {"workload": key, "workers": 2,
+                              **ghz.run(target, data[key], opts.ghz_seconds, opts.concurrency)}
+    return out

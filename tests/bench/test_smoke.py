@@ -1,0 +1,47 @@
+"""The bench command works end to end on a tiny batch (no timing assertions: targets live in the bench)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from bench import ghz
+from bench.baselines import langchain_available
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.mark.slow
+def test_quick_bench_prints_the_table_and_writes_json(tmp_path: Path) -> None:
+    out = tmp_path / "results.json"
+    args = [sys.executable, "-m", "bench", "--quick", "--out", str(out)]
+    if ghz.find_ghz() is None:
+        args.append("--no-ghz")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MEMRANK_")}
+    run = subprocess.run(args, cwd=ROOT, capture_output=True, text=True, timeout=300, env=env, check=False)
+    assert run.returncode == 0, run.stderr[-3000:]
+    assert "server time by stage" in run.stdout and "targets" in run.stdout
+    results = json.loads(out.read_text())
+    assert set(results["workloads"]) == {"10x0", "10x384"}
+    stages = results["workloads"]["10x384"]["stages"]
+    for name in ("decode", "validate", "columns", "signals", "core", "encode", "handler"):
+        assert stages[name]["p50_ms"] > 0, name
+    assert set(stages["explain"]) == {"full", "selected", "none"}
+    assert results["workloads"]["10x0"]["ports"]["pairs"].keys() == {"agent-observer", "generative-agents",
+                                                                     "lexical-idf"}
+    lc = results["workloads"]["10x384"]["langchain"]
+    assert ("skipped" in lc) != langchain_available()
+    live = results["live"]
+    assert live["latency"]["10x384"]["p50_ms"] > 0 and live["empty_rpc"]["p50_ms"] > 0
+    for key in ("10x0", "10x384"):
+        tp = live["throughput"][key]
+        assert tp["workers_1"]["requests"] > 0 and tp["workers_2"]["requests"] > 0
+        assert tp["workers_1"]["errors"] == 0 and tp["workers_2"]["errors"] == 0
+    if "ghz" in live:
+        assert "skipped" in live["ghz"] or live["ghz"]["count"] > 0
+    assert {t["target"] for t in results["targets"]} and all("met" in t for t in results["targets"])

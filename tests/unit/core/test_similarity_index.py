@@ -1,0 +1,29 @@
+"""The numpy shingle index gives exactly the Jaccard index of the ``shingles`` sets."""
+
+from __future__ import annotations
+
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from memrank.core.batch import CandidateInput, batch_from_rows
+from memrank.core.similarity import Similarity, shingles
+
+TEXT = st.text(alphabet=[*"ab c", "é", "東", ".", "\n"], max_size=30)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(TEXT, min_size=1, max_size=8))
+def test_rows_equal_set_jaccard(texts: list[str]) -> None:
+    sim = Similarity(batch_from_rows([CandidateInput(str(i), content=t) for i, t in enumerate(texts)]))
+    sets = [shingles(t) for t in texts]
+    for i, a in enumerate(sets):
+        want = [len(a & b) / len(a | b) if a | b else 0.0 for b in sets]
+        assert sim.row(i).tolist() == want
+
+
+def test_cosine_rows_clip_at_zero() -> None:
+    rows = [CandidateInput("a", embedding=(1.0, 0.0)), CandidateInput("b", embedding=(-1.0, 0.5))]
+    sim = Similarity(batch_from_rows(rows))
+    assert sim.kind == "cosine"
+    assert np.allclose(sim.row(0), [1.0, 0.0])

@@ -1,0 +1,72 @@
+"""The columnar converter and the fast validation path agree with the per-candidate reference code."""
+
+from __future__ import annotations
+
+from dataclasses import fields
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from memrank._gen.v1 import ranking_pb2 as pb
+from memrank.config import load_settings
+from memrank.core.batch import CandidateInput, batch_from_rows
+from memrank.core.errors import InvalidRequest
+from memrank.grpc.convert import candidate_to_domain, candidate_to_proto, candidates_to_batch
+from memrank.grpc.validate import _check_request, _clearly_valid, validate_rank_request
+from tests.unit.test_convert import rows
+
+LIMITS = load_settings(env={}).limits
+
+
+def _same_dim(batch_rows: list[CandidateInput], dim: int) -> list[CandidateInput]:
+    """One embedding dimension per request, as validation guarantees (missing embeddings stay missing)."""
+    out = []
+    for i, r in enumerate(batch_rows):
+        emb = tuple(float(x) for x in np.linspace(-1, 1, dim) * (i + 1)) if r.embedding and dim else ()
+        out.append(CandidateInput(**{f.name: getattr(r, f.name) for f in fields(r)} | {"id": f"{i}:{r.id}",
+                                                                                        "embedding": emb}))
+    return out
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(rows, max_size=6), st.integers(0, 3))
+def test_columns_equal_the_row_path(batch_rows: list[CandidateInput], dim: int) -> None:
+    cands = [candidate_to_proto(r) for r in _same_dim(batch_rows, dim)]
+    fast = candidates_to_batch(cands)
+    slow = batch_from_rows([candidate_to_domain(c) for c in cands])
+    for f in fields(fast):
+        a, b = getattr(fast, f.name), getattr(slow, f.name)
+        if isinstance(a, np.ndarray) or a is None:
+            assert (a is None and b is None) or (a.dtype == b.dtype and np.array_equal(a, b, equal_nan=True)), f.name
+        elif f.name in ("facets", "stage_scores"):
+            assert a.keys() == b.keys() and all(np.array_equal(a[k], b[k], equal_nan=True) for k in a), f.name
+        else:
+            assert a == b, f.name
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(rows, max_size=6))
+def test_fast_validation_never_passes_what_the_full_checks_refuse(batch_rows: list[CandidateInput]) -> None:
+    req = pb.RankRequest(candidates=[candidate_to_proto(r) for r in batch_rows])
+    violations = list(_check_request(req, LIMITS))
+    if _clearly_valid(req, LIMITS):
+        assert violations == []
+
+
+def test_fast_validation_accepts_an_ordinary_request() -> None:
+    req = pb.RankRequest(candidates=[candidate_to_proto(r) for r in _same_dim(
+        [CandidateInput("a", content="x", retrieval_score=0.5, importance=0.2, embedding=(1.0,)),
+         CandidateInput("b", content="y", facet_scores={"bm25": 2.0}, created_at=1.0, valid_from=1.0, valid_to=2.0,
+                        embedding=(1.0,))], 4)])
+    assert _clearly_valid(req, LIMITS) and list(_check_request(req, LIMITS)) == []
+
+
+def test_request_level_rules_still_run_when_the_candidates_are_clearly_valid() -> None:
+    req = pb.RankRequest(candidates=[candidate_to_proto(CandidateInput("a", content="x"))], placement=99,
+                         min_score=2.0, layers=[pb.LayerPolicy(name="")])
+    assert _clearly_valid(req, LIMITS)
+    with pytest.raises(InvalidRequest) as err:
+        validate_rank_request(req, LIMITS)
+    assert [v.field for v in err.value.violations] == ["placement", "min_score", "layers[0].name"]
