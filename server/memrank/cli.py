@@ -58,6 +58,9 @@ def _parser() -> argparse.ArgumentParser:
     _common(profiles)
     profiles.add_argument("--json", action="store_true", help="print ListProfilesResponse JSON")
     _drift_parser(sub)
+    from memrank.evaluation.cli import add_parser as add_eval_parser
+
+    add_eval_parser(sub)
     return parser
 
 
@@ -173,6 +176,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if args.command == "serve":
             return _serve(args)
+        if args.command == "eval":
+            from memrank.evaluation.cli import run as run_eval
+
+            return run_eval(args)
         settings = SettingsSource(args.config).load()
         if args.command == "drift":
             return _drift_snapshot(args, settings)

