@@ -18,8 +18,6 @@ from tests.helm.conftest import CHART, CI_VALUES, DASHBOARD, RULES, Doc, Render,
 
 CRDS = ("monitoring.coreos.com/v1",)
 CI_NAMES = [p.name for p in CI_VALUES]
-# MEMRANK_* variables the server does not read yet: announced for the TLS/auth work (files only).
-FUTURE_ENV = {"MEMRANK_TLS_CERT_FILE", "MEMRANK_TLS_KEY_FILE", "MEMRANK_TLS_CA_FILE", "MEMRANK_AUTH_TOKEN_FILE"}
 
 
 def ci(name: str) -> Path:
@@ -139,9 +137,11 @@ def test_service_monitor_scrapes_the_main_service_metrics_port(render: Render) -
 
 @pytest.mark.parametrize("values", CI_NAMES)
 def test_probes_are_grpc_probes_on_the_grpc_port(render: Render, values: str) -> None:
+    """On the gRPC port, or with TLS on the plaintext health-only port (kubelet probes cannot speak TLS)."""
     for spec in pod_specs(render(CHART / "ci" / values)):
         (container,) = memrank_containers(spec)
-        port = next(p["containerPort"] for p in container["ports"] if p["name"] == "memrank-grpc")
+        named = {p["name"]: p["containerPort"] for p in container["ports"]}
+        port = named.get("memrank-health", named["memrank-grpc"])
         for probe in ("startupProbe", "readinessProbe", "livenessProbe"):
             assert set(container[probe]) & {"grpc", "httpGet", "exec", "tcpSocket"} == {"grpc"}, probe
             assert container[probe]["grpc"] == {"port": port, "service": "memrank.v1.RankingService"}
@@ -185,7 +185,7 @@ def test_env_and_config_file_load_in_memrank(render: Render, tmp_path: Path) -> 
     (spec,) = pod_specs(docs)
     (container,) = memrank_containers(spec)
     env = env_of(container)
-    assert {k for k in env if k.startswith("MEMRANK_")} <= set(ENV_KEYS) | FUTURE_ENV | {"MEMRANK_CONFIG"}
+    assert {k for k in env if k.startswith("MEMRANK_")} <= set(ENV_KEYS) | {"MEMRANK_CONFIG"}
     path = tmp_path / "memrank.yaml"
     path.write_text(config, encoding="utf-8")
     settings = load_settings(str(path), env={**env, "MEMRANK_CONFIG": str(path)})
@@ -220,6 +220,30 @@ def test_tls_and_auth_are_mounted_files_and_env(render: Render) -> None:
     assert [i["key"] for i in volumes["memrank-tls"]["secret"]["items"]] == ["tls.crt", "tls.key", "ca.crt"]
     assert volumes["memrank-auth"]["secret"]["secretName"] == "memrank-auth"
     assert "args" not in container and "command" not in container, "no server flags beyond the image's entrypoint"
+    assert {k for k in env if k.startswith("MEMRANK_")} <= set(ENV_KEYS) | {"MEMRANK_CONFIG"}
+
+
+def test_with_tls_the_probes_use_the_plaintext_health_listener(render: Render, tmp_path: Path) -> None:
+    (spec,) = pod_specs(render(ci("tls-on")))
+    (container,) = memrank_containers(spec)
+    env = env_of(container)
+    assert env["MEMRANK_HEALTH_ADDRESS"] == "0.0.0.0:50052"
+    assert {"name": "memrank-health", "containerPort": 50052, "protocol": "TCP"} in container["ports"]
+    for probe in ("startupProbe", "readinessProbe", "livenessProbe"):
+        assert container[probe]["grpc"]["port"] == 50052, probe
+    # The server reads the same variables: TLS files and the health listener land in its settings.
+    settings = load_settings(env={k: v for k, v in env.items() if k != "MEMRANK_CONFIG"})
+    assert settings.server.health_address == "0.0.0.0:50052"
+    assert settings.security.tls_cert_file == "/etc/memrank/tls/tls.crt"
+    assert settings.security.tls_client_ca_file == "/etc/memrank/tls/ca.crt"
+    assert settings.security.auth_token_file == "/etc/memrank/auth/tokens"
+
+
+def test_without_tls_the_probes_use_the_grpc_port(render: Render) -> None:
+    (spec,) = pod_specs(render(ci("standalone")))
+    (container,) = memrank_containers(spec)
+    assert "MEMRANK_HEALTH_ADDRESS" not in env_of(container)
+    assert all(container[p]["grpc"]["port"] == 50051 for p in ("startupProbe", "readinessProbe", "livenessProbe"))
 
 
 # ---------------------------------------------------------------- sidecar mode

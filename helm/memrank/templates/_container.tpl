@@ -20,6 +20,11 @@ namespace with the host's own containers.
     - name: memrank-metrics
       containerPort: {{ $v.server.metricsPort }}
       protocol: TCP
+    {{- if $v.tls.enabled }}
+    - name: memrank-health
+      containerPort: {{ $v.server.healthPort }}
+      protocol: TCP
+    {{- end }}
   env:
     - name: MEMRANK_CONFIG
       value: /etc/memrank/config/memrank.yaml
@@ -49,7 +54,9 @@ namespace with the host's own containers.
     {{- end }}
     {{- end }}
     {{- if $v.tls.enabled }}
-    # Read once the server supports TLS; ignored before that.
+    # TLS on the gRPC port; probes go to the plaintext health-only listener.
+    - name: MEMRANK_HEALTH_ADDRESS
+      value: {{ printf "%s:%v" $v.server.listenHost $v.server.healthPort | quote }}
     - name: MEMRANK_TLS_CERT_FILE
       value: {{ printf "%s/%s" $v.tls.mountPath $v.tls.certKey | quote }}
     - name: MEMRANK_TLS_KEY_FILE
@@ -60,7 +67,6 @@ namespace with the host's own containers.
     {{- end }}
     {{- end }}
     {{- if $v.auth.enabled }}
-    # Read once the server supports auth tokens; ignored before that.
     - name: MEMRANK_AUTH_TOKEN_FILE
       value: {{ printf "%s/%s" $v.auth.mountPath $v.auth.key | quote }}
     {{- end }}

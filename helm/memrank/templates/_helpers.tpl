@@ -98,7 +98,11 @@ that sum + 10. A value that does not exceed the sum fails the render.
 {{/* One grpc probe body: (dict "root" $ "probe" .Values.probes.readiness). */}}
 {{- define "memrank.grpcProbe" -}}
 grpc:
+  {{- if .root.Values.tls.enabled }}
+  port: {{ .root.Values.server.healthPort }}
+  {{- else }}
   port: {{ .root.Values.server.grpcPort }}
+  {{- end }}
   {{- with .root.Values.probes.service }}
   service: {{ . | quote }}
   {{- end }}
