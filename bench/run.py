@@ -72,9 +72,11 @@ def stages(w: Workload, reps: int) -> dict[str, Any]:
         "validate": _ms(measure(lambda: validate_rank_request(req, settings.limits), reps)),
         "columns": _ms(measure(lambda: convert.request_to_domain(req, 0.0), reps)),
         # A fresh Batch object per call: per-batch word memos must not carry over, as between requests.
-        "signals": _ms(measure(lambda: score(dataclasses.replace(batch), ctx, profile), reps)),
-        "core": _ms(measure(lambda: rank(dataclasses.replace(batch), params, settings.profiles, settings.layers),
-                            reps)),
+        # Alternated call for call, so selection = core - signals compares like with like.
+        **dict(zip(("signals", "core"), map(_ms, measure_pair(
+            lambda: score(dataclasses.replace(batch), ctx, profile),
+            lambda: rank(dataclasses.replace(batch), params, settings.profiles, settings.layers), reps)),
+            strict=True)),
         "encode": _ms(measure(lambda: convert.outcome_to_proto(outcome, batch, params, "bench", "v")
                               .SerializeToString(), reps)),
         "handler": _ms(measure(lambda: handle_rank(req, settings, 0.0, None).SerializeToString(), reps)),
@@ -146,8 +148,8 @@ def latency(server: live.Server, data: bytes, calls: int, beside: Any = None) ->
             t, lc = measure_pair(lambda: c.rank(data), beside, calls)
         cpu = server.cpu_seconds() - cpu0
         response = len(c.rank(data))
-    out = {"p50_ms": t.p50, "p99_ms": t.p99, "server_cpu_ms": cpu / (calls + (1 if beside else 0)) * 1e3,
-           "response_bytes": response}
+    per_call = cpu / (calls + (1 if beside else 0)) * 1e3
+    out: dict[str, Any] = {"p50_ms": t.p50, "p99_ms": t.p99, "server_cpu_ms": per_call, "response_bytes": response}
     if beside is not None:
         out["langchain_interleaved"] = _ms(lc)
     return out
@@ -199,29 +201,40 @@ def run(opts: Options, log: Any = print) -> dict[str, Any]:
     return results
 
 
+SLICES = 4  # throughput: 1 and 2 workers alternate in this many slices, so both see the same machine load
+
+
 def _live(opts: Options, loads: dict[tuple[int, int], Workload], log: Any) -> dict[str, Any]:
     out: dict[str, Any] = {"latency": {}, "throughput": {}}
     data = {f"{n}x{d}": w.request.SerializeToString() for (n, d), w in loads.items()}
-    for workers in (1, 2):
-        log(f"live server, {workers} worker(s)")
-        with live.serve(workers) as server:
-            target = f"127.0.0.1:{server.port}"
-            if workers == 1:
-                out["empty_rpc"] = empty_rpc(server, opts.calls)
-                for (n, d), w in loads.items():
-                    key = f"{n}x{d}"
-                    beside = langchain_rank(w, K) if d and opts.baselines and langchain_available() else None
-                    out["latency"][key] = latency(server, data[key], max(5, opts.calls * 100 // max(n, 100)), beside)
-            for key, body in data.items():
-                cpu0 = server.cpu_seconds()
-                tp = live.throughput(target, body, opts.load_seconds, opts.concurrency)
-                n = int(key.split("x")[0])
-                tp["server_cpu_us_per_candidate"] = (server.cpu_seconds() - cpu0) / max(tp["requests"], 1) / n * 1e6
-                out["throughput"].setdefault(key, {})[f"workers_{workers}"] = tp
-            out.setdefault("server_peak_rss_mib", {})[f"workers_{workers}"] = server.peak_rss_mib()
-            if workers == 2 and opts.ghz:
-                key = "400x384" if "400x384" in data else next(iter(data))
-                log(f"ghz on {key}, {opts.ghz_seconds:g} s, concurrency {opts.concurrency}")
-                out["ghz"] = {"workload": key, "workers": 2,
-                              **ghz.run(target, data[key], opts.ghz_seconds, opts.concurrency)}
+    log("live servers: 1 worker and 2 workers")
+    with live.serve(1) as one, live.serve(2) as two:
+        servers = {1: one, 2: two}
+        out["empty_rpc"] = empty_rpc(one, opts.calls)
+        for (n, d), w in loads.items():
+            key = f"{n}x{d}"
+            beside = langchain_rank(w, K) if d and opts.baselines and langchain_available() else None
+            out["latency"][key] = latency(one, data[key], max(5, opts.calls * 100 // max(n, 100)), beside)
+        for key, body in data.items():
+            n = int(key.split("x")[0])
+            parts: dict[int, list[dict[str, float]]] = {1: [], 2: []}
+            cpu = {1: 0.0, 2: 0.0}
+            for _ in range(SLICES):
+                for workers, server in servers.items():
+                    cpu0 = server.cpu_seconds()
+                    parts[workers].append(live.throughput(f"127.0.0.1:{server.port}", body,
+                                                          opts.load_seconds / SLICES, opts.concurrency))
+                    cpu[workers] += server.cpu_seconds() - cpu0
+            for workers, runs in parts.items():
+                requests, seconds = sum(r["requests"] for r in runs), sum(r["seconds"] for r in runs)
+                out["throughput"].setdefault(key, {})[f"workers_{workers}"] = {
+                    "rps": requests / seconds, "requests": requests, "seconds": seconds,
+                    "errors": sum(r["errors"] for r in runs),
+                    "server_cpu_us_per_candidate": cpu[workers] / max(requests, 1) / n * 1e6}
+        out["server_peak_rss_mib"] = {f"workers_{k}": s.peak_rss_mib() for k, s in servers.items()}
+        if opts.ghz:
+            key = "400x384" if "400x384" in data else next(iter(data))
+            log(f"ghz on {key}, {opts.ghz_seconds:g} s, concurrency {opts.concurrency}, 2 workers")
+            out["ghz"] = {"workload": key, "workers": 2,
+                          **ghz.run(f"127.0.0.1:{two.port}", data[key], opts.ghz_seconds, opts.concurrency)}
     return out
