@@ -21,7 +21,7 @@ from google.protobuf import json_format
 from google.protobuf.message import Message
 
 from memrank._gen.v1 import ranking_pb2 as pb
-from memrank.client import RankingClient, RankingError
+from memrank.client import RankingClient, RankingError, pack_embeddings
 
 VECTORS = Path(__file__).resolve().parents[1] / "vectors"
 FILES = sorted(VECTORS.glob("*.json"))
@@ -54,6 +54,20 @@ def sha256(msg: Message) -> str:
 
 def test_vectors_exist() -> None:
     assert len(FILES) >= 20
+
+
+def test_packing_helper_gives_the_packed_vectors_bytes() -> None:
+    """A vector's "embeddings" rows, packed by memrank.client.pack_embeddings, are its request's embeddings_f32."""
+    packed = [v for v in (json.loads(p.read_text(encoding="utf-8")) for p in FILES) if "embeddings" in v]
+    assert packed, "no vector carries packed embeddings"
+    for vec in packed:
+        want = json_format.ParseDict(vec["request"], pb.RankRequest())
+        bare = pb.RankRequest()
+        bare.CopyFrom(want)
+        bare.ClearField("embeddings_f32")
+        bare.ClearField("embedding_dim")
+        got = pack_embeddings(bare, vec["embeddings"])
+        assert got.SerializeToString(deterministic=True) == want.SerializeToString(deterministic=True), vec["name"]
 
 
 @pytest.mark.parametrize("path", FILES, ids=[p.stem for p in FILES])

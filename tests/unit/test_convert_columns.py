@@ -13,7 +13,7 @@ from memrank._gen.v1 import ranking_pb2 as pb
 from memrank.config import load_settings
 from memrank.core.batch import CandidateInput, batch_from_rows
 from memrank.core.errors import InvalidRequest
-from memrank.grpc.convert import candidate_to_domain, candidate_to_proto, candidates_to_batch
+from memrank.grpc.convert import candidate_to_domain, candidate_to_proto, candidates_to_batch, request_to_domain
 from memrank.grpc.validate import _check_request, _clearly_valid, validate_rank_request
 from tests.unit.test_convert import rows
 
@@ -70,3 +70,16 @@ def test_request_level_rules_still_run_when_the_candidates_are_clearly_valid() -
     with pytest.raises(InvalidRequest) as err:
         validate_rank_request(req, LIMITS)
     assert [v.field for v in err.value.violations] == ["placement", "min_score", "layers[0].name"]
+
+
+def test_packed_embeddings_give_the_same_columns() -> None:
+    matrix = np.arange(12, dtype=np.float32).reshape(3, 4) / 7
+    per_candidate = pb.RankRequest(candidates=[pb.Candidate(id=f"c{i}", embedding=matrix[i].tolist())
+                                               for i in range(3)])
+    packed = pb.RankRequest(candidates=[pb.Candidate(id=f"c{i}") for i in range(3)],
+                            embeddings_f32=matrix.astype("<f4").tobytes(), embedding_dim=4)
+    assert list(_check_request(packed, LIMITS)) == []
+    a = request_to_domain(per_candidate, 0.0)[0].embeddings
+    b = request_to_domain(packed, 0.0)[0].embeddings
+    assert a is not None and b is not None and a.dtype == b.dtype and np.array_equal(a, b)
+    assert not b.flags.writeable and not b.flags.owndata  # a read-only view of the request's bytes

@@ -15,8 +15,10 @@ expectation.
 from __future__ import annotations
 
 import argparse
+import base64
 import json
 import math
+import struct
 import sys
 from datetime import datetime
 from pathlib import Path
@@ -229,6 +231,14 @@ def expect(req: dict[str, Any]) -> tuple[dict[str, Any], dict[str, str]]:
     return result, why
 
 
+# --- packed embeddings -------------------------------------------------------------------------
+
+def pack_f32(rows: list[list[float]]) -> str:
+    """RankRequest.embeddings_f32 in protobuf JSON (base64) for a float32 matrix: row-major, little-endian."""
+    flat = [x for row in rows for x in row]
+    return base64.b64encode(struct.pack(f"<{len(flat)}f", *flat)).decode("ascii")
+
+
 # --- the cases ----------------------------------------------------------------------------------
 
 def cand(cid: str, kind: str = "fact", content: str = "a note", retrieval: float = 0.5, **extra: Any) -> dict[str, Any]:
@@ -251,6 +261,8 @@ OBSERVER_FIVE = [
     cand("m5", "attempt", "Tried sharding the ledger", 0.1),
 ]
 OBSERVER_QUERY = "postgres ledger"
+# One row per OBSERVER_FIVE candidate; 0.1 and 1/3 are not float32 values, so every packer must round alike.
+PACKED_ROWS = [[0.1, -0.5, 0.25], [1.0, 0.0, -1.0], [1 / 3, 2.5, -0.125], [0.0, 0.0, 0.0], [-2.0, 0.75, 1e-3]]
 
 
 def cases() -> list[tuple[str, str, dict[str, Any], dict[str, Any] | None]]:
@@ -390,6 +402,11 @@ def cases() -> list[tuple[str, str, dict[str, Any], dict[str, Any] | None]]:
             layers=[{"name": "session", "share": 1}, {"name": "knowledge", "share": 1}],
             budget={"maxTokens": 100}))
 
+    add("packed_embeddings", "every embedding packed in embeddings_f32 (5 rows x embedding_dim 3, float32 "
+        "little-endian, a zero row included; the vector's \"embeddings\" are the rows before packing): accepted, "
+        "and agent-observer's formula does not read embeddings, so the answer is placement_best_first's",
+        rank_request("packed_embeddings", ao, OBSERVER_FIVE, OBSERVER_QUERY, embeddingsF32=pack_f32(PACKED_ROWS),
+                     embeddingDim=3))
     two = [cand("ok-0"), cand("ok-1")]
     add("error_nan_retrieval", "NaN retrieval_score is refused, naming the candidate field",
         rank_request("error_nan_retrieval", ao, [two[0], {**two[1], "retrievalScore": "NaN"}]),
@@ -409,6 +426,11 @@ def cases() -> list[tuple[str, str, dict[str, Any], dict[str, Any] | None]]:
     add("error_empty_id", "an empty id is refused",
         rank_request("error_empty_id", ao, [cand("ok-0"), cand("")]),
         {"code": "INVALID_ARGUMENT", "field": "candidates[1].id"})
+    add("error_packed_embeddings_length", "embeddings_f32 must be exactly candidates x embedding_dim x 4 bytes: "
+        "two rows for three candidates are refused",
+        rank_request("error_packed_embeddings_length", ao, [cand("ok-0"), cand("ok-1"), cand("ok-2")],
+                     embeddingsF32=pack_f32(PACKED_ROWS[:2]), embeddingDim=3),
+        {"code": "INVALID_ARGUMENT", "field": "embeddings_f32"})
     add("error_unknown_profile", "an unknown profile is refused, naming the field 'profile'",
         rank_request("error_unknown_profile", "no-such-profile", [cand("ok-0")]),
         {"code": "INVALID_ARGUMENT", "field": "profile"})
@@ -420,6 +442,8 @@ def build() -> dict[str, dict[str, Any]]:
     files = {}
     for stem, desc, req, error in cases():
         vec: dict[str, Any] = {"name": stem, "description": desc, "request": req}
+        if stem == "packed_embeddings":
+            vec["embeddings"] = PACKED_ROWS  # what each client's packing helper must turn into embeddingsF32
         if error:
             vec["expect_error"] = error
         else:

@@ -2,7 +2,14 @@
 // and a MemrankError carrying the gRPC code and BadRequest field violations.
 export { MemrankClient, dial, type CallOptions, type ClientOptions } from "./client.js";
 export { MemrankError, type FieldViolation } from "./errors.js";
-export { candidate, dropReasonName, timestamp, type CandidateFields } from "./helpers.js";
+export {
+  candidate,
+  dropReasonName,
+  packEmbeddings,
+  timestamp,
+  type CandidateFields,
+  type PackedEmbeddings,
+} from "./helpers.js";
 export * from "./gen/memrank/v1/ranking_pb.js";
 export { RankingService } from "./gen/memrank/v1/ranking_service_pb.js";
 export { status } from "@grpc/grpc-js";

@@ -9,6 +9,7 @@ import {
   dropReasonName,
   MemrankClient,
   MemrankError,
+  packEmbeddings,
   RankRequestSchema,
   RankResponseSchema,
   status,
@@ -17,6 +18,7 @@ import {
 interface Vector {
   name: string;
   request: JsonValue;
+  embeddings?: number[][];
   expect?: {
     selected_ids: string[];
     ranks: Record<string, number>;
@@ -41,6 +43,28 @@ function digest<D extends DescMessage>(schema: D, message: MessageShape<D>): str
 
 test("vectors are present", () => {
   assert.ok(vectors.length >= 20, `only ${vectors.length} vectors in ${dir}`);
+});
+
+test("packEmbeddings gives the packed vectors' embeddingsF32", () => {
+  const packed = vectors.filter((v) => v.embeddings !== undefined);
+  assert.ok(packed.length > 0, "no vector carries packed embeddings");
+  for (const v of packed) {
+    const want = fromJson(RankRequestSchema, v.request);
+    const got = packEmbeddings(v.embeddings!);
+    assert.deepEqual(got.embeddingsF32, want.embeddingsF32, v.name);
+    assert.equal(got.embeddingDim, want.embeddingDim, v.name);
+    const flat = packEmbeddings(Float32Array.from(v.embeddings!.flat()), want.embeddingDim);
+    assert.deepEqual(flat.embeddingsF32, want.embeddingsF32, `${v.name} (flat Float32Array)`);
+  }
+});
+
+test("packEmbeddings checks shapes", () => {
+  assert.throws(() => packEmbeddings([[1, 2], [3]]), RangeError);
+  assert.throws(() => packEmbeddings([]), RangeError);
+  assert.throws(() => packEmbeddings(new Float32Array(5), 2), RangeError);
+  const { embeddingsF32, embeddingDim } = packEmbeddings([[1, -2], [0.5, 0]]);
+  assert.deepEqual(Array.from(embeddingsF32), [0, 0, 0x80, 0x3f, 0, 0, 0, 0xc0, 0, 0, 0, 0x3f, 0, 0, 0, 0]);
+  assert.equal(embeddingDim, 2);
 });
 
 describe("conformance vectors", { skip: addr ? false : "MEMRANK_ADDR is not set" }, () => {

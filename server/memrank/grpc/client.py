@@ -9,11 +9,13 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 import grpc
+import numpy as np
 from google.protobuf import json_format
 from google.protobuf.message import Message
 from google.rpc import error_details_pb2
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_status import rpc_status
+from numpy.typing import ArrayLike
 
 from memrank._gen.v1 import ranking_pb2 as pb
 from memrank._gen.v1 import ranking_service_pb2_grpc as pb_grpc
@@ -86,6 +88,46 @@ def _as_message(value: Message | Mapping[str, Any], cls: type[T]) -> T:
     return msg
 
 
+def pack_embeddings(request: pb.RankRequest, embeddings: ArrayLike | None = None) -> pb.RankRequest:
+    """A copy of ``request`` with its embeddings packed into ``embeddings_f32`` / ``embedding_dim``.
+
+    ``embeddings`` is an (n, dim) array-like with one row per candidate, in
+    candidate order (a numpy float32 matrix is used as it is); without it, the
+    candidates' own ``embedding`` fields are moved into the matrix, which then
+    needs every candidate to carry one of one dimension. The copy's
+    candidates carry no ``embedding`` (the server refuses both at once).
+    Raises ValueError when the shapes do not fit.
+    """
+    n = len(request.candidates)
+    if embeddings is None:
+        lengths = {len(c.embedding) for c in request.candidates}
+        if len(lengths) != 1 or 0 in lengths:
+            raise ValueError("packing needs every candidate to carry an embedding of one dimension; "
+                             f"got dimensions {sorted(lengths)}")
+        matrix = np.array([c.embedding for c in request.candidates], dtype="<f4")
+    else:
+        matrix = np.ascontiguousarray(embeddings, dtype="<f4")
+        if matrix.ndim != 2 or matrix.shape[0] != n or matrix.shape[1] == 0:
+            raise ValueError(f"embeddings must be an ({n}, dim) matrix with dim >= 1 (one row per candidate), "
+                             f"got shape {matrix.shape}")
+    out = pb.RankRequest()
+    out.CopyFrom(request)
+    for c in out.candidates:
+        if len(c.embedding):
+            c.ClearField("embedding")
+    out.embeddings_f32 = matrix.tobytes()
+    out.embedding_dim = matrix.shape[1]
+    return out
+
+
+def _packable(request: pb.RankRequest) -> bool:
+    """Every candidate carries an embedding of one dimension, and nothing is packed yet."""
+    if not request.candidates or request.embeddings_f32 or request.embedding_dim:
+        return False
+    lengths = {len(c.embedding) for c in request.candidates}
+    return len(lengths) == 1 and 0 not in lengths
+
+
 def tls_credentials(ca_file: str | None = None, cert_file: str | None = None,
                     key_file: str | None = None) -> grpc.ChannelCredentials:
     """Channel credentials from PEM files: trust ``ca_file``; present cert/key for mutual TLS."""
@@ -97,7 +139,7 @@ class RankingClient:
 
     def __init__(self, target: str, *, timeout: float = 5.0, retries: int = 3, backoff: float = 0.05,
                  max_message_bytes: int = 64 << 20, credentials: grpc.ChannelCredentials | None = None,
-                 token: str | None = None) -> None:
+                 token: str | None = None, pack_embeddings: bool = False) -> None:
         options = [("grpc.max_receive_message_length", max_message_bytes),
                    ("grpc.max_send_message_length", max_message_bytes)]
         # Bearer token for servers with security.auth_token_file (sent on every call, TLS or not).
@@ -109,6 +151,8 @@ class RankingClient:
         self.timeout = timeout
         self.retries = retries
         self.backoff = backoff
+        # Send per-candidate embeddings packed (RankRequest.embeddings_f32) when every candidate has one.
+        self.pack_embeddings = pack_embeddings
 
     def _call(self, method: Callable[..., T], request: Message, timeout: float | None) -> T:
         """Call with a deadline; retry UNAVAILABLE with jittered exponential backoff."""
@@ -123,9 +167,20 @@ class RankingClient:
                 time.sleep(self.backoff * (2 ** attempt) * (0.5 + random.random()))
                 attempt += 1
 
-    def rank(self, request: pb.RankRequest | Mapping[str, Any], timeout: float | None = None) -> pb.RankResponse:
-        """Rank candidates; ``request`` is a RankRequest or a dict in protobuf JSON form."""
-        return self._call(self._stub.Rank, _as_message(request, pb.RankRequest), timeout)
+    def rank(self, request: pb.RankRequest | Mapping[str, Any], timeout: float | None = None, *,
+             embeddings: ArrayLike | None = None) -> pb.RankResponse:
+        """Rank candidates; ``request`` is a RankRequest or a dict in protobuf JSON form.
+
+        ``embeddings`` (an (n, dim) array, one row per candidate) is sent packed in
+        ``embeddings_f32``; without it, a client made with ``pack_embeddings=True``
+        packs the candidates' own embeddings when every candidate has one of one
+        dimension (otherwise the request goes as it is). The caller's message is
+        never modified.
+        """
+        msg = _as_message(request, pb.RankRequest)
+        if embeddings is not None or (self.pack_embeddings and _packable(msg)):
+            msg = pack_embeddings(msg, embeddings)
+        return self._call(self._stub.Rank, msg, timeout)
 
     def score_admission(self, request: pb.ScoreAdmissionRequest | Mapping[str, Any],
                         timeout: float | None = None) -> pb.ScoreAdmissionResponse:

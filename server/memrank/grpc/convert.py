@@ -107,8 +107,23 @@ def embeddings_matrix(cands: Sequence[pb.Candidate]) -> np.ndarray | None:
     return out
 
 
-def candidates_to_batch(cands: Sequence[pb.Candidate]) -> Batch:
-    """Validated candidates as a Batch, one column at a time (equal to batch_from_rows of candidate_to_domain)."""
+def packed_embeddings(req: pb.RankRequest) -> np.ndarray | None:
+    """A validated request's packed ``embeddings_f32`` as a read-only float32 (n, dim) view, or None when unset.
+
+    ``np.frombuffer`` reads the bytes in place: no per-value work, no copy.
+    """
+    data = req.embeddings_f32
+    if not data:
+        return None
+    return np.frombuffer(data, dtype="<f4").reshape(len(req.candidates), req.embedding_dim)
+
+
+def candidates_to_batch(cands: Sequence[pb.Candidate], embeddings: np.ndarray | None = None) -> Batch:
+    """Validated candidates as a Batch, one column at a time (equal to batch_from_rows of candidate_to_domain).
+
+    ``embeddings``, when given, is the request's packed matrix (one row per candidate) and
+    the candidates' own ``embedding`` fields are not read.
+    """
     times = {name: _times(cands, name) for name in TIME_FIELDS}
     return Batch(
         ids=tuple(c.id for c in cands),
@@ -124,7 +139,7 @@ def candidates_to_batch(cands: Sequence[pb.Candidate]) -> Batch:
         source=np.array([c.source for c in cands], dtype=np.int8),
         provenance=tuple(c.provenance for c in cands),
         safety=np.array([c.safety for c in cands], dtype=np.int8),
-        embeddings=embeddings_matrix(cands),
+        embeddings=embeddings_matrix(cands) if embeddings is None else embeddings,
         stage_scores=MappingProxyType(_keyed(cands, "stage_scores")),
         metadata=tuple(MappingProxyType(dict(c.metadata)) if len(c.metadata) else _NO_METADATA for c in cands),
         **times,
@@ -133,7 +148,7 @@ def candidates_to_batch(cands: Sequence[pb.Candidate]) -> Batch:
 
 def request_to_domain(req: pb.RankRequest, now: float) -> tuple[Batch, RankParams]:
     """A validated RankRequest as a Batch and RankParams; ``now`` fills an unset reference time."""
-    batch = candidates_to_batch(req.candidates)
+    batch = candidates_to_batch(req.candidates, packed_embeddings(req))
     params = RankParams(
         query=req.query,
         reference_time=ts_to_seconds(req.reference_time) if req.HasField("reference_time") else now,

@@ -134,8 +134,43 @@ def _check_request(req: pb.RankRequest, limits: Limits, candidates: bool = True)
         if not _finite(value) or not 0 <= value <= 1:
             yield FieldViolation(f'weight_overrides["{name}"]', f"must be in [0, 1], got {value}")
     yield from _check_layers(req, limits)
+    yield from _check_packed(req, limits)
     if candidates:
         yield from _check_candidates(req, limits)
+
+
+def _check_packed(req: pb.RankRequest, limits: Limits) -> Iterator[FieldViolation]:
+    """The packed embeddings (``embeddings_f32`` with ``embedding_dim``), when either is set."""
+    dim = req.embedding_dim
+    data = req.embeddings_f32
+    if not dim and not data:
+        return
+    if not data:
+        yield FieldViolation("embeddings_f32", f"required when embedding_dim is set (embedding_dim {dim})")
+        return
+    if not dim:
+        yield FieldViolation("embedding_dim", "required when embeddings_f32 is set (float32 values per row, "
+                                              f"1..{limits.max_embedding_dim})")
+        return
+    if dim > limits.max_embedding_dim:
+        yield FieldViolation("embedding_dim", f"at most {limits.max_embedding_dim} dimensions "
+                                              f"(limits.max_embedding_dim), got {dim}")
+        return
+    n = len(req.candidates)
+    if len(data) != n * dim * 4:
+        yield FieldViolation("embeddings_f32", f"expected {n * dim * 4} bytes ({n} candidates x embedding_dim "
+                                               f"{dim} x 4 bytes of float32), got {len(data)}")
+        return
+    first = next((i for i, c in enumerate(req.candidates) if len(c.embedding)), None)
+    if first is not None:
+        yield FieldViolation(f"candidates[{first}].embedding", "must be empty when embeddings_f32 is set "
+                                                               "(the packed matrix carries every candidate's row)")
+    matrix = np.frombuffer(data, dtype="<f4").reshape(n, dim)
+    finite = np.isfinite(matrix)
+    if not finite.all():
+        row, col = (int(x) for x in np.argwhere(~finite)[0])
+        yield FieldViolation("embeddings_f32", f"values must be finite; row {row} (candidates[{row}]) "
+                                               f"column {col} is {matrix[row, col]}")
 
 
 def _first(violations: Iterator[FieldViolation]) -> list[FieldViolation]:

@@ -483,6 +483,8 @@ type Candidate struct {
 	Safety SafetyStatus `protobuf:"varint,18,opt,name=safety,proto3,enum=memrank.v1.SafetyStatus" json:"safety,omitempty"`
 	// Embedding, float32. All candidates of a request that carry one use the
 	// same dimension (1..4096). Unset: similarity falls back to token shingles.
+	// Must be empty when the request packs its embeddings in
+	// RankRequest.embeddings_f32.
 	Embedding []float32 `protobuf:"fixed32,19,rep,packed,name=embedding,proto3" json:"embedding,omitempty"`
 	// Scores from the caller's own rerankers (e.g. "cross_encoder"), each
 	// finite. Blended by the profile as order-producing stages. Unset: none.
@@ -846,6 +848,21 @@ type RankRequest struct {
 	// A second profile scored on the same candidates without changing the
 	// answer; the response compares the two selections. Unset: no shadow.
 	ShadowProfile string `protobuf:"bytes,13,opt,name=shadow_profile,json=shadowProfile,proto3" json:"shadow_profile,omitempty"`
+	// Every candidate's embedding in one packed matrix, in place of the
+	// per-candidate Candidate.embedding (like KServe's raw tensor contents):
+	// IEEE-754 float32 values, little-endian, row-major, one row of
+	// embedding_dim values per candidate, rows in the order of `candidates`.
+	// Exactly len(candidates) x embedding_dim x 4 bytes; every value finite.
+	// Every row is its candidate's embedding (there is no "missing" row; a row
+	// of zeros means what the same zeros sent in Candidate.embedding mean), and
+	// ranking gives the same answer as the same values sent per candidate.
+	// When set, embedding_dim is required and every Candidate.embedding must be
+	// empty. Unset (empty): each candidate's Candidate.embedding is used.
+	EmbeddingsF32 []byte `protobuf:"bytes,14,opt,name=embeddings_f32,json=embeddingsF32,proto3" json:"embeddings_f32,omitempty"`
+	// Values per row of embeddings_f32, in 1..4096 (limits.max_embedding_dim,
+	// the limit of Candidate.embedding). Required with embeddings_f32. Unset
+	// (0): no packed embeddings, and embeddings_f32 must be empty.
+	EmbeddingDim  uint32 `protobuf:"varint,15,opt,name=embedding_dim,json=embeddingDim,proto3" json:"embedding_dim,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -969,6 +986,20 @@ func (x *RankRequest) GetShadowProfile() string {
 		return x.ShadowProfile
 	}
 	return ""
+}
+
+func (x *RankRequest) GetEmbeddingsF32() []byte {
+	if x != nil {
+		return x.EmbeddingsF32
+	}
+	return nil
+}
+
+func (x *RankRequest) GetEmbeddingDim() uint32 {
+	if x != nil {
+		return x.EmbeddingDim
+	}
+	return 0
 }
 
 // One signal's part in a score.
@@ -2528,7 +2559,7 @@ const file_memrank_v1_ranking_proto_rawDesc = "" +
 	"\x06Budget\x12\x1d\n" +
 	"\n" +
 	"max_tokens\x18\x01 \x01(\rR\tmaxTokens\x12\x1b\n" +
-	"\tmax_items\x18\x02 \x01(\rR\bmaxItems\"\xb9\x05\n" +
+	"\tmax_items\x18\x02 \x01(\rR\bmaxItems\"\x85\x06\n" +
 	"\vRankRequest\x12\x1d\n" +
 	"\n" +
 	"request_id\x18\x01 \x01(\tR\trequestId\x12\x14\n" +
@@ -2546,7 +2577,9 @@ const file_memrank_v1_ranking_proto_rawDesc = "" +
 	" \x03(\v2,.memrank.v1.RankRequest.WeightOverridesEntryR\x0fweightOverrides\x12 \n" +
 	"\tmin_score\x18\v \x01(\x01H\x00R\bminScore\x88\x01\x01\x122\n" +
 	"\aexplain\x18\f \x01(\x0e2\x18.memrank.v1.ExplainLevelR\aexplain\x12%\n" +
-	"\x0eshadow_profile\x18\r \x01(\tR\rshadowProfile\x1aB\n" +
+	"\x0eshadow_profile\x18\r \x01(\tR\rshadowProfile\x12%\n" +
+	"\x0eembeddings_f32\x18\x0e \x01(\fR\rembeddingsF32\x12#\n" +
+	"\rembedding_dim\x18\x0f \x01(\rR\fembeddingDim\x1aB\n" +
 	"\x14WeightOverridesEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\x01R\x05value:\x028\x01B\f\n" +
