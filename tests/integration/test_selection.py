@@ -33,7 +33,7 @@ def _near_copies() -> list[dict[str, object]]:
 
 def test_near_copies_collapse_to_one_and_the_restriction_survives(client: RankingClient) -> None:
     request = {"query": "what should I cook for breakfast?", "referenceTime": REF, "candidates": _near_copies(),
-               "budget": {"maxItems": 3}}
+               "budget": {"maxItems": 3}, "explain": "EXPLAIN_LEVEL_FULL"}  # FULL: dropped ones name covered_by
     plain = client.rank({**request, "profile": "agent-observer"})  # similarity top-k, no diversity
     assert [m.id for m in plain.selected] == ["pref-1", "pref-2", "pref-3"]
     resp = client.rank(request)
@@ -128,15 +128,19 @@ def test_receipt_is_signed_with_the_configured_key(tmp_path: Path) -> None:
 
 def test_explain_levels_trim_breakdowns_but_not_the_answer(client: RankingClient) -> None:
     request = {"query": "breakfast", "referenceTime": REF, "candidates": _near_copies()}
-    full = client.rank(request)
+    full = client.rank({**request, "explain": "EXPLAIN_LEVEL_FULL"})
     selected_only = client.rank({**request, "explain": "EXPLAIN_LEVEL_SELECTED"})
     none = client.rank({**request, "explain": "EXPLAIN_LEVEL_NONE"})
+    # Unset is EXPLAIN_LEVEL_SELECTED.
+    assert client.rank(request).SerializeToString(deterministic=True) == \
+        selected_only.SerializeToString(deterministic=True)
     for resp in (selected_only, none):
         assert [(m.id, m.score) for m in resp.selected] == [(m.id, m.score) for m in full.selected]
         assert [(d.id, d.reason) for d in resp.dropped] == [(d.id, d.reason) for d in full.dropped]
         assert resp.receipt.digest == full.receipt.digest
         assert not any(d.HasField("breakdown") for d in resp.dropped)
-    assert all(d.HasField("breakdown") for d in full.dropped)
+    assert full.dropped and all(d.HasField("breakdown") for d in full.dropped)
+    assert all(d.id and d.layer and d.reason for d in selected_only.dropped)
     assert all(m.HasField("breakdown") for m in selected_only.selected)
     assert not any(m.HasField("breakdown") for m in none.selected)
     assert none.ByteSize() < selected_only.ByteSize() < full.ByteSize()

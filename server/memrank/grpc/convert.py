@@ -247,7 +247,8 @@ class _Explainer:
 def outcome_to_proto(o: RankOutcome, batch: Batch, params: RankParams, request_id: str,
                      policy_version: str, receipt_key: bytes | None = None) -> pb.RankResponse:
     """The RankResponse for an outcome: selected in placement order, dropped in input order."""
-    explain = params.explain if params.explain != ExplainLevel.UNSPECIFIED else ExplainLevel.FULL
+    # Unset means SELECTED: full breakdowns for hundreds of dropped candidates dominated the response.
+    explain = params.explain if params.explain != ExplainLevel.UNSPECIFIED else ExplainLevel.SELECTED
     ex = _Explainer(o, batch)
     resp = pb.RankResponse(
         request_id=request_id, weights=weights_to_proto(o.profile),

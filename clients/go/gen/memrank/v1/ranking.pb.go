@@ -248,7 +248,8 @@ const (
 	DropReason_DROP_REASON_NOT_YET_VALID DropReason = 5
 	// The reference time is at or after valid_to.
 	DropReason_DROP_REASON_EXPIRED DropReason = 6
-	// A near-duplicate of a selected memory (breakdown names which).
+	// A near-duplicate of a selected memory (at EXPLAIN_LEVEL_FULL the
+	// breakdown's covered_by names which).
 	DropReason_DROP_REASON_REDUNDANT DropReason = 7
 	// Did not fit the token budget of its layer.
 	DropReason_DROP_REASON_OVER_BUDGET DropReason = 8
@@ -315,16 +316,17 @@ func (DropReason) EnumDescriptor() ([]byte, []int) {
 	return file_memrank_v1_ranking_proto_rawDescGZIP(), []int{3}
 }
 
-// How much explanation the response carries.
+// How much explanation the response carries. It trims the response only:
+// the answer and the receipt are the same at every level.
 type ExplainLevel int32
 
 const (
-	// Unset: EXPLAIN_LEVEL_FULL.
+	// Unset: EXPLAIN_LEVEL_SELECTED.
 	ExplainLevel_EXPLAIN_LEVEL_UNSPECIFIED ExplainLevel = 0
 	// Full breakdowns for selected and dropped memories.
 	ExplainLevel_EXPLAIN_LEVEL_FULL ExplainLevel = 1
-	// Full breakdowns for selected memories; dropped ones carry reason and
-	// score only.
+	// Full breakdowns for selected memories; dropped ones carry id, layer,
+	// reason and score only (no breakdown). The default.
 	ExplainLevel_EXPLAIN_LEVEL_SELECTED ExplainLevel = 2
 	// No breakdowns; ids, ranks, scores and reasons only.
 	ExplainLevel_EXPLAIN_LEVEL_NONE ExplainLevel = 3
@@ -843,7 +845,9 @@ type RankRequest struct {
 	WeightOverrides map[string]float64 `protobuf:"bytes,10,rep,name=weight_overrides,json=weightOverrides,proto3" json:"weight_overrides,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"fixed64,2,opt,name=value"`
 	// Minimum final score, in [0, 1]. Unset: the profile's minimum.
 	MinScore *float64 `protobuf:"fixed64,11,opt,name=min_score,json=minScore,proto3,oneof" json:"min_score,omitempty"`
-	// Explanation level. Unset: EXPLAIN_LEVEL_FULL.
+	// Explanation level. Unset: EXPLAIN_LEVEL_SELECTED (breakdowns for the
+	// selected memories only); ask for EXPLAIN_LEVEL_FULL to get the dropped
+	// candidates' breakdowns too (e.g. DROP_REASON_REDUNDANT's covered_by).
 	Explain ExplainLevel `protobuf:"varint,12,opt,name=explain,proto3,enum=memrank.v1.ExplainLevel" json:"explain,omitempty"`
 	// A second profile scored on the same candidates without changing the
 	// answer; the response compares the two selections. Unset: no shadow.
@@ -1516,7 +1520,8 @@ type DroppedMemory struct {
 	Reason DropReason `protobuf:"varint,3,opt,name=reason,proto3,enum=memrank.v1.DropReason" json:"reason,omitempty"`
 	// Its score before it was dropped (0 for gated candidates).
 	Score float64 `protobuf:"fixed64,4,opt,name=score,proto3" json:"score,omitempty"`
-	// Score breakdown. Unset below EXPLAIN_LEVEL_FULL.
+	// Score breakdown. Set only at EXPLAIN_LEVEL_FULL (unset at the default
+	// EXPLAIN_LEVEL_SELECTED).
 	Breakdown     *ScoreBreakdown `protobuf:"bytes,5,opt,name=breakdown,proto3" json:"breakdown,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache

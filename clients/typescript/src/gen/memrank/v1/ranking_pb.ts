@@ -367,7 +367,9 @@ export type RankRequest = Message<"memrank.v1.RankRequest"> & {
   minScore?: number | undefined;
 
   /**
-   * Explanation level. Unset: EXPLAIN_LEVEL_FULL.
+   * Explanation level. Unset: EXPLAIN_LEVEL_SELECTED (breakdowns for the
+   * selected memories only); ask for EXPLAIN_LEVEL_FULL to get the dropped
+   * candidates' breakdowns too (e.g. DROP_REASON_REDUNDANT's covered_by).
    *
    * @generated from field: memrank.v1.ExplainLevel explain = 12;
    */
@@ -767,7 +769,8 @@ export type DroppedMemory = Message<"memrank.v1.DroppedMemory"> & {
   score: number;
 
   /**
-   * Score breakdown. Unset below EXPLAIN_LEVEL_FULL.
+   * Score breakdown. Set only at EXPLAIN_LEVEL_FULL (unset at the default
+   * EXPLAIN_LEVEL_SELECTED).
    *
    * @generated from field: memrank.v1.ScoreBreakdown breakdown = 5;
    */
@@ -1561,7 +1564,8 @@ export enum DropReason {
   EXPIRED = 6,
 
   /**
-   * A near-duplicate of a selected memory (breakdown names which).
+   * A near-duplicate of a selected memory (at EXPLAIN_LEVEL_FULL the
+   * breakdown's covered_by names which).
    *
    * @generated from enum value: DROP_REASON_REDUNDANT = 7;
    */
@@ -1596,13 +1600,14 @@ export const DropReasonSchema: GenEnum<DropReason> = /*@__PURE__*/
   enumDesc(file_memrank_v1_ranking, 3);
 
 /**
- * How much explanation the response carries.
+ * How much explanation the response carries. It trims the response only:
+ * the answer and the receipt are the same at every level.
  *
  * @generated from enum memrank.v1.ExplainLevel
  */
 export enum ExplainLevel {
   /**
-   * Unset: EXPLAIN_LEVEL_FULL.
+   * Unset: EXPLAIN_LEVEL_SELECTED.
    *
    * @generated from enum value: EXPLAIN_LEVEL_UNSPECIFIED = 0;
    */
@@ -1616,8 +1621,8 @@ export enum ExplainLevel {
   FULL = 1,
 
   /**
-   * Full breakdowns for selected memories; dropped ones carry reason and
-   * score only.
+   * Full breakdowns for selected memories; dropped ones carry id, layer,
+   * reason and score only (no breakdown). The default.
    *
    * @generated from enum value: EXPLAIN_LEVEL_SELECTED = 2;
    */
