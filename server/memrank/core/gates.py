@@ -22,6 +22,7 @@ from collections.abc import Callable, Sequence
 import numpy as np
 
 from memrank.core.batch import Batch
+from memrank.core.reasons import Lazy, Reasons
 from memrank.core.types import DropReason
 
 SECONDS_PER_HOUR = 3600.0
@@ -31,8 +32,9 @@ class GateSet:
     """Gate codes and reasons being built for one batch (first gate added wins)."""
 
     def __init__(self, n: int) -> None:
+        self.n = n
         self.codes = np.zeros(n, dtype=np.int8)
-        self.reasons: list[list[str]] = [[] for _ in range(n)]
+        self.reasons: dict[int, list[str]] = {}  # only gated candidates have reasons
 
     def add(self, reason: DropReason, mask: np.ndarray, texts: Sequence[str] | Callable[[int], str]) -> None:
         """Gate the masked candidates; texts holds one explanation per candidate, or makes candidate i's."""
@@ -40,16 +42,17 @@ class GateSet:
         for i in np.flatnonzero(mask).tolist():
             if self.codes[i] == DropReason.KEPT:
                 self.codes[i] = reason
-            self.reasons[i].append(text(i))
+            self.reasons.setdefault(i, []).append(text(i))
 
     @property
     def kept(self) -> np.ndarray:
         """Mask of candidates no gate removed so far."""
         return np.asarray(self.codes == DropReason.KEPT)
 
-    def frozen_reasons(self) -> tuple[tuple[str, ...], ...]:
-        """The reasons as immutable tuples."""
-        return tuple(tuple(r) for r in self.reasons)
+    def frozen_reasons(self) -> Reasons:
+        """The reasons per candidate, as immutable tuples (empty for a candidate no gate removed)."""
+        frozen = {i: tuple(r) for i, r in self.reasons.items()}
+        return Lazy(self.n, lambda i: frozen.get(i, ()))
 
 
 def _hours(delta: float) -> str:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -60,7 +61,7 @@ class RankOutcome:
     token_estimated: np.ndarray  # bool per candidate
     final: np.ndarray  # float64 per candidate: score after every stage
     drop: np.ndarray  # int8 per candidate: DropReason (0 = selected)
-    drop_notes: tuple[tuple[str, ...], ...]  # per candidate: why it was dropped
+    drop_notes: Sequence[tuple[str, ...]]  # per candidate: why it was dropped (formatted when read)
     ranked: np.ndarray  # int64 candidate indices, rank order (rank = position in this array + 1)
     positions: np.ndarray  # int64 placement position of each ranked memory
     public_score: np.ndarray  # float64 public score of each ranked memory, strictly decreasing

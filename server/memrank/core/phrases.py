@@ -10,14 +10,18 @@ patterns (safety) are guarded by literals that every match contains.
 
 from __future__ import annotations
 
+import functools
 import re
 import weakref
 from collections.abc import Iterable
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 
+import numpy as np
+
 from memrank.core.batch import Batch
 from memrank.core.text import fold, sample, tokens
+from memrank.core.wordindex import WordIndex
 
 # Punctuation becomes a space, so "that's" reads "that s" and "don't" "don t".
 _PUNCT_CHARS = "!\"#$%&()*+,-./:;<=>?@[\\]^_`{|}~'’‘“”«»—–…¡¿"
@@ -110,6 +114,26 @@ class Phrases:
                 if needle in padded:
                     return phrase
         return None
+
+    @functools.cached_property
+    def ordered(self) -> tuple[str, ...]:
+        """Every phrase in the order ``find`` tries them (group by group)."""
+        return tuple(p for _, group in self._groups for p, _ in group)
+
+    def first_found(self, index: WordIndex, rows: np.ndarray | None = None) -> np.ndarray:
+        """Per candidate of a padded-words index, the position in ``ordered`` of what ``find`` returns, or -1.
+
+        ``rows`` (a mask) limits the search to those candidates; the others get -1.
+        """
+        best = np.full(index.n, -1, dtype=np.int64)
+        open_ = np.ones(index.n, dtype=bool) if rows is None else rows.copy()
+        for k, phrase in enumerate(self.ordered):
+            if not open_.any():
+                break
+            hit = index.has(phrase.split()) & open_
+            best[hit] = k
+            open_ &= ~hit
+        return best
 
     def __add__(self, other: Phrases) -> Phrases:
         return Phrases(self.items + other.items)

@@ -14,6 +14,7 @@ from memrank.core.calibrate import calibrate
 from memrank.core.errors import FieldViolation, InvalidRequest, UnknownProfile
 from memrank.core.order import placement_positions, tie_order
 from memrank.core.outcome import Allocation, RankOutcome, ShadowResult, Stage
+from memrank.core.reasons import Lazy
 from memrank.core.score import score
 from memrank.core.scores import ScoringContext
 from memrank.core.select import NO_CAP, Limits, SelectState, classify_rest, run_phase
@@ -82,7 +83,7 @@ def rank(
 
 
 def _min_score_gate(profile: Profile, params: RankParams, layers: tuple[LayerSpec, ...], layer_of: tuple[str, ...],
-                    current: np.ndarray, drop: np.ndarray, notes: list[tuple[str, ...]]) -> None:
+                    current: np.ndarray, drop: np.ndarray, notes: dict[int, tuple[str, ...]]) -> None:
     min_score = profile.min_score if params.min_score is None else params.min_score
     layer_min = {layer.name: layer.min_score for layer in layers if layer.min_score is not None}
     # Column at a time: the bar of each candidate, then one comparison (same values as max() per candidate).
@@ -99,7 +100,7 @@ def _rank_with(profile: Profile, batch: Batch, params: RankParams, layers: tuple
     layer_of = assign_layers(batch, layers)
     tokens, estimated = estimate_tokens(batch)
     drop = scores.gate.astype(np.int8, copy=True)
-    notes: list[tuple[str, ...]] = list(scores.gate_reasons)
+    notes: dict[int, tuple[str, ...]] = {}  # drop notes written after scoring; else the gate's reasons
     logs: list[StageLog] = []
     fused = fusion_log(batch, scores, profile, drop == 0)
     if fused is not None:
@@ -118,9 +119,15 @@ def _rank_with(profile: Profile, batch: Batch, params: RankParams, layers: tuple
     covered_by = np.full(batch.n, -1, dtype=np.int64)
     drop[rest] = rest_reason
     covered_by[rest] = rest_cover
-    token_list = tokens.tolist()
-    for i, reason, cover in zip(rest.tolist(), rest_reason.tolist(), rest_cover.tolist(), strict=True):
-        notes[i] = (_drop_note(reason, cover, batch, token_list[i]),)
+    rest_at = {i: k for k, i in enumerate(rest.tolist())}
+
+    def drop_note(i: int) -> tuple[str, ...]:
+        if i in notes:
+            return notes[i]
+        k = rest_at.get(i)
+        if k is not None:
+            return (_drop_note(int(rest_reason[k]), int(rest_cover[k]), batch, int(tokens[i])),)
+        return scores.gate_reasons[i]
 
     diversity = sim_kind != "none"
     final = current.copy()
@@ -137,7 +144,7 @@ def _rank_with(profile: Profile, batch: Batch, params: RankParams, layers: tuple
     imp = scores.importance[ranked]
     return RankOutcome(
         profile=profile, scores=scores, layer_of=layer_of, token_count=tokens, token_estimated=estimated,
-        final=final, drop=drop, drop_notes=tuple(notes), ranked=ranked,
+        final=final, drop=drop, drop_notes=Lazy(batch.n, drop_note), ranked=ranked,
         positions=placement_positions(len(ranked), placement), public_score=buckets.score,
         stages=_stage_records(logs, ranked, final, buckets.score, eligible_after_gates, tie_rank),
         allocations=allocations,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -27,7 +28,7 @@ class SignalColumn:
     raw: np.ndarray  # float64 (n,)
     normalized: np.ndarray  # float64 (n,), in [0, 1] except for "none" on unbounded signals
     contribution: np.ndarray  # float64 (n,)
-    reasons: tuple[tuple[str, ...], ...]  # per candidate
+    reasons: Sequence[tuple[str, ...]]  # per candidate (formatted when read: core.reasons)
 
 
 @dataclass(frozen=True)
@@ -44,7 +45,7 @@ class Scores:
     blend_term: np.ndarray  # float64 (n,)
     quality: np.ndarray  # float64 (n,), 0 where the profile has no quality part
     gate: np.ndarray  # int8 (n,), DropReason values
-    gate_reasons: tuple[tuple[str, ...], ...]  # per candidate, why it was gated (empty if not)
+    gate_reasons: Sequence[tuple[str, ...]]  # per candidate, why it was gated (empty if not)
     importance: np.ndarray  # float64 (n,), effective importance in [0, 1]
 
     @property

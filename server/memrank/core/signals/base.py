@@ -2,16 +2,18 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
 from memrank.core.batch import Batch
+from memrank.core.reasons import Same
 from memrank.core.scores import ScoringContext
 from memrank.profiles.model import Profile
 
-Reasons = tuple[tuple[str, ...], ...]
+# Per candidate, a tuple of reason strings; usually a lazy ``core.reasons`` column.
+Reasons = Sequence[tuple[str, ...]]
 
 
 @dataclass(frozen=True)
@@ -30,5 +32,4 @@ SignalFn = Callable[[Batch, ScoringContext, Profile, np.ndarray], RawSignal]
 
 def same_reason(n: int, *reasons: str) -> Reasons:
     """The same reasons for every candidate."""
-    row = tuple(reasons)
-    return tuple(row for _ in range(n))
+    return Same(n, *reasons)

@@ -29,10 +29,12 @@ import itertools
 import numpy as np
 
 from memrank.core.batch import Batch
-from memrank.core.phrases import Phrases, batch_word_sets, batch_words, starts_with, words
+from memrank.core.phrases import Phrases, starts_with, words
+from memrank.core.reasons import Lazy
 from memrank.core.scores import ScoringContext
 from memrank.core.signals.base import RawSignal
 from memrank.core.text import count_tokens, is_pleasantry, sample
+from memrank.core.wordindex import padded_index
 from memrank.profiles.model import Profile
 
 _I = ("i", "i really", "i d", "i would")
@@ -99,18 +101,70 @@ def rule_importance(kind: str, content: str, padded: str | None = None,
     return "statement", 0.3, "no category matched"
 
 
+# How a rule-based value was found, for the reasons.
+_BY_KIND, _BY_START, _BY_PHRASE, _FEW_WORDS, _PLEASANTRY, _STATEMENT = range(1, 7)
+_FALLBACK = {_FEW_WORDS: ("passing_remark", 0.0, f"fewer than {MIN_TOKENS} words"),
+             _PLEASANTRY: ("passing_remark", 0.0, "greeting, thanks or acknowledgement only"),
+             _STATEMENT: ("statement", 0.3, "no category matched")}
+
+
 def importance(batch: Batch, ctx: ScoringContext, profile: Profile, population: np.ndarray) -> RawSignal:
-    """Caller importance clipped to [0, 1], else the rule-based value with the rule named."""
+    """Caller importance clipped to [0, 1], else the rule-based value with the rule named.
+
+    The rules run column-wise over the batch's padded-words index (``core.wordindex``), rule by rule in
+    order, each first by kind, then by opening words (correction), then by phrase, exactly as
+    ``rule_importance`` does for one memory.
+    """
+    n = batch.n
     given = ~np.isnan(batch.importance)
     values = np.where(given, np.clip(np.nan_to_num(batch.importance), 0.0, 1.0), 0.0)
-    reasons: list[tuple[str, ...]] = []
-    padded = batch_words(batch) if not given.all() else ()
-    present = batch_word_sets(batch) if not given.all() else ()
-    for i, has in enumerate(given.tolist()):
-        if has:
-            reasons.append((f"caller importance {values[i]:g}",))
-            continue
-        rule, value, why = rule_importance(batch.kinds[i], batch.contents[i], padded[i], present[i])
-        values[i] = value
-        reasons.append((f"importance rule {rule}: {value:g} ({why})",))
-    return RawSignal(values, tuple(reasons))
+    rule = np.full(n, -1, dtype=np.int64)  # index into RULES
+    how = np.zeros(n, dtype=np.int64)
+    detail = np.full(n, -1, dtype=np.int64)  # CORRECTION_STARTS or phrases.ordered position
+    kinds = [k.lower() for k in batch.kinds]
+    by_kind = {k: next((r for r, (_, _, kind_set, _) in enumerate(RULES) if k in kind_set), -1) for k in set(kinds)}
+    kind_rule = np.fromiter(map(by_kind.__getitem__, kinds), dtype=np.int64, count=n)
+    open_ = ~given
+    if open_.any():
+        index = padded_index(batch)
+        for r, (name, value, _, phrases) in enumerate(RULES):
+            hit = (kind_rule == r) & open_
+            rule[hit], how[hit] = r, _BY_KIND
+            open_ &= ~hit
+            if name == "correction":
+                for k, start in enumerate(CORRECTION_STARTS):
+                    hit = index.opens_with(start.split()) & open_
+                    rule[hit], how[hit], detail[hit] = r, _BY_START, k
+                    open_ &= ~hit
+            found = phrases.first_found(index, open_)
+            hit = found >= 0
+            rule[hit], how[hit], detail[hit] = r, _BY_PHRASE, found[hit]
+            open_ &= ~hit
+            values[rule == r] = value
+        for i in np.flatnonzero(open_).tolist():  # no rule matched: a passing remark or a statement
+            text = sample(batch.contents[i])
+            if count_tokens(text, MIN_TOKENS) < MIN_TOKENS:
+                how[i] = _FEW_WORDS
+            elif is_pleasantry(text):
+                how[i] = _PLEASANTRY
+            else:
+                how[i] = _STATEMENT
+                values[i] = 0.3
+    shown = values.tolist()
+
+    def why(i: int) -> tuple[str, ...]:
+        if how[i] == 0:
+            return (f"caller importance {shown[i]:g}",)
+        if how[i] in _FALLBACK:
+            name, value, what = _FALLBACK[int(how[i])]
+            return (f"importance rule {name}: {value:g} ({what})",)
+        name, value, _, phrases = RULES[int(rule[i])]
+        if how[i] == _BY_KIND:
+            what = f"kind {kinds[i]}"
+        elif how[i] == _BY_START:
+            what = f'starts "{CORRECTION_STARTS[int(detail[i])]}"'
+        else:
+            what = f'"{phrases.ordered[int(detail[i])]}"'
+        return (f"importance rule {name}: {value:g} ({what})",)
+
+    return RawSignal(values, Lazy(n, why))

@@ -23,21 +23,25 @@ import math
 import numpy as np
 
 from memrank.core.batch import Batch
-from memrank.core.phrases import batch_tokens
+from memrank.core.reasons import Lazy, Same
 from memrank.core.scores import ScoringContext
-from memrank.core.signals.base import RawSignal, same_reason
-from memrank.core.text import terms, tokens
+from memrank.core.signals.base import RawSignal
+from memrank.core.text import terms
+from memrank.core.wordindex import WordIndex, token_index, token_index_of
 from memrank.profiles.model import Profile
 
 _SHOWN_TERMS = 5
 
 
-def presence(query_terms: list[str], contents: tuple[str, ...] | tuple[list[str], ...]) -> np.ndarray:
-    """(n, terms) boolean matrix: does memory i contain query term j (contents, or their tokens)."""
-    sets = [set(c if isinstance(c, list) else tokens(c)) for c in contents]
-    out = np.zeros((len(contents), len(query_terms)), dtype=bool)
-    for j, t in enumerate(query_terms):  # one column per term: a few C-speed passes, not n Python rows
-        out[:, j] = [t in s for s in sets]
+def presence(query_terms: list[str], contents: tuple[str, ...]) -> np.ndarray:
+    """(n, terms) boolean matrix: does memory i contain query term j (among its ``text.tokens``)."""
+    return _presence(query_terms, token_index_of(contents))
+
+
+def _presence(query_terms: list[str], index: WordIndex) -> np.ndarray:
+    out = np.zeros((index.n, len(query_terms)), dtype=bool)
+    for j, t in enumerate(query_terms):  # one column per term, from the batch's word index
+        out[:, j] = index.has(t)
     return out
 
 
@@ -52,14 +56,11 @@ def lexical(batch: Batch, ctx: ScoringContext, profile: Profile, population: np.
     """IDF-weighted share of the query terms found in each memory."""
     query_terms = terms(ctx.query)
     if not query_terms or batch.n == 0:
-        return RawSignal(np.zeros(batch.n), same_reason(batch.n, "no query terms"))
-    hits = presence(query_terms, batch_tokens(batch))
+        return RawSignal(np.zeros(batch.n), Same(batch.n, "no query terms"))
+    hits = _presence(query_terms, token_index(batch))
     idf = smooth_idf(hits, population)
     values = np.clip(hits.astype(np.float64) @ idf / math.fsum(idf.tolist()), 0.0, 1.0)
-    rows = [tuple(row) for row in hits.tolist()]
-    why = {row: _reason(list(row), query_terms) for row in set(rows)}  # few distinct hit patterns
-    reasons = tuple(map(why.__getitem__, rows))
-    return RawSignal(values, reasons)
+    return RawSignal(values, Lazy(batch.n, lambda i: _reason(hits[i].tolist(), query_terms)))
 
 
 def _reason(row: list[bool], query_terms: list[str]) -> tuple[str, ...]:

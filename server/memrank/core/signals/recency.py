@@ -15,6 +15,7 @@ from __future__ import annotations
 import numpy as np
 
 from memrank.core.batch import Batch
+from memrank.core.reasons import Lazy
 from memrank.core.scores import ScoringContext
 from memrank.core.signals.base import RawSignal
 from memrank.profiles.model import Profile
@@ -36,11 +37,10 @@ def recency(batch: Batch, ctx: ScoringContext, profile: Profile, population: np.
     unset = np.isnan(hours)
     decayed = np.power(spec.decay_per_hour, np.where(unset, 0.0, hours))
     values = np.where(unset, spec.floor, np.maximum(spec.floor, decayed))
-    reasons = tuple(
-        _reason(h, a, d, spec.decay_per_hour, spec.floor)
-        for h, a, d in zip(hours.tolist(), accessed.tolist(), decayed.tolist(), strict=True)
-    )
-    return RawSignal(values, reasons)
+    def why(i: int) -> tuple[str, ...]:
+        return _reason(float(hours[i]), bool(accessed[i]), float(decayed[i]), spec.decay_per_hour, spec.floor)
+
+    return RawSignal(values, Lazy(batch.n, why))
 
 
 def _reason(hours: float, accessed: bool, decayed: float, rate: float, floor: float) -> tuple[str, ...]:

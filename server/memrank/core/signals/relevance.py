@@ -23,6 +23,7 @@ import numpy as np
 
 from memrank.core.batch import Batch
 from memrank.core.normalize import min_max
+from memrank.core.reasons import Lazy, Reasons, Same, Table
 from memrank.core.scores import ScoringContext
 from memrank.core.signals.base import RawSignal, same_reason
 from memrank.core.signals.lexical import lexical
@@ -54,7 +55,7 @@ def _parts(batch: Batch, profile: Profile, population: np.ndarray) -> np.ndarray
     return parts
 
 
-def _fuse(batch: Batch, profile: Profile, population: np.ndarray) -> tuple[np.ndarray, list[str]]:
+def _fuse(batch: Batch, profile: Profile, population: np.ndarray) -> tuple[np.ndarray, Table]:
     names = list(batch.facets)
     parts = _parts(batch, profile, population)
     present = ~np.isnan(parts)
@@ -69,20 +70,21 @@ def _fuse(batch: Batch, profile: Profile, population: np.ndarray) -> tuple[np.nd
             fused = fused / total if total > 0 else np.zeros_like(fused)
     any_facet = present.any(axis=1)
     fused = np.where(any_facet, fused, 0.0)
-    labels = [f"fusion {profile.fusion} of {len(names)} facets; strongest facet: {names[s]}" if ok
-              else "no facet scores: 0" for s, ok in zip(strongest.tolist(), any_facet.tolist(), strict=True)]
-    return fused, labels
+    table = [f"fusion {profile.fusion} of {len(names)} facets; strongest facet: {name}" for name in names]
+    codes = np.where(any_facet, strongest, len(names))
+    return fused, Table(codes, [*((t,) for t in table), ("no facet scores: 0",)])
 
 
 def relevance(batch: Batch, ctx: ScoringContext, profile: Profile, population: np.ndarray) -> RawSignal:
     """Relevance from retrieval_score or fused facet scores, optionally blended with lexical."""
+    labels: Reasons
     if batch.facets:
         values, labels = _fuse(batch, profile, population)
     else:
-        values, labels = batch.retrieval.astype(np.float64), ["retrieval_score (no facets)"] * batch.n
+        values, labels = batch.retrieval.astype(np.float64), Same(batch.n, "retrieval_score (no facets)")
     b = profile.lexical_blend
     if b <= 0.0:
-        return RawSignal(values, tuple((label,) for label in labels))
+        return RawSignal(values, labels)
     lex = lexical(batch, ctx, profile, population).values
     note = f"blended with lexical: {1.0 - b:g} x fused + {b:g} x lexical"
-    return RawSignal((1.0 - b) * values + b * lex, tuple((label, note) for label in labels))
+    return RawSignal((1.0 - b) * values + b * lex, Lazy(batch.n, lambda i: (*labels[i], note)))

@@ -20,10 +20,12 @@ import numpy as np
 
 from memrank.core.batch import Batch
 from memrank.core.phrases import Cue
+from memrank.core.reasons import Lazy
 from memrank.core.scores import ScoringContext
 from memrank.core.signals.base import RawSignal
 from memrank.core.text import fold
 from memrank.core.types import Safety
+from memrank.core.wordindex import WordIndex, short_ascii, token_index
 from memrank.profiles.model import Profile
 
 _I = re.IGNORECASE
@@ -58,6 +60,35 @@ INJECTION_PATTERNS: Mapping[str, Cue] = MappingProxyType({
 })
 _BLOCKED = frozenset({Safety.UNSAFE, Safety.QUARANTINED, Safety.PENDING})
 
+# The batch pre-scan. In ASCII text every match of a pattern above holds, as whole \w+ tokens (case-folded):
+# override_instructions a verb and a noun of its lists; system_prompt_roleplay one of its words ("system",
+# "developer", a chat-template marker name, "inst", "sys", "anything", "now", "pretend", "act", "jailbreak");
+# prompt_exfiltration one of its verbs; tool_call_smuggling a tool-call name. Only candidates holding such
+# words (or with long or non-ASCII content) are scanned with the patterns;
+# tests/unit/core/test_safety_prescan.py checks the claim against the patterns.
+PRESCAN_ALL_OF = (
+    ("ignore", "ignores", "disregard", "disregards", "forget", "forgets", "override", "overrides"),
+    ("instruction", "instructions", "prompt", "prompts", "rules", "directions", "guidelines", "directives"),
+)
+PRESCAN_ANY = (
+    "system", "developer", "im_start", "im_end", "endoftext", "start_header_id", "end_header_id", "eot_id",
+    "inst", "anything", "sys", "now", "pretend", "act", "jailbreak",
+    "reveal", "print", "show", "repeat", "leak", "output",
+    "tool_call", "tool_use", "function_call", "function_calls", "invoke", "tool_calls",
+)
+PRESCAN_WORDS = (*PRESCAN_ALL_OF[0], *PRESCAN_ALL_OF[1], *PRESCAN_ANY)
+
+
+def prescan(index: WordIndex) -> np.ndarray:
+    """(n,) mask of the candidates whose words could make a pattern match (see PRESCAN_ANY)."""
+    def holds_any(words: tuple[str, ...]) -> np.ndarray:
+        out = np.zeros(index.n, dtype=bool)
+        for word in words:
+            out |= index.has(word)
+        return out
+
+    return holds_any(PRESCAN_ANY) | (holds_any(PRESCAN_ALL_OF[0]) & holds_any(PRESCAN_ALL_OF[1]))
+
 
 def injection_match(content: str) -> str | None:
     """The name of the first injection pattern the content matches, or None."""
@@ -75,16 +106,23 @@ def blocked_status(status: int) -> str | None:
 
 def safety(batch: Batch, ctx: ScoringContext, profile: Profile, population: np.ndarray) -> RawSignal:
     """1 safe, 0.5 review needed, 0 blocked status or injection-like content."""
-    values = np.ones(batch.n)
-    reasons: list[tuple[str, ...]] = []
-    for i, (status, content) in enumerate(zip(batch.safety.tolist(), batch.contents, strict=True)):
-        blocked, pattern = blocked_status(status), injection_match(content)
-        if blocked or pattern:
-            values[i] = 0.0
-            reasons.append((f"status {blocked}: 0" if blocked else f"injection-like content ({pattern}): 0",))
-        elif status == Safety.REVIEW_NEEDED:
-            values[i] = 0.5
-            reasons.append(("review needed: 0.5",))
-        else:
-            reasons.append(("safe: 1",))
-    return RawSignal(values, tuple(reasons))
+    status = batch.safety
+    blocked = np.isin(status, [int(s) for s in _BLOCKED])
+    suspect = ~short_ascii(batch)  # long or non-ASCII content: always the exact scan
+    if batch.n:
+        suspect |= prescan(token_index(batch))
+    found = {i: name for i in np.flatnonzero(suspect & ~blocked).tolist()
+             if (name := injection_match(batch.contents[i])) is not None}
+    values = np.where(status == Safety.REVIEW_NEEDED, 0.5, 1.0)
+    values[blocked] = 0.0
+    values[list(found)] = 0.0
+    codes = status.tolist()
+
+    def why(i: int) -> tuple[str, ...]:
+        if blocked[i]:
+            return (f"status {Safety(codes[i]).name}: 0",)
+        if i in found:
+            return (f"injection-like content ({found[i]}): 0",)
+        return ("review needed: 0.5",) if codes[i] == Safety.REVIEW_NEEDED else ("safe: 1",)
+
+    return RawSignal(values, Lazy(batch.n, why))

@@ -1,0 +1,252 @@
+"""A batch's words as numpy columns: which candidates hold a word or a phrase, without a Python loop per candidate.
+
+Two normalisations of each candidate's head/tail sample (``text.sample``)
+are indexed:
+
+- ``tokens``: the ``text.tokens`` of the sample (``\\w+`` runs of the
+  lower-cased text, at most ``MAX_TOKENS``, head and tail), what lexical
+  overlap and the injection pre-scan read;
+- ``padded``: the words of ``phrases.words`` (case-folded, punctuation and
+  white space as separators), what the phrase rules read.
+
+Each index holds, for every word of the batch in order: its 64-bit
+polynomial hash, its byte offset and length in one buffer of all the
+candidates' normalised words (UTF-8, separators as NUL bytes), and the
+candidate that owns it. A question ("which candidates contain the phrase
+'i prefer'?") is a few comparisons over these columns; every hash match is
+then checked byte for byte, so a hash collision can never make a false match.
+
+All-ASCII samples (the usual case) are normalised for the whole batch at once
+by one ``bytes.translate``; other samples go through ``text.tokens`` /
+``phrases.words`` one at a time, so both give exactly the words of the
+per-candidate functions.
+"""
+
+from __future__ import annotations
+
+import functools
+import weakref
+from collections.abc import Callable, Sequence
+
+import numpy as np
+
+from memrank.core.batch import Batch
+from memrank.core.text import MAX_TOKENS, sample, tokens
+
+_PUNCT_CHARS = "!\"#$%&()*+,-./:;<=>?@[\\]^_`{|}~'’‘“”«»—–…¡¿"  # phrases._PUNCT_CHARS (ASCII part used here)
+
+# ASCII byte -> normalised byte, 0 = separator. tokens: \w is [A-Za-z0-9_] on ASCII text, lower-cased.
+# padded: white space and punctuation separate; every other byte is part of a word, lower-cased (a NUL
+# inside a word becomes 1, so it is not taken for a separator; no phrase holds either byte).
+_TOK = bytes(ord(chr(b).lower()) if chr(b).isalnum() or b == ord("_") else 0 for b in range(128)) + bytes(128)
+_PAD = bytes(0 if chr(b) in _PUNCT_CHARS or chr(b).isspace() else (1 if b == 0 else ord(chr(b).lower()))
+             for b in range(128)) + bytes(128)
+
+_MASK = (1 << 64) - 1
+_P = 0x9E3779B97F4A7C15  # odd, so invertible modulo 2**64
+_BLOCK = 1 << 16  # power tables repeat every _BLOCK bytes; a word across a block edge is hashed in Python
+
+
+def _powers(base: int) -> np.ndarray:
+    """base**0 .. base**(_BLOCK - 1) modulo 2**64."""
+    steps = np.full(_BLOCK, base, dtype=np.uint64)
+    steps[0] = 1
+    return np.cumprod(steps, dtype=np.uint64)
+
+
+_PW = _powers(_P)
+_IPW = _powers(pow(_P, -1, 1 << 64))
+
+
+def word_hash(word: bytes) -> int:
+    """sum(byte_j * P**j) modulo 2**64: the hash the index stores for a word's bytes."""
+    h, p = 0, 1
+    for b in word:
+        h = (h + b * p) & _MASK
+        p = (p * _P) & _MASK
+    return h
+
+
+def encode(word: str) -> bytes:
+    """A word as the index stores it (UTF-8; lone surrogates kept)."""
+    return word.encode("utf-8", "surrogatepass")
+
+
+@functools.lru_cache(maxsize=4096)
+def _key(word: str) -> tuple[bytes, int]:
+    """(bytes, hash) of a word; the rule phrases' words are asked for again and again."""
+    raw = encode(word)
+    return raw, word_hash(raw)
+
+
+class WordIndex:
+    """Every word of one normalisation of a batch, as columns (see the module docstring)."""
+
+    def __init__(self, buf: bytes, seg_starts: np.ndarray, n: int) -> None:
+        self.n = n
+        self.buf = buf
+        a = np.frombuffer(buf, dtype=np.uint8)
+        self._bytes = a
+        edge = np.diff((a != 0).view(np.int8), prepend=np.int8(0), append=np.int8(0))
+        starts = np.flatnonzero(edge == 1)
+        ends = np.flatnonzero(edge == -1)
+        self.starts, self.lengths = starts, ends - starts
+        if starts.size:
+            weighted = np.empty(a.size, dtype=np.uint64)  # byte * P**(offset within its hash block)
+            for lo in range(0, a.size, _BLOCK):
+                hi = min(lo + _BLOCK, a.size)
+                np.multiply(a[lo:hi], _PW[: hi - lo], out=weighted[lo:hi])
+            with np.errstate(over="ignore"):
+                hashes = np.add.reduceat(weighted, starts) * _IPW[starts % _BLOCK]
+            for k in np.flatnonzero(starts // _BLOCK != (ends - 1) // _BLOCK).tolist():
+                hashes[k] = word_hash(buf[starts[k]:ends[k]])
+        else:
+            hashes = np.zeros(0, dtype=np.uint64)
+        self.hashes = hashes
+        first = np.searchsorted(starts, seg_starts)
+        self.first = first  # index of each candidate's first word
+        self.counts = np.diff(np.append(first, starts.size))  # words per candidate
+        self.owner = np.repeat(np.arange(n), self.counts)
+        self._distinct: np.ndarray | None = None
+        self._positions: dict[str, np.ndarray] = {}
+
+    def _present(self, h: int) -> bool:
+        if self._distinct is None:
+            self._distinct = np.sort(self.hashes)  # repeats do no harm to a presence test
+        k = int(np.searchsorted(self._distinct, np.uint64(h)))
+        return k < self._distinct.size and int(self._distinct[k]) == h
+
+    def _verified(self, at: np.ndarray, word: bytes) -> np.ndarray:
+        """The word positions in ``at`` whose bytes are exactly ``word``."""
+        at = at[self.lengths[at] == len(word)]
+        if at.size and word:
+            want = np.frombuffer(word, dtype=np.uint8)
+            got = self._bytes[self.starts[at][:, None] + np.arange(len(word))]
+            at = at[(got == want).all(axis=1)]
+        return at
+
+    def positions(self, word: str) -> np.ndarray:
+        """Positions (word numbers) where the word occurs."""
+        found = self._positions.get(word)
+        if found is None:
+            raw, h = _key(word)
+            if not raw or not self._present(h):
+                found = np.zeros(0, dtype=np.int64)
+            else:
+                found = self._verified(np.flatnonzero(self.hashes == np.uint64(h)), raw)
+            self._positions[word] = found
+        return found
+
+    def phrase_positions(self, phrase: Sequence[str]) -> np.ndarray:
+        """Positions of the first word of each occurrence of consecutive words within one candidate."""
+        if not all(self._present(_key(w)[1]) for w in phrase):
+            return np.zeros(0, dtype=np.int64)
+        at = self.positions(phrase[0])
+        for j, word in enumerate(phrase[1:], 1):
+            if not at.size:
+                break
+            at = at[at + j < self.hashes.size]
+            there = np.zeros(self.hashes.size, dtype=bool)
+            there[self.positions(word)] = True
+            at = at[there[at + j] & (self.owner[at + j] == self.owner[at])]
+        return at
+
+    def holders(self, at: np.ndarray) -> np.ndarray:
+        """(n,) mask of the candidates owning the given word positions."""
+        mask = np.zeros(self.n, dtype=bool)
+        mask[self.owner[at]] = True
+        return mask
+
+    def has(self, phrase: str | Sequence[str]) -> np.ndarray:
+        """(n,) mask: the candidate holds the word, or the words in a row (a phrase given as a word list)."""
+        words = phrase.split() if isinstance(phrase, str) else phrase
+        return self.holders(self.phrase_positions(words)) if words else np.zeros(self.n, dtype=bool)
+
+    def opens_with(self, phrase: Sequence[str]) -> np.ndarray:
+        """(n,) mask: the candidate's words begin with the phrase."""
+        at = self.phrase_positions(phrase)
+        return self.holders(at[at == self.first[self.owner[at]]])
+
+
+def _ascii_bulk(samples: Sequence[str], table: bytes) -> tuple[bytes, np.ndarray] | None:
+    """All-ASCII samples normalised at once: the buffer and each sample's offset, else None."""
+    joined = " ".join(samples)  # a space is a separator in both normalisations
+    if not joined.isascii():
+        return None
+    lengths = np.fromiter(map(len, samples), dtype=np.int64, count=len(samples))
+    offsets = np.zeros(len(samples), dtype=np.int64)
+    np.cumsum(lengths[:-1] + 1, out=offsets[1:])
+    return joined.encode("ascii").translate(table), offsets
+
+
+def _segments(parts: Sequence[bytes]) -> tuple[bytes, np.ndarray]:
+    lengths = np.fromiter(map(len, parts), dtype=np.int64, count=len(parts))
+    offsets = np.zeros(len(parts), dtype=np.int64)
+    np.cumsum(lengths[:-1] + 1, out=offsets[1:])
+    return b"\0".join(parts), offsets
+
+
+def _token_part(s: str) -> bytes:
+    if s.isascii() and len(s) <= 2 * MAX_TOKENS:  # <= 2 * MAX_TOKENS characters hold <= MAX_TOKENS tokens
+        return s.encode("ascii").translate(_TOK)
+    return b"\0".join(map(encode, tokens(s)))
+
+
+def _padded_part(s: str) -> bytes:
+    if s.isascii():
+        return s.encode("ascii").translate(_PAD)
+    from memrank.core.phrases import words  # phrases imports this module for its matchers
+
+    return b"\0".join(encode(w.replace("\0", "\1")) for w in words(s).split())
+
+
+def token_index_of(contents: Sequence[str]) -> WordIndex:
+    """The ``tokens`` index of the given texts."""
+    samples = [sample(c) for c in contents]
+    bulk = _ascii_bulk(samples, _TOK)
+    if bulk is not None and max(map(len, samples), default=0) <= 2 * MAX_TOKENS:
+        return WordIndex(bulk[0], bulk[1], len(samples))
+    buf, offsets = _segments([_token_part(s) for s in samples])
+    return WordIndex(buf, offsets, len(samples))
+
+
+def padded_index_of(contents: Sequence[str]) -> WordIndex:
+    """The ``padded`` index of the given texts."""
+    samples = [sample(c) for c in contents]
+    bulk = _ascii_bulk(samples, _PAD)
+    if bulk is not None:
+        return WordIndex(bulk[0], bulk[1], len(samples))
+    buf, offsets = _segments([_padded_part(s) for s in samples])
+    return WordIndex(buf, offsets, len(samples))
+
+
+# id(batch) -> its indexes, for exactly as long as the batch lives (a finalizer drops the entry when the
+# batch is freed, before its id can be reused). Pure memo: scoring one batch reads them several times.
+_TOKEN: dict[int, WordIndex] = {}
+_PADDED: dict[int, WordIndex] = {}
+
+
+def _memo(table: dict[int, WordIndex], batch: Batch, build: Callable[[Sequence[str]], WordIndex]) -> WordIndex:
+    key = id(batch)
+    found = table.get(key)
+    if found is None:
+        found = build(batch.contents)
+        table[key] = found
+        weakref.finalize(batch, table.pop, key, None)
+    return found
+
+
+def token_index(batch: Batch) -> WordIndex:
+    """The batch's ``tokens`` index, built once per batch."""
+    return _memo(_TOKEN, batch, token_index_of)
+
+
+def padded_index(batch: Batch) -> WordIndex:
+    """The batch's ``padded`` index, built once per batch."""
+    return _memo(_PADDED, batch, padded_index_of)
+
+
+def short_ascii(batch: Batch) -> np.ndarray:
+    """(n,) mask: ASCII content of at most 2 * MAX_TOKENS characters, so its tokens index is all of it."""
+    return np.fromiter((c.isascii() and len(c) <= 2 * MAX_TOKENS for c in batch.contents), dtype=bool,
+                       count=batch.n)

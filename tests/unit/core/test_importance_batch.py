@@ -1,0 +1,35 @@
+"""The column-wise importance signal equals the one-memory rule function, value and reason, for every candidate."""
+
+from __future__ import annotations
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from memrank.core.batch import CandidateInput, batch_from_rows
+from memrank.core.scores import ScoringContext
+from memrank.core.signals import get_signal
+from memrank.core.signals.importance import CONSTRAINT_PREF, CORRECTION, DECISION_FACT, OUTCOME, rule_importance
+from memrank.profiles.builtin import BUILTIN_PROFILES
+
+PHRASE_WORDS = sorted({w for p in (*CORRECTION.items, *CONSTRAINT_PREF.items, *DECISION_FACT.items,
+                                    *OUTCOME.items) for w in p.split()})
+PIECES = [*PHRASE_WORDS, "Actually", "Wait,", "no", "correction:", "hi", "thanks!", "ok", "I'm", "that's", "don't",
+          "İ", "café", "_", "x", ".", ",", "!", "\n", "I", "We", "LET'S", "go", "with", "\x00"]
+contents = st.lists(st.sampled_from(PIECES), max_size=12).map(" ".join) | st.text(max_size=30)
+kinds = st.sampled_from(["", "fact", "Correction", "PREFERENCE", "outcome", "note", "decision"])
+importances = st.none() | st.floats(0.0, 1.0)
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(st.tuples(contents, kinds, importances), min_size=1, max_size=10))
+def test_batch_importance_equals_rule_importance(rows: list[tuple[str, str, float | None]]) -> None:
+    batch = batch_from_rows([CandidateInput(id=f"m{i}", content=c, kind=k, importance=imp)
+                             for i, (c, k, imp) in enumerate(rows)])
+    got = get_signal("importance")(batch, ScoringContext("", 0.0), BUILTIN_PROFILES["default"], None)  # type: ignore[arg-type]
+    for i, (content, kind, imp) in enumerate(rows):
+        if imp is not None:
+            assert got.values[i] == imp and got.reasons[i] == (f"caller importance {imp:g}",)
+            continue
+        rule, value, why = rule_importance(kind, content)
+        assert got.values[i] == value, (content, kind)
+        assert got.reasons[i] == (f"importance rule {rule}: {value:g} ({why})",), (content, kind)
