@@ -120,6 +120,14 @@ class Phrases:
         """Every phrase in the order ``find`` tries them (group by group)."""
         return tuple(p for _, group in self._groups for p, _ in group)
 
+    @functools.cached_property
+    def _split(self) -> tuple[tuple[str, ...], ...]:
+        return tuple(tuple(p.split()) for p in self.ordered)
+
+    @functools.cached_property
+    def _words(self) -> tuple[str, ...]:
+        return tuple({w: None for p in self._split for w in p})
+
     def first_found(self, index: WordIndex, rows: np.ndarray | None = None) -> np.ndarray:
         """Per candidate of a padded-words index, the position in ``ordered`` of what ``find`` returns, or -1.
 
@@ -127,10 +135,11 @@ class Phrases:
         """
         best = np.full(index.n, -1, dtype=np.int64)
         open_ = np.ones(index.n, dtype=bool) if rows is None else rows.copy()
-        for k, phrase in enumerate(self.ordered):
+        index.learn(self._words)
+        for k, phrase in enumerate(self._split):
             if not open_.any():
                 break
-            hit = index.has(phrase.split()) & open_
+            hit = index.has(phrase) & open_
             best[hit] = k
             open_ &= ~hit
         return best

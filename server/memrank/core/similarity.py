@@ -46,9 +46,17 @@ class Similarity:
         self._rows: dict[int, np.ndarray] = {}
         self._unit: np.ndarray | None = None
         if batch.embeddings is not None and self.n:
-            norms = np.linalg.norm(batch.embeddings.astype(np.float64), axis=1)
-            if (norms > 0).all():
-                self._unit = (batch.embeddings / norms[:, None]).astype(np.float32)
+            emb = batch.embeddings
+            # Squared norms accumulated in float64 (a float32 sum of tiny values could underflow to 0),
+            # then each row scaled in float32: no float64 copy of the whole matrix.
+            squares = np.einsum("ij,ij->i", emb, emb, dtype=np.float64)
+            if (squares > 0).all():
+                with np.errstate(over="ignore"):
+                    scale = (1.0 / np.sqrt(squares)).astype(np.float32)
+                if np.isfinite(scale).all():
+                    self._unit = emb * scale[:, None]
+                else:  # rows so small that 1 / norm overflows float32: divide in float64
+                    self._unit = (emb / np.sqrt(squares)[:, None]).astype(np.float32)
                 self.kind = "cosine"
         if self._unit is None:
             self.kind = "shingle_jaccard"

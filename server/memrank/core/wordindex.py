@@ -109,12 +109,26 @@ class WordIndex:
         self.owner = np.repeat(np.arange(n), self.counts)
         self._distinct: np.ndarray | None = None
         self._positions: dict[str, np.ndarray] = {}
+        self._seen: dict[int, bool] = {}  # hash -> some word has it
 
     def _present(self, h: int) -> bool:
+        found = self._seen.get(h)
+        if found is None:
+            found = self._seen[h] = bool(self.present_hashes(np.array([h], dtype=np.uint64))[0])
+        return found
+
+    def present_hashes(self, hashes: np.ndarray) -> np.ndarray:
+        """Per hash, whether some word of the batch has it (a superset of the words present)."""
         if self._distinct is None:
             self._distinct = np.sort(self.hashes)  # repeats do no harm to a presence test
-        k = int(np.searchsorted(self._distinct, np.uint64(h)))
-        return k < self._distinct.size and int(self._distinct[k]) == h
+        k = np.minimum(np.searchsorted(self._distinct, hashes), max(self._distinct.size - 1, 0))
+        return np.asarray(self._distinct[k] == hashes) if self._distinct.size else np.zeros(hashes.size, bool)
+
+    def learn(self, words: Sequence[str]) -> None:
+        """Look up many words' presence in one vectorised step (later questions about them are free)."""
+        keys = [_key(w)[1] for w in words]
+        for h, there in zip(keys, self.present_hashes(np.array(keys, dtype=np.uint64)).tolist(), strict=True):
+            self._seen[h] = there
 
     def _verified(self, at: np.ndarray, word: bytes) -> np.ndarray:
         """The word positions in ``at`` whose bytes are exactly ``word``."""
@@ -242,11 +256,36 @@ def token_index(batch: Batch) -> WordIndex:
 
 
 def padded_index(batch: Batch) -> WordIndex:
-    """The batch's ``padded`` index, built once per batch."""
-    return _memo(_PADDED, batch, padded_index_of)
+    """The batch's ``padded`` index, built once per batch.
+
+    Text without "_", control characters or long or non-ASCII samples has the same words in both
+    normalisations; then the tokens index serves both.
+    """
+    def build(contents: Sequence[str]) -> WordIndex:
+        tokens_index = _TOKEN.get(id(batch))
+        if tokens_index is not None and _same_words(contents):
+            return tokens_index
+        return padded_index_of(contents)
+
+    return _memo(_PADDED, batch, build)
+
+
+# The ASCII bytes on which the two normalisations differ.
+_DIFFERENT = bytes(b for b in range(128) if (_TOK[b] == 0) != (_PAD[b] == 0))
+
+
+def _same_words(contents: Sequence[str]) -> bool:
+    """True when the padded words of every content are its tokens, in order (checked on the whole batch)."""
+    joined = " ".join(contents)
+    if not joined.isascii() or max(map(len, contents), default=0) > 2 * MAX_TOKENS:
+        return False
+    raw = joined.encode("ascii")
+    return len(raw.translate(None, _DIFFERENT)) == len(raw)
 
 
 def short_ascii(batch: Batch) -> np.ndarray:
     """(n,) mask: ASCII content of at most 2 * MAX_TOKENS characters, so its tokens index is all of it."""
+    if " ".join(batch.contents).isascii() and max(map(len, batch.contents), default=0) <= 2 * MAX_TOKENS:
+        return np.ones(batch.n, dtype=bool)
     return np.fromiter((c.isascii() and len(c) <= 2 * MAX_TOKENS for c in batch.contents), dtype=bool,
                        count=batch.n)

@@ -40,6 +40,7 @@ def presence(query_terms: list[str], contents: tuple[str, ...]) -> np.ndarray:
 
 def _presence(query_terms: list[str], index: WordIndex) -> np.ndarray:
     out = np.zeros((index.n, len(query_terms)), dtype=bool)
+    index.learn(query_terms)
     for j, t in enumerate(query_terms):  # one column per term, from the batch's word index
         out[:, j] = index.has(t)
     return out

@@ -81,6 +81,7 @@ PRESCAN_WORDS = (*PRESCAN_ALL_OF[0], *PRESCAN_ALL_OF[1], *PRESCAN_ANY)
 
 def prescan(index: WordIndex) -> np.ndarray:
     """(n,) mask of the candidates whose words could make a pattern match (see PRESCAN_ANY)."""
+    index.learn(PRESCAN_WORDS)
     def holds_any(words: tuple[str, ...]) -> np.ndarray:
         out = np.zeros(index.n, dtype=bool)
         for word in words:
