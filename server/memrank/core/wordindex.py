@@ -37,9 +37,9 @@ _PUNCT_CHARS = "!\"#$%&()*+,-./:;<=>?@[\\]^_`{|}~'’‘“”«»—–…¡¿"
 
 # ASCII byte -> normalised byte, 0 = separator. tokens: \w is [A-Za-z0-9_] on ASCII text, lower-cased.
 # padded: white space and punctuation separate; every other byte is part of a word, lower-cased (a NUL
-# inside a word becomes 1, so it is not taken for a separator; no phrase holds either byte).
+# inside a word is stored as 0xFF, a byte no UTF-8 text holds, so it is not taken for a separator).
 _TOK = bytes(ord(chr(b).lower()) if chr(b).isalnum() or b == ord("_") else 0 for b in range(128)) + bytes(128)
-_PAD = bytes(0 if chr(b) in _PUNCT_CHARS or chr(b).isspace() else (1 if b == 0 else ord(chr(b).lower()))
+_PAD = bytes(0 if chr(b) in _PUNCT_CHARS or chr(b).isspace() else (0xFF if b == 0 else ord(chr(b).lower()))
              for b in range(128)) + bytes(128)
 
 _MASK = (1 << 64) - 1
@@ -68,8 +68,8 @@ def word_hash(word: bytes) -> int:
 
 
 def encode(word: str) -> bytes:
-    """A word as the index stores it (UTF-8; lone surrogates kept)."""
-    return word.encode("utf-8", "surrogatepass")
+    """A word as the index stores it (UTF-8, lone surrogates kept, NUL as 0xFF)."""
+    return word.encode("utf-8", "surrogatepass").replace(b"\0", b"\xff")
 
 
 @functools.lru_cache(maxsize=4096)
@@ -211,7 +211,7 @@ def _padded_part(s: str) -> bytes:
         return s.encode("ascii").translate(_PAD)
     from memrank.core.phrases import words  # phrases imports this module for its matchers
 
-    return b"\0".join(encode(w.replace("\0", "\1")) for w in words(s).split())
+    return b"\0".join(map(encode, words(s).split()))
 
 
 def token_index_of(contents: Sequence[str]) -> WordIndex:
