@@ -34,7 +34,8 @@ class Workload:
     n: int
     dim: int  # 0 = no embeddings
     rows: tuple[CandidateInput, ...]
-    request: pb.RankRequest
+    request: pb.RankRequest  # embeddings packed into embeddings_f32 (the fastest path)
+    repeated: pb.RankRequest  # the same request with each candidate's repeated-float embedding
     embeddings: np.ndarray | None  # float32 (n, dim), unit rows
     query_embedding: np.ndarray | None
 
@@ -75,4 +76,11 @@ def workload(n: int, dim: int = 0, words: int = 40, seed: int = 7) -> Workload:
     req = pb.RankRequest(request_id="bench", query=QUERY, profile="default", budget=budget,
                          candidates=[candidate_to_proto(r) for r in rows])
     req.reference_time.CopyFrom(seconds_to_ts(REFERENCE_TIME))
-    return Workload(n, dim, tuple(rows), req, emb, query_emb)
+    packed = pb.RankRequest()
+    packed.CopyFrom(req)
+    if emb is not None:
+        for c in packed.candidates:
+            c.ClearField("embedding")
+        packed.embeddings_f32 = emb.astype("<f4").tobytes()
+        packed.embedding_dim = dim
+    return Workload(n, dim, tuple(rows), packed, req, emb, query_emb)

@@ -67,16 +67,19 @@ def table(r: dict[str, Any]) -> str:
              f"{', '.join(f'{x:.1f}' for x in m['load_average_at_start'])}", ""]
     lv = r.get("live", {})
     lines.append("server time by stage, in-process, median CPU ms per call (default profile, diversity on, "
-                 f"explain FULL, k <= {r['options']['k']}); e2e = wall ms over loopback gRPC, 1 worker; rps = "
-                 f"closed loop, concurrency {r['options']['concurrency']}")
-    head = ("workload", "decode", "validate", "columns", "signals", "select", "encode", "handler", "cpu us/cand",
+                 f"explain unset = SELECTED, k <= {r['options']['k']}; embeddings packed in embeddings_f32, "
+                 "'cols rep' = columns with repeated-float embeddings instead); e2e = wall ms over loopback gRPC, "
+                 f"1 worker; rps = closed loop, concurrency {r['options']['concurrency']}")
+    head = ("workload", "decode", "validate", "columns", "cols rep", "signals", "select", "encode", "handler",
+            "cpu us/cand",
             "e2e p50", "e2e p99", "rps 1w", "rps 2w", "req KiB", "resp KiB")
     lines.append(" | ".join(f"{h:>9}" for h in head))
     for key, e in r["workloads"].items():
         s = e["stages"]
         lat = _get(lv, "latency", key) or {}
         tp = _get(lv, "throughput", key) or {}
-        stage_cpu = (_f(s[k]["cpu_p50_ms"]) for k in STAGES)
+        stage_cpu = [_f(s[k]["cpu_p50_ms"]) for k in STAGES]
+        stage_cpu.insert(3, _f(_get(s, "columns_repeated", "cpu_p50_ms")))
         row = (key, *stage_cpu, _f(s["cpu_us_per_candidate"], 1), _f(lat.get("p50_ms")), _f(lat.get("p99_ms")),
                _f(_get(tp, "workers_1", "rps"), 1), _f(_get(tp, "workers_2", "rps"), 1),
                _f(s["request_bytes"] / 1024, 0), _f(lat.get("response_bytes", 0) / 1024, 0))

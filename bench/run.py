@@ -62,6 +62,7 @@ def stages(w: Workload, reps: int) -> dict[str, Any]:
     settings = load_settings(env={})
     data = w.request.SerializeToString()
     req = pb.RankRequest.FromString(data)
+    repeated = pb.RankRequest.FromString(w.repeated.SerializeToString())
     batch, params = convert.request_to_domain(req, 0.0)
     profile = settings.profiles["default"]
     ctx = ScoringContext(params.query, params.reference_time, params.explicit_lookup, None)
@@ -71,6 +72,8 @@ def stages(w: Workload, reps: int) -> dict[str, Any]:
         "decode": _ms(measure(lambda: pb.RankRequest.FromString(data), reps)),
         "validate": _ms(measure(lambda: validate_rank_request(req, settings.limits), reps)),
         "columns": _ms(measure(lambda: convert.request_to_domain(req, 0.0), reps)),
+        # The same batch with each candidate's embedding as repeated floats instead of one packed matrix.
+        "columns_repeated": _ms(measure(lambda: convert.request_to_domain(repeated, 0.0), reps)),
         # A fresh Batch object per call: per-batch word memos must not carry over, as between requests.
         # Alternated call for call, so selection = core - signals compares like with like.
         **dict(zip(("signals", "core"), map(_ms, measure_pair(

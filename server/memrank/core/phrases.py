@@ -128,18 +128,29 @@ class Phrases:
     def _words(self) -> tuple[str, ...]:
         return tuple({w: None for p in self._split for w in p})
 
+    @functools.cached_property
+    def _word_table(self) -> np.ndarray:
+        """(phrases, longest) positions in ``_words`` of each phrase's words, padded with len(_words)."""
+        at = {w: k for k, w in enumerate(self._words)}
+        width = max((len(p) for p in self._split), default=0)
+        table = np.full((len(self._split), width), len(self._words), dtype=np.int64)
+        for k, phrase in enumerate(self._split):
+            table[k, : len(phrase)] = [at[w] for w in phrase]
+        return table
+
     def first_found(self, index: WordIndex, rows: np.ndarray | None = None) -> np.ndarray:
         """Per candidate of a padded-words index, the position in ``ordered`` of what ``find`` returns, or -1.
 
-        ``rows`` (a mask) limits the search to those candidates; the others get -1.
+        ``rows`` (a mask) limits the search to those candidates; the others get -1. Phrases with a word
+        no candidate holds are ruled out all at once; the rest are searched in order.
         """
         best = np.full(index.n, -1, dtype=np.int64)
         open_ = np.ones(index.n, dtype=bool) if rows is None else rows.copy()
-        index.learn(self._words)
-        for k, phrase in enumerate(self._split):
+        present = np.append(index.learn(self._words), True)
+        for k in np.flatnonzero(present[self._word_table].all(axis=1)).tolist():
             if not open_.any():
                 break
-            hit = index.has(phrase) & open_
+            hit = index.has(self._split[k]) & open_
             best[hit] = k
             open_ &= ~hit
         return best

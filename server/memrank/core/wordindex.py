@@ -124,11 +124,15 @@ class WordIndex:
         k = np.minimum(np.searchsorted(self._distinct, hashes), max(self._distinct.size - 1, 0))
         return np.asarray(self._distinct[k] == hashes) if self._distinct.size else np.zeros(hashes.size, bool)
 
-    def learn(self, words: Sequence[str]) -> None:
-        """Look up many words' presence in one vectorised step (later questions about them are free)."""
+    def learn(self, words: Sequence[str]) -> np.ndarray:
+        """Look up many words' presence in one vectorised step (later questions about them are free).
+
+        Returns, per word, whether some word of the batch has its hash (a superset of the words present).
+        """
         keys = [_key(w)[1] for w in words]
-        for h, there in zip(keys, self.present_hashes(np.array(keys, dtype=np.uint64)).tolist(), strict=True):
-            self._seen[h] = there
+        present = self.present_hashes(np.array(keys, dtype=np.uint64))
+        self._seen.update(zip(keys, present.tolist(), strict=True))
+        return present
 
     def _verified(self, at: np.ndarray, word: bytes) -> np.ndarray:
         """The word positions in ``at`` whose bytes are exactly ``word``."""
