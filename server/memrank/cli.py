@@ -41,7 +41,8 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--address", help="host:port to listen on (default 0.0.0.0:50051; port 0 = any free port)")
     serve.add_argument("--metrics-port", type=int, help="port of the Prometheus /metrics endpoint (default 9464; "
                                                         "0 = off)")
-    serve.add_argument("--workers", type=int, help="worker processes sharing the port via SO_REUSEPORT (default 1)")
+    serve.add_argument("--workers", type=int, help="worker processes sharing the port via SO_REUSEPORT; "
+                       "0 (the default) = one per CPU this process may use, 1 when the port is 0")
     serve.add_argument("--log-level", choices=("debug", "info", "warning", "error"),
                        help="log level (default info); memory content is logged only at debug")
     serve.add_argument("--grace-period", type=float, metavar="SECONDS",

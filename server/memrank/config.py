@@ -211,7 +211,7 @@ def _check_server(s: ServerSettings) -> None:
         raise ConfigError(f"server.address: expected host:port, got {s.address!r}")
     checks = [
         ("server.metrics_port", s.metrics_port, 0, 65535),
-        ("server.workers", s.workers, 1, 64),
+        ("server.workers", s.workers, 0, 64),
         ("server.grace_period_seconds", s.grace_period_seconds, 0, 3600),
         ("server.max_message_bytes", s.max_message_bytes, 1024, 1 << 30),
         ("server.max_concurrent_rpcs", s.max_concurrent_rpcs, 1, 100_000),

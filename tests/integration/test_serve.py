@@ -77,7 +77,7 @@ def test_print_config_shows_flag_env_and_file_precedence(tmp_path: Path) -> None
 @pytest.mark.parametrize(
     ("yaml_text", "needle"),
     [
-        ("server:\n  workers: 0\n", "server.workers: 0"),
+        ("server:\n  workers: -1\n", "server.workers: -1"),
         ("server:\n  adress: x\n", "server.adress: unknown key"),
         ("limits:\n  max_candidates: many\n", "limits.max_candidates: expected int, got 'many'"),
         ("profiles:\n  mine:\n    signals: [{name: relevance, weight: 1, normalization: zz}]\n",
@@ -119,6 +119,36 @@ def test_two_workers_share_one_port_and_both_drain(tmp_path: Path) -> None:
         assert stop(proc) == 0
     started = [line for line in proc.lines() if line["msg"] == "worker starting"]
     assert sorted(int(str(line["worker"])) for line in started) == [0, 1]
+
+
+def test_workers_default_to_one_per_cpu_on_a_named_port(tmp_path: Path) -> None:
+    cpus = len(os.sched_getaffinity(0))
+    port = _free_port()
+    proc = start_serve(tmp_path, "--address", f"127.0.0.1:{port}", "--metrics-port", "0")  # no --workers
+    try:
+        with RankingClient(f"127.0.0.1:{port}", retries=10) as client:
+            assert client.health() == "SERVING"
+            resp = client.rank({"candidates": [{"id": "a", "retrievalScore": 0.5, "importance": 0.5}]})
+            assert [m.id for m in resp.selected] == ["a"]
+    finally:
+        assert stop(proc) == 0
+    auto = [line for line in proc.lines() if line["msg"] == "workers: auto"]
+    assert [(int(str(line["workers"])), int(str(line["cpus"]))) for line in auto] == [(cpus, cpus)]
+    if cpus > 1:
+        started = [line for line in proc.lines() if line["msg"] == "worker starting"]
+        assert sorted(int(str(line["worker"])) for line in started) == list(range(cpus))
+
+
+def test_workers_default_to_one_on_an_os_picked_port(tmp_path: Path) -> None:
+    proc = start_serve(tmp_path, "--address", "127.0.0.1:0", "--metrics-port", "0")
+    try:
+        with RankingClient(f"127.0.0.1:{proc.port}") as client:
+            assert client.health() == "SERVING"
+    finally:
+        assert stop(proc) == 0
+    auto = [line for line in proc.lines() if line["msg"] == "workers: auto"]
+    assert [int(str(line["workers"])) for line in auto] == [1]
+    assert not [line for line in proc.lines() if line["msg"] == "worker starting"]
 
 
 def test_rank_command_prints_a_response(tmp_path: Path) -> None:

@@ -257,9 +257,22 @@ def _worker_main(source: SettingsSource, index: int) -> None:
     serve_single(settings, reuse_port=True, with_metrics=True)
 
 
+def worker_count(settings: Settings) -> int:
+    """server.workers, with 0 (auto) resolved: one per CPU this process may run on, 1 on an OS-picked port."""
+    if settings.server.workers:
+        return settings.server.workers
+    if settings.server.address.rpartition(":")[2] == "0":
+        return 1  # a port the OS picks cannot be shared: each worker would get its own
+    return max(1, min(64, len(os.sched_getaffinity(0))))
+
+
 def serve(settings: Settings, source: SettingsSource) -> None:
-    """Serve with settings.server.workers processes (one in-process server when workers = 1)."""
-    if settings.server.workers == 1:
+    """Serve with server.workers processes (one in-process server when it resolves to 1)."""
+    workers = worker_count(settings)
+    if settings.server.workers == 0:
+        log.info("workers: auto", extra={"workers": workers, "cpus": len(os.sched_getaffinity(0))})
+    settings = replace(settings, server=replace(settings.server, workers=workers))
+    if workers == 1:
         serve_single(settings)
         return
     if settings.server.address.rpartition(":")[2] == "0":
