@@ -51,14 +51,15 @@ def apply_overrides(profile: Profile, overrides: Mapping[str, float]) -> Profile
 def estimate_tokens(batch: Batch) -> tuple[np.ndarray, np.ndarray]:
     """Token counts: the caller's, else ceil(characters / 4), with a flag where estimated."""
     estimated = batch.token_count == 0
-    chars = np.fromiter((len(c) for c in batch.contents), dtype=np.int64, count=batch.n)
+    chars = np.fromiter(map(len, batch.contents), dtype=np.int64, count=batch.n)
     return np.where(estimated, (chars + 3) // 4, batch.token_count), estimated
 
 
 def assign_layers(batch: Batch, layers: tuple[LayerSpec, ...]) -> tuple[str, ...]:
     """Each candidate's layer, or the catch-all when its layer has no policy."""
     names = {layer.name for layer in layers}
-    return tuple(name if name in names else CATCH_ALL_LAYER for name in batch.layers)
+    of = {name: name if name in names else CATCH_ALL_LAYER for name in set(batch.layers)}
+    return tuple(map(of.__getitem__, batch.layers))
 
 
 def rank(
@@ -87,7 +88,8 @@ def _min_score_gate(profile: Profile, params: RankParams, layers: tuple[LayerSpe
     min_score = profile.min_score if params.min_score is None else params.min_score
     layer_min = {layer.name: layer.min_score for layer in layers if layer.min_score is not None}
     # Column at a time: the bar of each candidate, then one comparison (same values as max() per candidate).
-    bars = np.array([max(min_score, layer_min.get(name, 0.0) or 0.0) for name in layer_of], dtype=np.float64)
+    bar_of = {name: max(min_score, layer_min.get(name, 0.0) or 0.0) for name in set(layer_of)}
+    bars = np.fromiter(map(bar_of.__getitem__, layer_of), dtype=np.float64, count=len(layer_of))
     for i in np.flatnonzero((drop == 0) & (current < bars)).tolist():
         drop[i] = DropReason.BELOW_MIN_SCORE
         notes[i] = (f"score {current[i]:.6g} below the minimum {bars[i]:.6g}",)
@@ -175,7 +177,7 @@ def _select(profile: Profile, batch: Batch, params: RankParams, layers: tuple[La
         layers = (*layers, catch_all)
         names.append(CATCH_ALL_LAYER)
     index = {name: k for k, name in enumerate(names)}
-    layer = np.array([index[name] for name in layer_of], dtype=np.int64)
+    layer = np.fromiter(map(index.__getitem__, layer_of), dtype=np.int64, count=len(layer_of))
     eligible = drop == 0
     lam = profile.diversity_lambda
     sim = Similarity(batch) if lam < 1.0 and eligible.any() else None
