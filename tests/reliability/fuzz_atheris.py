@@ -12,6 +12,7 @@ with the input that caused it.
 from __future__ import annotations
 
 import json
+import struct
 import sys
 from pathlib import Path
 
@@ -73,6 +74,12 @@ def _built(fdp: atheris.FuzzedDataProvider) -> pb.RankRequest:
             c.facet_scores[fdp.PickValueInList(["bm25", "dense", "graph"])] = fdp.ConsumeRegularFloat()
         if fdp.ConsumeBool():
             c.stage_scores["cross_encoder"] = fdp.ConsumeProbability()
+    if dim and fdp.ConsumeBool():  # the same embeddings packed into embeddings_f32, sometimes cut short
+        packed = b"".join(struct.pack(f"<{dim}f", *c.embedding) for c in req.candidates)
+        for c in req.candidates:
+            c.ClearField("embedding")
+        req.embeddings_f32 = packed[:len(packed) - fdp.ConsumeIntInRange(0, 5)]
+        req.embedding_dim = dim
     req.budget.max_tokens = fdp.ConsumeIntInRange(0, 4000)
     req.budget.max_items = fdp.ConsumeIntInRange(0, 10)
     return req

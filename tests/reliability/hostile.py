@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import struct
+
 from hypothesis import strategies as st
 
 from memrank._gen.v1 import ranking_pb2 as pb
@@ -61,6 +63,20 @@ def candidates(draw: st.DrawFn, ids: st.SearchStrategy[str], dim: int | None) ->
     return c
 
 
+def _set_packed(draw: st.DrawFn, req: pb.RankRequest) -> None:
+    """Packed embeddings (embeddings_f32 + embedding_dim): right-sized or not, finite or not, alone or not."""
+    dim = draw(st.sampled_from([0, 1, 3, 4097]))
+    rows = max(0, len(req.candidates) + draw(st.sampled_from([0, 0, 0, -1, 1])))
+    count = rows * dim
+    values = draw(st.lists(st.one_of(st.floats(width=32), st.sampled_from([0.0, 1.0])), min_size=count,
+                           max_size=count)) if count <= 64 else [0.25] * count
+    req.embeddings_f32 = struct.pack(f"<{count}f", *values) + draw(st.sampled_from([b"", b"", b"\x00"]))
+    req.embedding_dim = dim if draw(st.integers(0, 5)) else 0
+    if draw(st.integers(0, 3)):
+        for c in req.candidates:
+            c.ClearField("embedding")
+
+
 @st.composite
 def rank_requests(draw: st.DrawFn) -> pb.RankRequest:
     """A RankRequest every field of which may sit at or past its limit."""
@@ -85,6 +101,8 @@ def rank_requests(draw: st.DrawFn) -> pb.RankRequest:
     for key, value in draw(st.dictionaries(st.sampled_from(["relevance", "trust", "recency", "bogus", ""]),
                                            floats, max_size=3)).items():
         req.weight_overrides[key] = value
+    if draw(st.integers(0, 3)) == 0:
+        _set_packed(draw, req)
     if draw(st.integers(0, 20)) == 0:  # past the candidate limit, cheaply
         req.candidates.extend(pb.Candidate(id=f"bulk{i}") for i in range(1601))
     return req

@@ -135,9 +135,9 @@ def slow_conversion(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     core_calls: list[str] = []
     real_convert, real_rank = service.convert.request_to_domain, service.rank
 
-    def slow(request: pb.RankRequest, now: float):  # type: ignore[no-untyped-def]
+    def slow(request: pb.RankRequest, now: float, *columns):  # type: ignore[no-untyped-def]
         time.sleep(0.6)
-        return real_convert(request, now)
+        return real_convert(request, now, *columns)
 
     def spy(*args, **kwargs):  # type: ignore[no-untyped-def]
         core_calls.append("rank")

@@ -2,19 +2,21 @@
 
 from __future__ import annotations
 
-from dataclasses import fields
+from dataclasses import fields, replace
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from memrank._gen.v1 import ranking_pb2 as pb
 from memrank.config import load_settings
 from memrank.core.batch import CandidateInput, batch_from_rows
 from memrank.core.errors import InvalidRequest
+from memrank.grpc.columns import CandidateColumns
 from memrank.grpc.convert import candidate_to_domain, candidate_to_proto, candidates_to_batch, request_to_domain
 from memrank.grpc.validate import _check_request, _clearly_valid, validate_rank_request
+from tests.reliability import hostile
 from tests.unit.test_convert import rows
 
 LIMITS = load_settings(env={}).limits
@@ -51,7 +53,7 @@ def test_columns_equal_the_row_path(batch_rows: list[CandidateInput], dim: int) 
 def test_fast_validation_never_passes_what_the_full_checks_refuse(batch_rows: list[CandidateInput]) -> None:
     req = pb.RankRequest(candidates=[candidate_to_proto(r) for r in batch_rows])
     violations = list(_check_request(req, LIMITS))
-    if _clearly_valid(req, LIMITS):
+    if _clearly_valid(CandidateColumns.of(req), LIMITS):
         assert violations == []
 
 
@@ -60,13 +62,13 @@ def test_fast_validation_accepts_an_ordinary_request() -> None:
         [CandidateInput("a", content="x", retrieval_score=0.5, importance=0.2, embedding=(1.0,)),
          CandidateInput("b", content="y", facet_scores={"bm25": 2.0}, created_at=1.0, valid_from=1.0, valid_to=2.0,
                         embedding=(1.0,))], 4)])
-    assert _clearly_valid(req, LIMITS) and list(_check_request(req, LIMITS)) == []
+    assert _clearly_valid(CandidateColumns.of(req), LIMITS) and list(_check_request(req, LIMITS)) == []
 
 
 def test_request_level_rules_still_run_when_the_candidates_are_clearly_valid() -> None:
     req = pb.RankRequest(candidates=[candidate_to_proto(CandidateInput("a", content="x"))], placement=99,
                          min_score=2.0, layers=[pb.LayerPolicy(name="")])
-    assert _clearly_valid(req, LIMITS)
+    assert _clearly_valid(CandidateColumns.of(req), LIMITS)
     with pytest.raises(InvalidRequest) as err:
         validate_rank_request(req, LIMITS)
     assert [v.field for v in err.value.violations] == ["placement", "min_score", "layers[0].name"]
@@ -83,3 +85,27 @@ def test_packed_embeddings_give_the_same_columns() -> None:
     b = request_to_domain(packed, 0.0)[0].embeddings
     assert a is not None and b is not None and a.dtype == b.dtype and np.array_equal(a, b)
     assert not b.flags.writeable and not b.flags.owndata  # a read-only view of the request's bytes
+
+
+# Limits small enough that ordinary and hostile candidates reach every one of them.
+TIGHT = replace(LIMITS, max_id_bytes=24, max_content_bytes=64, max_facets=2, max_stage_scores=1,
+                max_metadata_entries=2, max_embedding_dim=2)
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=list(HealthCheck))
+@given(st.data())
+def test_the_fast_path_passes_exactly_what_the_full_checks_pass(data: st.DataObject) -> None:
+    """Sound (never passes a refused request) and complete (a valid request never needs the slow checks).
+
+    Ordinary candidates (mostly valid, some over the tight limits) with, half the time, one hostile
+    candidate among them (NaN, out-of-range times, unknown enums, bad maps, ragged embeddings...).
+    """
+    dim = data.draw(st.integers(0, 3))
+    cands = [candidate_to_proto(r) for r in _same_dim(data.draw(st.lists(rows, max_size=5)), dim)]
+    if data.draw(st.booleans()):
+        ids = st.one_of(st.sampled_from([c.id for c in cands] or ["x"]), hostile.short_texts)
+        bad = data.draw(hostile.candidates(ids, data.draw(st.sampled_from([None, dim]))))
+        cands.insert(data.draw(st.integers(0, len(cands))), bad)
+    req = pb.RankRequest(candidates=cands)
+    refused = [v for v in _check_request(req, TIGHT) if v.field.startswith("candidates")]
+    assert _clearly_valid(CandidateColumns.of(req), TIGHT) == (not refused), refused

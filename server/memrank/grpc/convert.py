@@ -4,9 +4,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from types import MappingProxyType
 
-import numpy as np
 from google.protobuf.timestamp_pb2 import Timestamp
 
 from memrank._gen.v1 import ranking_pb2 as pb
@@ -15,9 +13,8 @@ from memrank.core.batch import Batch, CandidateInput, LayerSpec, RankParams
 from memrank.core.outcome import SCORING_SCHEMA, RankOutcome
 from memrank.core.scores import Scores
 from memrank.core.types import ExplainLevel, Placement
+from memrank.grpc.columns import TIME_FIELDS, CandidateColumns
 from memrank.profiles.model import Profile
-
-TIME_FIELDS = ("created_at", "last_accessed_at", "event_time", "ingested_at", "valid_from", "valid_to")
 
 
 def ts_to_seconds(ts: Timestamp) -> float:
@@ -65,90 +62,19 @@ def candidate_to_proto(row: CandidateInput) -> pb.Candidate:
     return c
 
 
-_NO_METADATA: Mapping[str, str] = MappingProxyType({})
+def candidates_to_batch(cands: Sequence[pb.Candidate]) -> Batch:
+    """Validated candidates as a Batch, one column at a time (equal to batch_from_rows of candidate_to_domain)."""
+    return CandidateColumns(cands).to_batch()
 
 
-def _times(cands: Sequence[pb.Candidate], name: str) -> np.ndarray:
-    """One Timestamp field of every candidate as float64 epoch seconds, NaN where unset."""
-    out = np.full(len(cands), np.nan)
-    for i, c in enumerate(cands):
-        if c.HasField(name):
-            ts = getattr(c, name)
-            out[i] = ts.seconds + ts.nanos / 1e9
-    return out
+def request_to_domain(req: pb.RankRequest, now: float,
+                      columns: CandidateColumns | None = None) -> tuple[Batch, RankParams]:
+    """A validated RankRequest as a Batch and RankParams; ``now`` fills an unset reference time.
 
-
-def _keyed(cands: Sequence[pb.Candidate], name: str) -> dict[str, np.ndarray]:
-    """A map<string, double> field as one float64 column per key (sorted), NaN where a candidate lacks it."""
-    maps = [(i, getattr(c, name)) for i, c in enumerate(cands)]
-    maps = [(i, m) for i, m in maps if len(m)]
-    columns: dict[str, np.ndarray] = {}
-    for key in sorted({k for _, m in maps for k in m}):
-        columns[key] = np.full(len(cands), np.nan)
-    for i, m in maps:
-        for k, v in m.items():
-            columns[k][i] = v
-    return columns
-
-
-def embeddings_matrix(cands: Sequence[pb.Candidate]) -> np.ndarray | None:
-    """The candidates' embeddings as one float32 (n, dim) matrix (zero rows where missing), or None."""
-    lengths = [len(c.embedding) for c in cands]
-    dim = max(lengths, default=0)
-    if dim == 0:
-        return None
-    if min(lengths) == dim:
-        # numpy reads each repeated-float container in C: no per-value Python objects.
-        return np.array([c.embedding for c in cands], dtype=np.float32)
-    out = np.zeros((len(cands), dim), dtype=np.float32)
-    for i, c in enumerate(cands):
-        if lengths[i] == dim:
-            out[i] = c.embedding
-    return out
-
-
-def packed_embeddings(req: pb.RankRequest) -> np.ndarray | None:
-    """A validated request's packed ``embeddings_f32`` as a read-only float32 (n, dim) view, or None when unset.
-
-    ``np.frombuffer`` reads the bytes in place: no per-value work, no copy.
+    ``columns`` are the ones validation already read (``validate_rank_request`` returns them),
+    so no candidate field is read twice; without them the request's columns are read here.
     """
-    data = req.embeddings_f32
-    if not data:
-        return None
-    return np.frombuffer(data, dtype="<f4").reshape(len(req.candidates), req.embedding_dim)
-
-
-def candidates_to_batch(cands: Sequence[pb.Candidate], embeddings: np.ndarray | None = None) -> Batch:
-    """Validated candidates as a Batch, one column at a time (equal to batch_from_rows of candidate_to_domain).
-
-    ``embeddings``, when given, is the request's packed matrix (one row per candidate) and
-    the candidates' own ``embedding`` fields are not read.
-    """
-    times = {name: _times(cands, name) for name in TIME_FIELDS}
-    return Batch(
-        ids=tuple(c.id for c in cands),
-        layers=tuple(c.layer for c in cands),
-        kinds=tuple(c.kind for c in cands),
-        contents=tuple(c.content for c in cands),
-        retrieval=np.array([c.retrieval_score for c in cands], dtype=np.float64),
-        facets=MappingProxyType(_keyed(cands, "facet_scores")),
-        importance=np.array([c.importance if c.HasField("importance") else np.nan for c in cands],
-                            dtype=np.float64),
-        access_count=np.array([c.access_count for c in cands], dtype=np.int64),
-        token_count=np.array([c.token_count for c in cands], dtype=np.int64),
-        source=np.array([c.source for c in cands], dtype=np.int8),
-        provenance=tuple(c.provenance for c in cands),
-        safety=np.array([c.safety for c in cands], dtype=np.int8),
-        embeddings=embeddings_matrix(cands) if embeddings is None else embeddings,
-        stage_scores=MappingProxyType(_keyed(cands, "stage_scores")),
-        metadata=tuple(MappingProxyType(dict(c.metadata)) if len(c.metadata) else _NO_METADATA for c in cands),
-        **times,
-    )
-
-
-def request_to_domain(req: pb.RankRequest, now: float) -> tuple[Batch, RankParams]:
-    """A validated RankRequest as a Batch and RankParams; ``now`` fills an unset reference time."""
-    batch = candidates_to_batch(req.candidates, packed_embeddings(req))
+    batch = (columns if columns is not None else CandidateColumns.of(req)).to_batch()
     params = RankParams(
         query=req.query,
         reference_time=ts_to_seconds(req.reference_time) if req.HasField("reference_time") else now,

@@ -44,9 +44,9 @@ def handle_rank(
     ``alive`` (the call's ``is_active``) is asked between stages: a cancelled call or
     one past its deadline stops there with ``CallAbandoned`` instead of running on.
     """
-    validate_rank_request(request, settings.limits)
+    columns = validate_rank_request(request, settings.limits)
     _still_wanted(alive, "validated")
-    batch, params = convert.request_to_domain(request, now)
+    batch, params = convert.request_to_domain(request, now, columns)  # the columns validation read
     _still_wanted(alive, "converted")
     outcome = rank(batch, params, settings.profiles, settings.layers, provenance_key)
     _still_wanted(alive, "ranked")

@@ -11,6 +11,7 @@ from google.protobuf.timestamp_pb2 import Timestamp
 from memrank._gen.v1 import ranking_pb2 as pb
 from memrank.config import Limits
 from memrank.core.errors import FieldViolation, InvalidRequest, LimitExceeded
+from memrank.grpc.columns import TIME_FIELDS, CandidateColumns
 
 # Timestamp's documented range: 0001-01-01T00:00:00Z .. 9999-12-31T23:59:59Z.
 MIN_SECONDS, MAX_SECONDS = -62_135_596_800, 253_402_300_799
@@ -18,7 +19,6 @@ MAX_FACET_ABS = 1e6
 MAX_REQUEST_ID_BYTES = 128
 MAX_LAYER_NAME_BYTES = 128
 MAX_VIOLATIONS = 20  # a hostile request does not get a megabyte of error details
-TIME_FIELDS = ("created_at", "last_accessed_at", "event_time", "ingested_at", "valid_from", "valid_to")
 
 
 def _finite(x: float) -> bool:
@@ -121,7 +121,8 @@ def _check_layers(req: pb.RankRequest, limits: Limits) -> Iterator[FieldViolatio
             yield FieldViolation(f"{p}.min_score", f"must be in [0, 1], got {layer.min_score}")
 
 
-def _check_request(req: pb.RankRequest, limits: Limits, candidates: bool = True) -> Iterator[FieldViolation]:
+def _check_request(req: pb.RankRequest, limits: Limits, candidates: bool = True,
+                   cols: CandidateColumns | None = None) -> Iterator[FieldViolation]:
     if len(req.request_id.encode()) > MAX_REQUEST_ID_BYTES:
         yield FieldViolation("request_id", f"at most {MAX_REQUEST_ID_BYTES} bytes")
     if req.HasField("reference_time"):
@@ -134,15 +135,14 @@ def _check_request(req: pb.RankRequest, limits: Limits, candidates: bool = True)
         if not _finite(value) or not 0 <= value <= 1:
             yield FieldViolation(f'weight_overrides["{name}"]', f"must be in [0, 1], got {value}")
     yield from _check_layers(req, limits)
-    yield from _check_packed(req, limits)
+    yield from _check_packed(cols if cols is not None else CandidateColumns.of(req), limits)
     if candidates:
         yield from _check_candidates(req, limits)
 
 
-def _check_packed(req: pb.RankRequest, limits: Limits) -> Iterator[FieldViolation]:
+def _check_packed(cols: CandidateColumns, limits: Limits) -> Iterator[FieldViolation]:
     """The packed embeddings (``embeddings_f32`` with ``embedding_dim``), when either is set."""
-    dim = req.embedding_dim
-    data = req.embeddings_f32
+    dim, data = cols.dim, cols.packed
     if not dim and not data:
         return
     if not data:
@@ -156,19 +156,19 @@ def _check_packed(req: pb.RankRequest, limits: Limits) -> Iterator[FieldViolatio
         yield FieldViolation("embedding_dim", f"at most {limits.max_embedding_dim} dimensions "
                                               f"(limits.max_embedding_dim), got {dim}")
         return
-    n = len(req.candidates)
+    n = cols.n
     if len(data) != n * dim * 4:
         yield FieldViolation("embeddings_f32", f"expected {n * dim * 4} bytes ({n} candidates x embedding_dim "
                                                f"{dim} x 4 bytes of float32), got {len(data)}")
         return
-    first = next((i for i, c in enumerate(req.candidates) if len(c.embedding)), None)
-    if first is not None:
+    if any(cols.embedding_lengths):
+        first = next(i for i, length in enumerate(cols.embedding_lengths) if length)
         yield FieldViolation(f"candidates[{first}].embedding", "must be empty when embeddings_f32 is set "
                                                                "(the packed matrix carries every candidate's row)")
-    matrix = np.frombuffer(data, dtype="<f4").reshape(n, dim)
-    finite = np.isfinite(matrix)
-    if not finite.all():
-        row, col = (int(x) for x in np.argwhere(~finite)[0])
+    matrix = cols.embeddings
+    assert matrix is not None  # packed: a view of the bytes
+    if not np.isfinite(matrix).all():
+        row, col = (int(x) for x in np.argwhere(~np.isfinite(matrix))[0])
         yield FieldViolation("embeddings_f32", f"values must be finite; row {row} (candidates[{row}]) "
                                                f"column {col} is {matrix[row, col]}")
 
@@ -182,96 +182,121 @@ def _first(violations: Iterator[FieldViolation]) -> list[FieldViolation]:
     return out
 
 
-def validate_rank_request(req: pb.RankRequest, limits: Limits) -> None:
-    """Raise LimitExceeded or InvalidRequest naming every bad field (up to MAX_VIOLATIONS)."""
+def validate_rank_request(req: pb.RankRequest, limits: Limits,
+                          cols: CandidateColumns | None = None) -> CandidateColumns:
+    """Raise LimitExceeded or InvalidRequest naming every bad field (up to MAX_VIOLATIONS).
+
+    Returns the candidate columns it read, for ``convert.request_to_domain`` to reuse.
+    """
     if len(req.candidates) > limits.max_candidates:
         raise LimitExceeded([FieldViolation("candidates", f"{len(req.candidates)} candidates; at most "
                                             f"{limits.max_candidates} (limits.max_candidates)")])
     if len(req.layers) > limits.max_layers:
         raise LimitExceeded([FieldViolation("layers", f"{len(req.layers)} layers; at most {limits.max_layers} "
                                             "(limits.max_layers)")])
-    if len(req.query.encode()) > limits.max_query_bytes:
+    if not _utf8_within([req.query], limits.max_query_bytes):
         raise LimitExceeded([FieldViolation("query", f"at most {limits.max_query_bytes} bytes "
                                             "(limits.max_query_bytes)")])
+    if cols is None:
+        cols = CandidateColumns.of(req)
     # The fast path proves only the candidate rules; request-level fields are always checked.
-    violations = _first(_check_request(req, limits, candidates=not _clearly_valid(req, limits)))
+    violations = _first(_check_request(req, limits, candidates=not _clearly_valid(cols, limits), cols=cols))
     if violations:
         raise InvalidRequest(violations)
+    return cols
 
 
 def _utf8_within(texts: list[str], limit: int) -> bool:
-    """Every text is at most ``limit`` UTF-8 bytes (a character is at most 4 bytes, so most need no encoding)."""
+    """Every text is at most ``limit`` UTF-8 bytes.
+
+    A character is at most 4 bytes, so when the longest text has at most limit / 4 characters
+    nothing is encoded; otherwise only the texts that could be over are.
+    """
+    if max(map(len, texts), default=0) * 4 <= limit:
+        return True
     return all(len(t) * 4 <= limit or len(t.encode()) <= limit for t in texts)
 
 
 def _in_unit(values: np.ndarray) -> bool:
-    return bool(np.isfinite(values).all() and (values >= 0.0).all() and (values <= 1.0).all())
+    """Every value in [0, 1] (NaN fails both comparisons, infinities one)."""
+    return not values.size or bool(values.min() >= 0.0 and values.max() <= 1.0)
 
 
-def _clearly_valid(req: pb.RankRequest, limits: Limits) -> bool:
+def _clearly_valid(cols: CandidateColumns, limits: Limits) -> bool:
     """True when every candidate rule holds, checked a column at a time.
 
     A fast path only: False means "not proven", and the per-candidate checks
     then run and name each violation in order.
     """
-    cands = req.candidates
-    ids = [c.id for c in cands]
+    if not cols.n:
+        return True
+    ids = cols.ids
     if not all(ids) or len(set(ids)) != len(ids) or not _utf8_within(ids, limits.max_id_bytes):
         return False
-    if not _utf8_within([c.layer for c in cands], MAX_LAYER_NAME_BYTES):
+    if not _utf8_within(cols.layers, MAX_LAYER_NAME_BYTES) or \
+            not _utf8_within(cols.contents, limits.max_content_bytes):
         return False
-    if not _utf8_within([c.content for c in cands], limits.max_content_bytes):
+    if not _in_unit(cols.retrieval) or not _in_unit(cols.importance_values):
         return False
-    if not _in_unit(np.array([c.retrieval_score for c in cands], dtype=np.float64)):
+    if not _SOURCES.issuperset(cols.source) or not _SAFETIES.issuperset(cols.safety):
         return False
-    if not _in_unit(np.array([c.importance for c in cands if c.HasField("importance")], dtype=np.float64)):
+    return _maps_valid(cols, limits) and _times_valid(cols) and _embeddings_valid(cols, limits)
+
+
+_SOURCES = frozenset(pb.Source.values())
+_SAFETIES = frozenset(pb.SafetyStatus.values())
+
+
+def _scores_valid(maps: list[dict[str, float]]) -> bool:
+    """Every name non-empty and every value finite and within +-MAX_FACET_ABS."""
+    if not all(k for m in maps for k in m):
         return False
-    if not np.isin(np.array([c.source for c in cands]), _SOURCES).all() or \
-            not np.isin(np.array([c.safety for c in cands]), _SAFETIES).all():
+    values = np.array([v for m in maps for v in m.values()], dtype=np.float64)
+    return not values.size or bool(np.abs(values).max() <= MAX_FACET_ABS)  # NaN fails the comparison
+
+
+def _maps_valid(cols: CandidateColumns, limits: Limits) -> bool:
+    rows = cols.maps
+    if not rows:
+        return True
+    if any(len(r.stage_scores) > limits.max_stage_scores or len(r.metadata) > limits.max_metadata_entries
+           for r in rows):
         return False
-    return _maps_valid(cands, limits) and _times_valid(cands) and _embeddings_valid(cands, limits)
+    facets = [r.facet_scores for r in rows if r.facet_scores]
+    if len({k for m in facets for k in m}) > limits.max_facets:
+        return False
+    return _scores_valid(facets) and _scores_valid([r.stage_scores for r in rows if r.stage_scores])
 
 
-_SOURCES = np.array(sorted(pb.Source.values()))
-_SAFETIES = np.array(sorted(pb.SafetyStatus.values()))
-
-
-def _maps_valid(cands: Iterable[pb.Candidate], limits: Limits) -> bool:
-    facets: set[str] = set()
-    for c in cands:
-        if len(c.facet_scores) or len(c.stage_scores) or len(c.metadata):
-            if next(_check_scores("f", c.facet_scores.items(), MAX_FACET_ABS), None) is not None or \
-                    next(_check_scores("s", c.stage_scores.items(), MAX_FACET_ABS), None) is not None:
-                return False
-            if len(c.stage_scores) > limits.max_stage_scores or len(c.metadata) > limits.max_metadata_entries:
-                return False
-            facets.update(c.facet_scores)
-    return len(facets) <= limits.max_facets
-
-
-def _times_valid(cands: Iterable[pb.Candidate]) -> bool:
-    for c in cands:
-        for name in TIME_FIELDS:
-            if c.HasField(name):
-                ts = getattr(c, name)
-                if not MIN_SECONDS <= ts.seconds <= MAX_SECONDS or not 0 <= ts.nanos <= 999_999_999:
-                    return False
-        if c.HasField("valid_from") and c.HasField("valid_to") and (
-            (c.valid_to.seconds, c.valid_to.nanos) <= (c.valid_from.seconds, c.valid_from.nanos)
+def _times_valid(cols: CandidateColumns) -> bool:
+    times = cols.times
+    for t in times.values():
+        if t is not None and not (
+            t.seconds.min() >= MIN_SECONDS and t.seconds.max() <= MAX_SECONDS
+            and t.nanos.min() >= 0 and t.nanos.max() <= 999_999_999
         ):
+            return False
+    start, end = times["valid_from"], times["valid_to"]
+    if start is not None and end is not None:
+        both = start.present & end.present
+        before = (end.seconds < start.seconds) | ((end.seconds == start.seconds) & (end.nanos <= start.nanos))
+        if (both & before).any():
             return False
     return True
 
 
-def _embeddings_valid(cands: Iterable[pb.Candidate], limits: Limits) -> bool:
-    lengths = {len(c.embedding) for c in cands}
+def _embeddings_valid(cols: CandidateColumns, limits: Limits) -> bool:
+    """Per-candidate embeddings: one dimension, within the limit, finite (packed ones: see _check_packed)."""
+    if cols.packed or cols.dim:
+        return True
+    lengths = set(cols.embedding_lengths)
     lengths.discard(0)
     if not lengths:
         return True
     if len(lengths) > 1 or lengths.pop() > limits.max_embedding_dim:
         return False
-    rows = [c.embedding for c in cands if len(c.embedding)]
-    return bool(np.isfinite(np.array(rows, dtype=np.float32)).all())
+    matrix = cols.embeddings
+    return matrix is not None and bool(np.isfinite(matrix).all())
 
 
 def validate_admission_request(req: pb.ScoreAdmissionRequest, limits: Limits) -> None:
