@@ -15,8 +15,8 @@ import itertools
 import numpy as np
 
 from memrank.core.batch import Batch
-from memrank.core.phrases import batch_tokens
 from memrank.core.text import tokens
+from memrank.core.wordindex import token_index
 
 
 def shingles(text: str) -> frozenset[str]:
@@ -25,14 +25,14 @@ def shingles(text: str) -> frozenset[str]:
     return frozenset(words).union(map(" ".join, itertools.pairwise(words)))
 
 
-def _exact_ids(words: list[str]) -> np.ndarray:
+def _exact_ids(words: list[bytes]) -> np.ndarray:
     """An int64 id per word, equal ids exactly for equal words (ids in [0, distinct words))."""
     # From the strings' hashes at C speed; a hash collision would show as fewer distinct hashes than
     # distinct words, and then the ids come from a dictionary instead.
     hashes = np.fromiter(map(hash, words), dtype=np.int64, count=len(words))
     unique, ids = np.unique(hashes, return_inverse=True)
     if unique.shape[0] != len(set(words)):
-        index: dict[str, int] = {}
+        index: dict[bytes, int] = {}
         return np.array([index.setdefault(w, len(index)) for w in words], dtype=np.int64)
     return np.asarray(ids, dtype=np.int64).reshape(-1)
 
@@ -60,9 +60,14 @@ class Similarity:
                 self.kind = "cosine"
         if self._unit is None:
             self.kind = "shingle_jaccard"
-            self._index_shingles(list(batch_tokens(batch)))
+            index = token_index(batch)
+            # The index's buffer holds every candidate's sample tokens in order (NUL between words; a run
+            # of NULs between two candidates' words only adds empty pieces): the same words as
+            # ``text.tokens`` per candidate, as UTF-8 bytes, which compare equal exactly when the words do.
+            words = [w for w in index.buf.split(b"\0") if w]
+            self._index_shingles(words, index.counts)
 
-    def _index_shingles(self, words: list[list[str]]) -> None:
+    def _index_shingles(self, flat: list[bytes], counts: np.ndarray) -> None:
         """An inverted index of every candidate's shingles, as flat numpy arrays.
 
         Shingles are numbered without building bigram strings: token t gets an
@@ -71,8 +76,6 @@ class Similarity:
         "a b" strings); duplicates within a candidate are removed by one
         np.unique over (candidate, shingle) keys, as ``shingles`` does with sets.
         """
-        counts = np.array([len(w) for w in words], dtype=np.int64)
-        flat = list(itertools.chain.from_iterable(words))
         token = _exact_ids(flat)
         v = int(token.max(initial=-1)) + 1
         owner = np.repeat(np.arange(self.n, dtype=np.int64), counts)

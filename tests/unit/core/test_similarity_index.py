@@ -9,7 +9,8 @@ from hypothesis import strategies as st
 from memrank.core.batch import CandidateInput, batch_from_rows
 from memrank.core.similarity import Similarity, shingles
 
-TEXT = st.text(alphabet=[*"ab c", "é", "東", ".", "\n"], max_size=30)
+TEXT = st.text(alphabet=[*"ab c", "é", "東", ".", "\n", "_", "A", "İ", "\x00"], max_size=30) | st.builds(
+    lambda word, k: " ".join([word] * k), st.sampled_from(["a", "b_c", "ab"]), st.integers(600, 1500))
 
 
 @settings(max_examples=200, deadline=None)
