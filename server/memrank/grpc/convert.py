@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
+from itertools import compress
+from typing import Any
 
+import numpy as np
 from google.protobuf.timestamp_pb2 import Timestamp
 
 from memrank._gen.v1 import ranking_pb2 as pb
@@ -125,23 +128,30 @@ def breakdown_to_proto(o: RankOutcome, batch: Batch, i: int, rank: int | None = 
 
 
 class _Explainer:
-    """The outcome's per-candidate numbers as Python lists, written into breakdowns in place.
+    """The outcome's per-candidate numbers as plain Python values, written into breakdowns in place.
 
     Reading numpy scalars one at a time and copying finished sub-messages
     (``CopyFrom``) dominated response building; this fills each breakdown
-    where it lives, from plain lists, with the same values as
-    ``breakdown_to_proto``.
+    where it lives, with the same values as ``breakdown_to_proto``. ``rows``
+    are the candidates whose breakdowns will be written (None = all): only
+    their numbers are taken out of the columns, and a signal's (lazily
+    formatted) ``reasons`` are indexed only for them.
     """
 
-    def __init__(self, o: RankOutcome, batch: Batch) -> None:
+    def __init__(self, o: RankOutcome, batch: Batch, rows: list[int] | None = None) -> None:
+        at = None if rows is None else np.array(rows, dtype=np.intp)
+
+        def take(a: np.ndarray) -> Sequence[Any] | Mapping[int, Any]:
+            return a.tolist() if rows is None else dict(zip(rows, a[at].tolist(), strict=True))
+
         s = o.scores
-        self.signals = [(c.name, c.raw.tolist(), c.normalized.tolist(), c.weight, c.contribution.tolist(), c.reasons)
+        self.signals = [(c.name, take(c.raw), take(c.normalized), c.weight, take(c.contribution), c.reasons)
                         for c in s.signals]
-        self.retrieval = batch.retrieval.tolist()
-        self.quality, self.combined = s.quality.tolist(), s.combined.tolist()
-        self.final, self.blend = o.final.tolist(), s.blend_term.tolist()
-        self.notes, self.estimated = o.drop_notes, o.token_estimated.tolist()
-        self.tokens, self.covered_by, self.gain = o.token_count.tolist(), o.covered_by.tolist(), o.gain.tolist()
+        self.retrieval = take(batch.retrieval)
+        self.quality, self.combined = take(s.quality), take(s.combined)
+        self.final, self.blend = take(o.final), take(s.blend_term)
+        self.notes, self.estimated = o.drop_notes, take(o.token_estimated)
+        self.tokens, self.covered_by, self.gain = take(o.token_count), take(o.covered_by), take(o.gain)
         self.lower, self.upper = o.bucket_lower.tolist(), o.bucket_upper.tolist()
         self.ids = batch.ids
 
@@ -175,15 +185,25 @@ def outcome_to_proto(o: RankOutcome, batch: Batch, params: RankParams, request_i
     """The RankResponse for an outcome: selected in placement order, dropped in input order."""
     # Unset means SELECTED: full breakdowns for hundreds of dropped candidates dominated the response.
     explain = params.explain if params.explain != ExplainLevel.UNSPECIFIED else ExplainLevel.SELECTED
-    ex = _Explainer(o, batch)
+    ranked, positions, public = o.ranked.tolist(), o.positions.tolist(), o.public_score.tolist()
+    full = explain == ExplainLevel.FULL
+    ex = _Explainer(o, batch, None if full else ranked)
+    drop, final = o.drop.tolist(), o.final.tolist()
+    # Below FULL a dropped candidate is four scalars: the whole repeated field is built in one go
+    # (the constructor adds every entry in C), from the columns picked by the drop mask.
+    dropped = [] if full else [
+        {"id": cid, "layer": layer, "reason": reason, "score": score}
+        for cid, layer, reason, score in zip(compress(batch.ids, drop), compress(o.layer_of, drop),
+                                             compress(drop, drop), compress(final, drop), strict=True)
+    ]
     resp = pb.RankResponse(
         request_id=request_id, weights=weights_to_proto(o.profile),
         scoring_schema=SCORING_SCHEMA, policy_version=policy_version, profile=o.profile.name,
         allocations=[pb.LayerAllocation(**vars(a)) for a in o.allocations],
         importance_suggestions=[pb.ImportanceSuggestion(id=batch.ids[i], suggested_importance=v)
                                 for i, v in o.suggestions],
+        dropped=dropped,
     )
-    ranked, positions, public = o.ranked.tolist(), o.positions.tolist(), o.public_score.tolist()
     # Positions are a permutation of 0..k-1: adding in position order is the placement order.
     for r in sorted(range(len(ranked)), key=positions.__getitem__):
         i = ranked[r]
@@ -195,13 +215,12 @@ def outcome_to_proto(o: RankOutcome, batch: Batch, params: RankParams, request_i
         for st in o.stages[r]:
             add_stage(stage=st.stage, objective=st.objective, provenance=st.provenance, input_score=st.input_score,
                       position=st.position, output_score=st.output_score)
-    drop = o.drop.tolist()
-    add_dropped = resp.dropped.add
-    for i in range(o.n):
-        if drop[i]:
-            d = add_dropped(id=batch.ids[i], layer=o.layer_of[i], reason=drop[i], score=ex.final[i])
-            if explain == ExplainLevel.FULL:
-                ex.fill(d.breakdown, i)
+    if full:
+        add_dropped = resp.dropped.add
+        for i in range(o.n):
+            if drop[i]:
+                ex.fill(add_dropped(id=batch.ids[i], layer=o.layer_of[i], reason=drop[i], score=final[i]).breakdown,
+                        i)
     resp.reference_time.CopyFrom(seconds_to_ts(params.reference_time))
     if o.shadow is not None:
         sh = o.shadow
