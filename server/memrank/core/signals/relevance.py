@@ -71,7 +71,7 @@ def _fuse(batch: Batch, profile: Profile, population: np.ndarray) -> tuple[np.nd
     any_facet = present.any(axis=1)
     fused = np.where(any_facet, fused, 0.0)
     table = [f"fusion {profile.fusion} of {len(names)} facets; strongest facet: {name}" for name in names]
-    codes = np.where(any_facet, strongest, len(names))
+    codes = np.where(any_facet, strongest, len(names)).tolist()
     return fused, Table(codes, [*((t,) for t in table), ("no facet scores: 0",)])
 
 

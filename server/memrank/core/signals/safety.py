@@ -88,7 +88,8 @@ def prescan(index: WordIndex) -> np.ndarray:
             out |= index.has(word)
         return out
 
-    return holds_any(PRESCAN_ANY) | (holds_any(PRESCAN_ALL_OF[0]) & holds_any(PRESCAN_ALL_OF[1]))
+    suspect: np.ndarray = holds_any(PRESCAN_ANY) | (holds_any(PRESCAN_ALL_OF[0]) & holds_any(PRESCAN_ALL_OF[1]))
+    return suspect
 
 
 def injection_match(content: str) -> str | None:
