@@ -18,6 +18,8 @@ from memrank.core.batch import Batch
 from memrank.core.text import tokens
 from memrank.core.wordindex import token_index
 
+_NUL_TO_SPACE = bytes.maketrans(b"\0", b" ")
+
 
 def shingles(text: str) -> frozenset[str]:
     """The unigram and bigram shingles of a text's token sample."""
@@ -61,10 +63,11 @@ class Similarity:
         if self._unit is None:
             self.kind = "shingle_jaccard"
             index = token_index(batch)
-            # The index's buffer holds every candidate's sample tokens in order (NUL between words; a run
-            # of NULs between two candidates' words only adds empty pieces): the same words as
-            # ``text.tokens`` per candidate, as UTF-8 bytes, which compare equal exactly when the words do.
-            words = [w for w in index.buf.split(b"\0") if w]
+            # The index's buffer holds every candidate's sample tokens in order, NUL runs between words:
+            # the same words as ``text.tokens`` per candidate, as UTF-8 bytes, which compare equal exactly
+            # when the words do. No token holds an ASCII space byte (\w excludes white space, and UTF-8
+            # continuation bytes are >= 0x80), so NUL -> space and a plain split() give exactly the words.
+            words = index.buf.translate(_NUL_TO_SPACE).split()
             self._index_shingles(words, index.counts)
 
     def _index_shingles(self, flat: list[bytes], counts: np.ndarray) -> None:
