@@ -33,6 +33,7 @@ from memrank.grpc.tls import server_credentials
 from memrank.logs import setup_logging
 from memrank.metrics.declare import Metrics
 from memrank.metrics.http import serve_metrics
+from memrank.metrics.recorder import FlushFirst
 
 log = logging.getLogger("memrank.server")
 SERVICE_NAME = svc_pb.DESCRIPTOR.services_by_name["RankingService"].full_name
@@ -105,8 +106,16 @@ def create_server(settings: Settings, registry: CollectorRegistry | None = None,
         options=options, maximum_concurrent_rpcs=s.max_concurrent_rpcs,
         interceptors=[arrivals, *_interceptors(settings)],
     )
-    metrics = Metrics(registry if registry is not None else CollectorRegistry())
-    _add_ranking_service(RankingService(settings, metrics), server)
+    registry = registry if registry is not None else CollectorRegistry()
+    # One process: signal metrics are recorded after the reply, and a scrape first waits for them.
+    # Workers of a supervisor record inline: the supervisor reads their files at any moment.
+    after_reply = "PROMETHEUS_MULTIPROC_DIR" not in os.environ
+    flush = FlushFirst()
+    if after_reply:
+        registry.register(flush)  # before every family, so it runs first
+    service = RankingService(settings, Metrics(registry), after_reply=after_reply)
+    flush.target = service.deferred
+    _add_ranking_service(service, server)
     health_servicer = health.HealthServicer()
     health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
     reflection.enable_server_reflection(

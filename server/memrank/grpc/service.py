@@ -20,7 +20,7 @@ from memrank.grpc.admission import admission_to_proto
 from memrank.grpc.errors import abort_with, to_status
 from memrank.grpc.validate import validate_admission_request, validate_rank_request
 from memrank.metrics.declare import Metrics
-from memrank.metrics.recorder import build_recorder
+from memrank.metrics.recorder import AfterReply, build_recorder
 
 log = logging.getLogger("memrank.rpc")
 
@@ -50,26 +50,31 @@ def handle_rank(
     _still_wanted(alive, "converted")
     outcome = rank(batch, params, settings.profiles, settings.layers, provenance_key)
     _still_wanted(alive, "ranked")
-    if observe is not None:
-        observe(outcome)
     if log.isEnabledFor(logging.DEBUG):
         # Content and queries are logged only at debug, on purpose.
         log.debug("rank detail", extra={"request_id": request.request_id, "query": request.query,
                                         "selected": [batch.ids[i] for i in outcome.ranked]})
-    return convert.outcome_to_proto(outcome, batch, params, request.request_id, settings.policy_version,
-                                    receipt_key)
+    response = convert.outcome_to_proto(outcome, batch, params, request.request_id, settings.policy_version,
+                                        receipt_key)
+    if observe is not None:  # once the answer is built (a deferred recorder then overlaps sending it)
+        observe(outcome)
+    return response
 
 
 class RankingService(pb_grpc.RankingServiceServicer):
     """memrank.v1.RankingService over the pure core."""
 
-    def __init__(self, settings: Settings, metrics: Metrics, clock: Callable[[], float] = time.time) -> None:
+    def __init__(self, settings: Settings, metrics: Metrics, clock: Callable[[], float] = time.time,
+                 after_reply: bool = False) -> None:
         self._settings = settings
         self._metrics = metrics
         self._clock = clock
         self._provenance_key = settings.provenance_key()
         self._receipt_key = settings.receipt_key()
-        self._recorder = build_recorder(metrics, settings)
+        recorder = build_recorder(metrics, settings)
+        # after_reply: signal metrics recorded on a background thread (see AfterReply); else inline.
+        self.deferred = AfterReply(recorder) if after_reply else None
+        self._record = self.deferred.record if self.deferred is not None else recorder.record
 
     @contextmanager
     def _call(self, method: str, request_id: str, context: grpc.ServicerContext) -> Iterator[None]:
@@ -100,7 +105,7 @@ class RankingService(pb_grpc.RankingServiceServicer):
     def Rank(self, request: pb.RankRequest, context: grpc.ServicerContext) -> pb.RankResponse:
         """Rank candidate memories."""
         with self._call("Rank", request.request_id, context):
-            return handle_rank(request, self._settings, self._clock(), self._provenance_key, self._recorder.record,
+            return handle_rank(request, self._settings, self._clock(), self._provenance_key, self._record,
                                self._receipt_key, context.is_active)
         raise AssertionError("unreachable")  # abort raised
 

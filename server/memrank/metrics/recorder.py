@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import logging
+import queue
+import threading
 from collections.abc import Iterable, Iterator
 
 import numpy as np
@@ -118,3 +120,56 @@ def build_recorder(metrics: Metrics, settings: Settings) -> Recorder:
     references = load_reference(d.reference_file) if d.reference_file else None
     tracker = DriftTracker(d.window_size, d.reference_size, references)
     return Recorder(metrics, settings.profiles, (layer.name for layer in settings.layers), tracker)
+
+
+class AfterReply:
+    """Records outcomes on one background thread, so metrics cost nothing on the reply's critical path.
+
+    ``record`` queues the outcome (the handler calls it once the response is built, so the
+    recording overlaps with sending it); ``flush`` waits until every queued outcome is recorded,
+    and ``FlushFirst`` calls it before a scrape reads any family, so /metrics never lags a reply
+    that has already been sent. When ``max_pending`` outcomes wait (recording falls behind), the
+    caller records inline: memory stays bounded and nothing is dropped.
+    """
+
+    def __init__(self, recorder: Recorder, max_pending: int = 256) -> None:
+        self._recorder = recorder
+        self._pending: queue.Queue[RankOutcome] = queue.Queue(maxsize=max_pending)
+        self._thread = threading.Thread(target=self._run, name="memrank-metrics", daemon=True)
+        self._thread.start()
+
+    def record(self, outcome: RankOutcome) -> None:
+        """Queue one outcome (or record it now when the queue is full)."""
+        try:
+            self._pending.put_nowait(outcome)
+        except queue.Full:
+            self._recorder.record(outcome)
+
+    def flush(self) -> None:
+        """Return once every outcome queued so far is recorded."""
+        self._pending.join()
+
+    def _run(self) -> None:
+        while True:
+            outcome = self._pending.get()
+            try:
+                self._recorder.record(outcome)  # never raises
+            finally:
+                self._pending.task_done()
+
+
+class FlushFirst:
+    """A collector that exports nothing and flushes pending records; registered before every family."""
+
+    def __init__(self) -> None:
+        self.target: AfterReply | None = None
+
+    def describe(self) -> list[object]:
+        """No families of its own."""
+        return []
+
+    def collect(self) -> list[object]:
+        """Flush, then export nothing."""
+        if self.target is not None:
+            self.target.flush()
+        return []

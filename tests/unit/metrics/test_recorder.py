@@ -12,12 +12,13 @@ from prometheus_client import CollectorRegistry
 
 from memrank._gen.v1 import ranking_pb2 as pb
 from memrank.config import DriftSettings, Settings, load_settings
+from memrank.core.batch import CandidateInput, RankParams, batch_from_rows
 from memrank.core.outcome import RankOutcome
 from memrank.core.pipeline import rank
 from memrank.core.types import DropReason
 from memrank.grpc.convert import request_to_domain
 from memrank.metrics.declare import Metrics
-from memrank.metrics.recorder import Recorder, build_recorder
+from memrank.metrics.recorder import AfterReply, FlushFirst, Recorder, build_recorder
 
 SETTINGS = load_settings(env={})
 
@@ -137,3 +138,20 @@ def test_recording_never_raises() -> None:
     registry, recorder = fresh()
     recorder.record(object())  # type: ignore[arg-type]
     assert total(registry, "memrank_candidates_total") == 0
+
+
+def test_after_reply_records_every_outcome_by_the_time_a_scrape_reads() -> None:
+    registry = CollectorRegistry()
+    flush = FlushFirst()
+    registry.register(flush)
+    recorder = build_recorder(Metrics(registry), SETTINGS)
+    deferred = AfterReply(recorder, max_pending=3)  # small: the inline fallback runs too
+    flush.target = deferred
+    batch = batch_from_rows([CandidateInput(id=f"m{i}", content="we decided to use postgres", importance=0.5,
+                                            retrieval_score=0.1 * i) for i in range(5)])
+    outcome = rank(batch, RankParams("postgres", 0.0), SETTINGS.profiles)
+    for _ in range(50):
+        deferred.record(outcome)
+    # get_sample_value collects every collector, FlushFirst first: all 50 are in, none lost.
+    assert registry.get_sample_value("memrank_request_candidates_count") == 50
+    assert registry.get_sample_value("memrank_candidates_total", {"profile": "default", "layer": "other"}) == 250
