@@ -43,27 +43,22 @@ _PAD = bytes(0 if chr(b) in _PUNCT_CHARS or chr(b).isspace() else (0xFF if b == 
              for b in range(128)) + bytes(128)
 
 _MASK = (1 << 64) - 1
-_P = 0x9E3779B97F4A7C15  # odd, so invertible modulo 2**64
-_BLOCK = 1 << 16  # power tables repeat every _BLOCK bytes; a word across a block edge is hashed in Python
-
-
-def _powers(base: int) -> np.ndarray:
-    """base**0 .. base**(_BLOCK - 1) modulo 2**64."""
-    steps = np.full(_BLOCK, base, dtype=np.uint64)
-    steps[0] = 1
-    return np.cumprod(steps, dtype=np.uint64)
-
-
-_PW = _powers(_P)
-_IPW = _powers(pow(_P, -1, 1 << 64))
+_P = 0x9E3779B97F4A7C15  # odd multiplier of the chunk combination
+_VECTOR_CHUNKS = 8  # words of up to 64 bytes are hashed column-wise; longer ones (rare) in Python
+# _LOW[k] keeps the low k bytes of a little-endian 8-byte chunk (k = 0..8).
+_LOW = np.array([(1 << (8 * k)) - 1 for k in range(8)] + [_MASK], dtype=np.uint64)
 
 
 def word_hash(word: bytes) -> int:
-    """sum(byte_j * P**j) modulo 2**64: the hash the index stores for a word's bytes."""
-    h, p = 0, 1
-    for b in word:
-        h = (h + b * p) & _MASK
-        p = (p * _P) & _MASK
+    """The hash the index stores for a word's bytes.
+
+    The word's 8-byte little-endian chunks c0, c1, ... (the last zero-padded), combined as
+    h = c0, then h = h * P + c modulo 2**64 for each further chunk. A word of at most 8 bytes is
+    its own packed value: no two such words share a hash (no word holds a zero byte).
+    """
+    h = int.from_bytes(word[:8], "little")
+    for at in range(8, len(word), 8):
+        h = (h * _P + int.from_bytes(word[at:at + 8], "little")) & _MASK
     return h
 
 
@@ -85,23 +80,25 @@ class WordIndex:
     def __init__(self, buf: bytes, seg_starts: np.ndarray, n: int) -> None:
         self.n = n
         self.buf = buf
-        a = np.frombuffer(buf, dtype=np.uint8)
+        a = np.frombuffer(buf + bytes(8), dtype=np.uint8)  # 8 spare zero bytes: every word's chunks exist
         self._bytes = a
-        edge = np.diff((a != 0).view(np.int8), prepend=np.int8(0), append=np.int8(0))
-        starts = np.flatnonzero(edge == 1)
-        ends = np.flatnonzero(edge == -1)
-        self.starts, self.lengths = starts, ends - starts
-        if starts.size:
-            weighted = np.empty(a.size, dtype=np.uint64)  # byte * P**(offset within its hash block)
-            for lo in range(0, a.size, _BLOCK):
-                hi = min(lo + _BLOCK, a.size)
-                np.multiply(a[lo:hi], _PW[: hi - lo], out=weighted[lo:hi])
-            with np.errstate(over="ignore"):
-                hashes = np.add.reduceat(weighted, starts) * _IPW[starts % _BLOCK]
-            for k in np.flatnonzero(starts // _BLOCK != (ends - 1) // _BLOCK).tolist():
-                hashes[k] = word_hash(buf[starts[k]:ends[k]])
-        else:
-            hashes = np.zeros(0, dtype=np.uint64)
+        edge = np.diff((a != 0).view(np.int8), prepend=np.int8(0))
+        changes = np.flatnonzero(edge)  # word starts and ends alternate, a start first
+        starts, ends = changes[0::2], changes[1::2]
+        lengths = ends - starts
+        self.starts, self.lengths = starts, lengths
+        windows = np.lib.stride_tricks.sliding_window_view(a, 8)
+        hashes = windows[starts].view("<u8").reshape(-1) & _LOW[np.minimum(lengths, 8)]
+        with np.errstate(over="ignore"):
+            for chunk in range(1, _VECTOR_CHUNKS):
+                longer = np.flatnonzero(lengths > 8 * chunk)
+                if not longer.size:
+                    break
+                rest = np.minimum(lengths[longer] - 8 * chunk, 8)
+                part = windows[starts[longer] + 8 * chunk].view("<u8").reshape(-1) & _LOW[rest]
+                hashes[longer] = hashes[longer] * np.uint64(_P) + part
+        for k in np.flatnonzero(lengths > 8 * _VECTOR_CHUNKS).tolist():
+            hashes[k] = word_hash(buf[starts[k]:ends[k]])
         self.hashes = hashes
         first = np.searchsorted(starts, seg_starts)
         self.first = first  # index of each candidate's first word
