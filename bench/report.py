@@ -35,8 +35,8 @@ def targets(r: dict[str, Any]) -> list[dict[str, Any]]:
     e2e = _get(lv, "latency", "400x384", "p50_ms")
     lc = _get(lv, "latency", "400x384", "langchain_interleaved", "p50_ms")
     add("e2e gRPC Rank 400x384 / in-process LangChain (ratio)", e2e / lc if e2e and lc else None, "<=", 0.5,
-        f"Rank p50 {_f(e2e)} ms (explain FULL, 1 worker) vs LangChain scoring + MMR p50 {_f(lc)} ms, "
-        "called alternately")
+        f"Rank p50 {_f(e2e)} ms (explain unset = SELECTED, packed embeddings, 1 worker) vs LangChain "
+        f"scoring + MMR p50 {_f(lc)} ms, called alternately")
     st = _get(w, "1600x384", "stages")
     if st:
         compute = st["signals"]["cpu_p50_ms"] + st["selection"]["cpu_p50_ms"]
