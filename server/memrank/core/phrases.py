@@ -12,15 +12,13 @@ from __future__ import annotations
 
 import functools
 import re
-import weakref
 from collections.abc import Iterable
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 
 import numpy as np
 
-from memrank.core.batch import Batch
-from memrank.core.text import fold, sample, tokens
+from memrank.core.text import fold, sample
 from memrank.core.wordindex import WordIndex
 
 # Punctuation becomes a space, so "that's" reads "that s" and "don't" "don t".
@@ -38,53 +36,6 @@ def words(text: str) -> str:
     else:
         spaced = fold(s).translate(_PUNCT)
     return " " + " ".join(spaced.split()) + " "
-
-
-# id(batch) -> its words (and their sets), for exactly as long as the batch lives
-# (a finalizer drops the entry when the batch is freed, before its id can be reused).
-_MEMO: dict[int, tuple[str, ...]] = {}
-_SETS: dict[int, tuple[frozenset[str], ...]] = {}
-
-
-def batch_words(batch: Batch) -> tuple[str, ...]:
-    """``words`` of every content of the batch, computed once per batch.
-
-    Importance, stability and confidence all read them within one scoring
-    call. The memo holds nothing beyond the batch's own lifetime and the
-    function is pure, so it is not state.
-    """
-    key = id(batch)
-    found = _MEMO.get(key)
-    if found is None:
-        found = tuple(words(c) for c in batch.contents)
-        _MEMO[key] = found
-        weakref.finalize(batch, _MEMO.pop, key, None)
-    return found
-
-
-_TOKENS: dict[int, tuple[list[str], ...]] = {}
-
-
-def batch_tokens(batch: Batch) -> tuple[list[str], ...]:
-    """``text.tokens`` of every content of the batch (lexical and shingle similarity both read them), once."""
-    key = id(batch)
-    found = _TOKENS.get(key)
-    if found is None:
-        found = tuple(tokens(c) for c in batch.contents)
-        _TOKENS[key] = found
-        weakref.finalize(batch, _TOKENS.pop, key, None)
-    return found
-
-
-def batch_word_sets(batch: Batch) -> tuple[frozenset[str], ...]:
-    """The set of the words of every content of the batch (``Phrases.find``'s ``present``), once per batch."""
-    key = id(batch)
-    found = _SETS.get(key)
-    if found is None:
-        found = tuple(frozenset(w.split()) for w in batch_words(batch))
-        _SETS[key] = found
-        weakref.finalize(batch, _SETS.pop, key, None)
-    return found
 
 
 class Phrases:

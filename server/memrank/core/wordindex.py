@@ -166,6 +166,12 @@ class WordIndex:
             at = at[there[at + j] & (self.owner[at + j] == self.owner[at])]
         return at
 
+    def holding_digits(self) -> np.ndarray:
+        """(n,) mask: some word of the candidate holds an ASCII digit."""
+        body = self._bytes[:-8]
+        at = np.flatnonzero((body >= ord("0")) & (body <= ord("9")))
+        return self.holders(np.searchsorted(self.starts, at, side="right") - 1)
+
     def holders(self, at: np.ndarray) -> np.ndarray:
         """(n,) mask of the candidates owning the given word positions."""
         mask = np.zeros(self.n, dtype=bool)

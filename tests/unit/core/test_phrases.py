@@ -4,9 +4,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from memrank.core.phrases import _MEMO, Phrases, batch_words, starts_with, words
+from memrank.core.phrases import Phrases, starts_with, words
 from memrank.core.signals.safety import INJECTION_PATTERNS
 from memrank.core.text import fold
+from memrank.core.wordindex import _PADDED, _TOKEN, padded_index, token_index
 from tests.unit.core.build import batch
 
 
@@ -14,17 +15,17 @@ def test_words_are_folded_with_punctuation_as_spaces():
     assert words("No, I meant: that’s WRONG!!  İ prefer—tea…") == " no i meant that s wrong i prefer tea "
     assert words("") == "  "
     b = batch({"content": "A b"}, {"content": "c"})
-    assert batch_words(b) == (" a b ", " c ") and batch_words(b) is batch_words(b)
+    assert padded_index(b) is padded_index(b) and padded_index(b).counts.tolist() == [2, 1]
 
 
-def test_the_batch_words_memo_lives_as_long_as_its_batch():
-    b = batch({"content": "x"})
-    batch_words(b)
-    assert id(b) in _MEMO
+def test_the_word_index_memos_live_as_long_as_their_batch():
+    b = batch({"content": "x_y"})
+    token_index(b), padded_index(b)
     key = id(b)
+    assert key in _TOKEN and key in _PADDED
     del b
     gc.collect()
-    assert key not in _MEMO
+    assert key not in _TOKEN and key not in _PADDED
 
 
 def test_phrases_match_whole_words_only():

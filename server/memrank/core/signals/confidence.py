@@ -17,16 +17,18 @@ reasons say so.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 
 from memrank.core.batch import Batch
-from memrank.core.phrases import Phrases, batch_word_sets, batch_words
+from memrank.core.phrases import Phrases, words
+from memrank.core.reasons import Lazy
 from memrank.core.scores import ScoringContext
 from memrank.core.signals.base import RawSignal
 from memrank.core.text import fold, sample
 from memrank.core.types import Source
+from memrank.core.wordindex import padded_index, short_ascii, token_index
 from memrank.profiles.model import Profile
 
 BASE = 0.30
@@ -78,25 +80,49 @@ def has_date(text: str, padded: str, number: bool, present: frozenset[str] | Non
     return any(f" {m}" in padded for m in _MONTHS) and _MONTH_DATE.search(fold(text)) is not None
 
 
+def confidence_of(content: str, metadata: Mapping[str, str], event_time: bool, source: bool,
+                  padded: str | None = None) -> tuple[float, tuple[str, ...]]:
+    """(confidence, reasons) of one memory: the definition, one memory at a time."""
+    text = sample(content)
+    number = _NUMBER.search(text) is not None
+    found = (number, has_date(text, words(text) if padded is None else padded, number), has_entity(text),
+             event_time, source, any(not k.startswith("_") for k in metadata))
+    return BASE + sum(w for (_, w), f in zip(FEATURES, found, strict=True) if f), _reasons(found, metadata)
+
+
+def _reasons(found: Sequence[bool], metadata: Mapping[str, str]) -> tuple[str, ...]:
+    names = [name for (name, _), f in zip(FEATURES, found, strict=True) if f]
+    row = [f"specific: {', '.join(names)}" if names else "no specificity features"]
+    reserved = reserved_keys(metadata) if metadata else []
+    if reserved:
+        row.append(f"reserved metadata keys ignored: {', '.join(reserved)}")
+    return tuple(row)
+
+
 def confidence(batch: Batch, ctx: ScoringContext, profile: Profile, population: np.ndarray) -> RawSignal:
-    """Base 0.30 plus a bonus per specificity feature present."""
-    padded, present = batch_words(batch), batch_word_sets(batch)
-    # Column features once, as Python lists (numpy scalars one at a time are slow).
-    event_time = (~np.isnan(batch.event_time)).tolist()
-    source = np.isin(batch.source, (Source.UNSPECIFIED, Source.UNKNOWN), invert=True).tolist()
-    values: list[float] = []
-    reasons: list[tuple[str, ...]] = []
-    for i, content in enumerate(batch.contents):
-        text = sample(content)
-        number = _NUMBER.search(text) is not None
-        meta = batch.metadata[i]
-        found = (number, has_date(text, padded[i], number, present[i]), has_entity(text), event_time[i], source[i],
-                 any(not k.startswith("_") for k in meta))
-        values.append(BASE + sum(w for (_, w), f in zip(FEATURES, found, strict=True) if f))
-        names = [name for (name, _), f in zip(FEATURES, found, strict=True) if f]
-        row = [f"specific: {', '.join(names)}" if names else "no specificity features"]
-        reserved = reserved_keys(meta) if meta else []
-        if reserved:
-            row.append(f"reserved metadata keys ignored: {', '.join(reserved)}")
-        reasons.append(tuple(row))
-    return RawSignal(np.minimum(np.array(values, dtype=np.float64).reshape(-1), 1.0), tuple(reasons))
+    """Base 0.30 plus a bonus per specificity feature present (``confidence_of``, column-wise).
+
+    Weekday and relative-day words come from the batch's padded-words index; digits of ASCII
+    samples from its tokens index (a digit is a word character); the numeric-date patterns run
+    only on memories with a digit, the entity test on memories with a capital letter.
+    """
+    n = batch.n
+    padded = padded_index(batch)
+    plain = short_ascii(batch)
+    number = token_index(batch).holding_digits()
+    for i in np.flatnonzero(~plain).tolist():
+        number[i] = _NUMBER.search(sample(batch.contents[i])) is not None
+    date = DATE_WORDS.first_found(padded) >= 0
+    for i in np.flatnonzero(number & ~date).tolist():
+        text = sample(batch.contents[i])
+        date[i] = has_date(text, words(text), True)
+    entity = np.fromiter((c.lower() != c and has_entity(sample(c)) for c in batch.contents), dtype=bool, count=n)
+    event_time = ~np.isnan(batch.event_time)
+    source = np.isin(batch.source, (Source.UNSPECIFIED, Source.UNKNOWN), invert=True)
+    metadata = np.fromiter((any(not k.startswith("_") for k in m) for m in batch.metadata), dtype=bool, count=n)
+    found = np.stack([number, date, entity, event_time, source, metadata], axis=1)
+    bonus = np.zeros(n)
+    for j, (_, weight) in enumerate(FEATURES):  # summed in feature order, as confidence_of's sum() does
+        bonus = bonus + np.where(found[:, j], weight, 0.0)
+    values = np.minimum(BASE + bonus, 1.0)
+    return RawSignal(values, Lazy(n, lambda i: _reasons(found[i].tolist(), batch.metadata[i])))

@@ -16,11 +16,13 @@ from __future__ import annotations
 import numpy as np
 
 from memrank.core.batch import Batch
-from memrank.core.phrases import Phrases, batch_word_sets, batch_words, words
+from memrank.core.phrases import Phrases, words
+from memrank.core.reasons import Lazy
 from memrank.core.scores import ScoringContext
 from memrank.core.signals.base import RawSignal
 from memrank.core.signals.importance import CONSTRAINT_PREF, DECISION_FACT
 from memrank.core.text import count_tokens, is_pleasantry, sample
+from memrank.core.wordindex import padded_index, short_ascii, token_index
 from memrank.profiles.model import Profile
 
 DURABLE_KINDS = frozenset({"fact", "preference", "decision", "constraint", "profile", "identity", "correction"})
@@ -55,8 +57,47 @@ def stability_of(kind: str, content: str, padded: str | None = None,
 
 
 def stability(batch: Batch, ctx: ScoringContext, profile: Profile, population: np.ndarray) -> RawSignal:
-    """Per-memory stability from its wording, length and kind."""
-    padded = batch_words(batch)
-    sets = batch_word_sets(batch)
-    pairs = [stability_of(k, c, w, p) for k, c, w, p in zip(batch.kinds, batch.contents, padded, sets, strict=True)]
-    return RawSignal(np.array([v for v, _ in pairs], dtype=np.float64), tuple(r for _, r in pairs))
+    """Per-memory stability from its wording, length and kind (``stability_of``, column-wise)."""
+    n = batch.n
+    index = padded_index(batch)
+    tokens_index = token_index(batch)
+    plain = short_ascii(batch)  # ASCII: the tokens index counts exactly count_tokens' words
+    counts = np.minimum(tokens_index.counts, LONG_TOKENS)
+    for i in np.flatnonzero(~plain).tolist():
+        counts[i] = count_tokens(sample(batch.contents[i]), LONG_TOKENS)
+    pleasantry = np.fromiter((_maybe_pleasantry(c) for c in batch.contents), dtype=bool, count=n)
+    durable_kind = np.fromiter((k.lower() in DURABLE_KINDS for k in batch.kinds), dtype=bool, count=n)
+    durable = np.where(durable_kind, -1, DURABLE.first_found(index, ~durable_kind))  # -1: by kind (or none)
+    has_durable = durable_kind | (durable >= 0)
+    bound = TIME_BOUND.first_found(index)
+    short = counts < SHORT_TOKENS
+    values = np.where(counts < LONG_TOKENS, 0.6, 0.7) + np.where(has_durable, 0.3, 0.0) - np.where(bound >= 0, 0.2, 0.0)
+    values = np.clip(values, 0.0, 1.0)
+    values = np.where(short, 0.3, values)
+    values = np.where(pleasantry, 0.1, values)
+    kinds = batch.kinds
+
+    def why(i: int) -> tuple[str, ...]:
+        if pleasantry[i]:
+            return ("pleasantry only: 0.1",)
+        count = int(counts[i])
+        if short[i]:
+            return (f"very short ({count} tokens): 0.3",)
+        value = 0.6 if count < LONG_TOKENS else 0.7
+        reasons = [f"{'at least ' if count == LONG_TOKENS else ''}{count} tokens: {value:g}"]
+        if has_durable[i]:
+            what = f"kind {kinds[i]}" if durable_kind[i] else DURABLE.ordered[int(durable[i])]
+            reasons.append(f"durable ({what}): +0.3")
+        if bound[i] >= 0:
+            reasons.append(f"time-bound ({TIME_BOUND.ordered[int(bound[i])]}): -0.2")
+        return tuple(reasons)
+
+    return RawSignal(values, Lazy(n, why))
+
+
+def _maybe_pleasantry(content: str) -> bool:
+    """``is_pleasantry`` of the content, without the regex when the text cannot be one (over 200 characters
+    once stripped: only possible for a longer content when it starts or ends with white space)."""
+    if len(content) > 200 and not (content[:1].isspace() or content[-1:].isspace()):
+        return False
+    return is_pleasantry(sample(content))
