@@ -89,6 +89,10 @@ def table(r: dict[str, Any]) -> str:
         ex = e["stages"]["explain"]
         lines.append(f"  {key:>9}: " + "; ".join(f"{k} {_f(v['encode_p50_ms'])} ms / {v['response_bytes'] / 1024:.0f}"
                                                  for k, v in ex.items()))
+    for key, e in r["workloads"].items():
+        if "profiles" in e:
+            lines += ["", f"score() by profile at {key}, median CPU ms: "
+                      + ", ".join(f"{k} {_f(v)}" for k, v in e["profiles"].items())]
     lines += ["", "baselines (same batches, same run, p50 ms)"]
     for key, e in r["workloads"].items():
         if "ports" in e:

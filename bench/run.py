@@ -26,6 +26,7 @@ from memrank.core.types import ExplainLevel
 from memrank.grpc import convert
 from memrank.grpc.service import handle_rank
 from memrank.grpc.validate import validate_rank_request
+from memrank.profiles.model import Profile
 
 EXPLAIN = {"full": ExplainLevel.FULL, "selected": ExplainLevel.SELECTED, "none": ExplainLevel.NONE}
 
@@ -127,6 +128,17 @@ def core_vs_ports(w: Workload, reps: int) -> dict[str, Any]:
     return out
 
 
+def profiles(w: Workload, reps: int) -> dict[str, float]:
+    """Median CPU ms of ``score()`` under every built-in profile, on one batch (fresh Batch per call)."""
+    settings = load_settings(env={})
+    batch, params = convert.request_to_domain(w.request, 0.0)
+    ctx = ScoringContext(params.query, params.reference_time, False, None)
+    def scorer(profile: Profile) -> Any:
+        return lambda: score(dataclasses.replace(batch), ctx, profile)
+
+    return {name: measure(scorer(p), reps).cpu_p50 for name, p in sorted(settings.profiles.items())}
+
+
 def langchain(w: Workload, reps: int) -> dict[str, Any]:
     """LangChain scoring + MMR (k = the selection size) on the same batch, in-process."""
     if not langchain_available():
@@ -194,6 +206,8 @@ def run(opts: Options, log: Any = print) -> dict[str, Any]:
         entry: dict[str, Any] = {"n": n, "dim": d, "stages": stages(w, reps)}
         if opts.baselines and d == 0:
             entry["ports"] = core_vs_ports(w, reps)
+        if n == 400 and d == 0:
+            entry["profiles"] = profiles(w, reps)
         if opts.baselines and d > 0:
             entry["langchain"] = langchain(w, reps)
         results["workloads"][key] = entry
