@@ -16,9 +16,7 @@ import numpy as np
 
 from memrank.core.batch import Batch
 from memrank.core.text import tokens
-from memrank.core.wordindex import token_index
-
-_NUL_TO_SPACE = bytes.maketrans(b"\0", b" ")
+from memrank.core.wordindex import WordIndex, token_index
 
 
 def shingles(text: str) -> frozenset[str]:
@@ -27,16 +25,24 @@ def shingles(text: str) -> frozenset[str]:
     return frozenset(words).union(map(" ".join, itertools.pairwise(words)))
 
 
-def _exact_ids(words: list[bytes]) -> np.ndarray:
-    """An int64 id per word, equal ids exactly for equal words (ids in [0, distinct words))."""
-    # From the strings' hashes at C speed; a hash collision would show as fewer distinct hashes than
-    # distinct words, and then the ids come from a dictionary instead.
-    hashes = np.fromiter(map(hash, words), dtype=np.int64, count=len(words))
-    unique, ids = np.unique(hashes, return_inverse=True)
-    if unique.shape[0] != len(set(words)):
-        index: dict[bytes, int] = {}
-        return np.array([index.setdefault(w, len(index)) for w in words], dtype=np.int64)
-    return np.asarray(ids, dtype=np.int64).reshape(-1)
+def _exact_ids(index: WordIndex) -> np.ndarray:
+    """An int64 id per word of the index, equal ids exactly for equal words (ids in [0, distinct words)).
+
+    A word of at most 8 bytes is keyed by its own packed bytes (the index's hash of it, exact); the
+    longer words, a minority in prose, get their ids from a dictionary of their bytes.
+    """
+    short = index.lengths <= 8
+    unique, inverse = np.unique(index.hashes[short], return_inverse=True)
+    ids = np.empty(index.hashes.size, dtype=np.int64)
+    ids[short] = np.asarray(inverse, dtype=np.int64).reshape(-1)
+    longer = np.flatnonzero(~short)
+    if longer.size:
+        seen: dict[bytes, int] = {}
+        buf, base = index.buf, unique.size
+        ids[longer] = [base + seen.setdefault(buf[at:at + size], len(seen))
+                       for at, size in zip(index.starts[longer].tolist(), index.lengths[longer].tolist(),
+                                           strict=True)]
+    return ids
 
 
 class Similarity:
@@ -62,15 +68,10 @@ class Similarity:
                 self.kind = "cosine"
         if self._unit is None:
             self.kind = "shingle_jaccard"
-            index = token_index(batch)
-            # The index's buffer holds every candidate's sample tokens in order, NUL runs between words:
-            # the same words as ``text.tokens`` per candidate, as UTF-8 bytes, which compare equal exactly
-            # when the words do. No token holds an ASCII space byte (\w excludes white space, and UTF-8
-            # continuation bytes are >= 0x80), so NUL -> space and a plain split() give exactly the words.
-            words = index.buf.translate(_NUL_TO_SPACE).split()
-            self._index_shingles(words, index.counts)
+            index = token_index(batch)  # every candidate's sample tokens, in order (``text.tokens``)
+            self._index_shingles(_exact_ids(index), index.counts)
 
-    def _index_shingles(self, flat: list[bytes], counts: np.ndarray) -> None:
+    def _index_shingles(self, token: np.ndarray, counts: np.ndarray) -> None:
         """An inverted index of every candidate's shingles, as flat numpy arrays.
 
         Shingles are numbered without building bigram strings: token t gets an
@@ -79,7 +80,6 @@ class Similarity:
         "a b" strings); duplicates within a candidate are removed by one
         np.unique over (candidate, shingle) keys, as ``shingles`` does with sets.
         """
-        token = _exact_ids(flat)
         v = int(token.max(initial=-1)) + 1
         owner = np.repeat(np.arange(self.n, dtype=np.int64), counts)
         inside = owner[:-1] == owner[1:]  # adjacent tokens of one candidate form a bigram
