@@ -81,7 +81,7 @@ def run_phase(
     """Pick from ``pool`` (bool mask of undecided eligible candidates) until nothing fits; updates state."""
     diversity = lam < 1.0 and sim is not None
     if not diversity:
-        for i in np.argsort(tie_rank, kind="stable"):
+        for i in np.argsort(tie_rank):  # a permutation: every sort gives the same order
             if not pool[i] or (lim.max_items and len(state.picked) >= lim.max_items):
                 continue
             if _fits(state, np.array([i]), layer, tokens, lim)[0]:
