@@ -42,11 +42,14 @@ def test_sigterm_under_load_drains_in_flight_calls_and_refuses_new_ones(tmp_path
                        env={"MEMRANK_HEALTH_ADDRESS": f"127.0.0.1:{health_port}"})
     target = f"127.0.0.1:{proc.port}"
     assert _health(health_port) == "SERVING"
-    heavy = rank_request(400, words=60, seed=1)
+    # Enough queued work that calls are still in flight when SIGTERM lands 0.3 s later: 24 calls of
+    # 1,600 candidates (~1 s or more on one worker; 12 calls of 400 finished before the signal once
+    # the core got faster).
+    heavy = rank_request(1600, words=60, seed=1)
     channel = grpc.insecure_channel(target)
     stub = pb_grpc.RankingServiceStub(channel)
     stub.Rank(rank_request(5), timeout=10)  # connected and warm
-    in_flight = [stub.Rank.future(heavy, timeout=60) for _ in range(12)]
+    in_flight = [stub.Rank.future(heavy, timeout=60) for _ in range(24)]
     time.sleep(0.3)
     signalled = time.monotonic()
     proc.popen.send_signal(signal.SIGTERM)
