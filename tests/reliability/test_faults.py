@@ -195,7 +195,7 @@ def test_too_many_concurrent_calls_are_resource_exhausted_not_queued_forever() -
     settings = loopback_settings(max_concurrent_rpcs=2, thread_pool_size=2)
     running = create_server(settings)
     try:
-        heavy = rank_request(400, words=60)
+        heavy = rank_request(1600, words=60)  # long enough that the 8 calls overlap on a fast core
         with grpc.insecure_channel(f"127.0.0.1:{running.port}") as channel:
             stub = pb_grpc.RankingServiceStub(channel)
             calls = [stub.Rank.future(heavy, timeout=60) for _ in range(8)]
