@@ -6,13 +6,15 @@ import logging
 import queue
 import threading
 from collections.abc import Iterable, Iterator
+from typing import Any
 
 import numpy as np
 
 from memrank.config import Settings
 from memrank.core.outcome import RankOutcome
 from memrank.core.types import DropReason
-from memrank.metrics.declare import Metrics, observe_many
+from memrank.metrics.declare import Metrics
+from memrank.metrics.drift import BIN_COUNT, bin_index
 from memrank.metrics.window import DriftTracker
 
 log = logging.getLogger("memrank.metrics")
@@ -41,6 +43,8 @@ class Recorder:
         self.profiles = frozenset(profiles)
         self.layers = frozenset(layers) | {OTHER}
         self.drift = drift
+        # signal_value children by (signal, form, profile, layer): labels() costs more than the observation.
+        self._signal_children: dict[tuple[str, str, str, str], Any] = {}
 
     def record(self, outcome: RankOutcome) -> None:
         """Record one Rank outcome; never raises (metrics must not fail a call)."""
@@ -58,27 +62,63 @@ class Recorder:
     def _record(self, outcome: RankOutcome) -> None:
         profile = self._profile(outcome)
         self.metrics.request_candidates.observe(outcome.n)
-        self._record_layers(outcome, profile)
+        binned = self._binned(outcome)
+        self._record_layers(outcome, profile, binned)
         self._record_drops(outcome)
         self._record_selection(outcome, profile)
         self._record_budgets(outcome)
-        self._record_drift(outcome, profile)
+        self._record_drift(outcome, profile, binned)
 
-    def _record_layers(self, outcome: RankOutcome, profile: str) -> None:
-        """Candidates, selections and signal values, per (bounded) layer."""
+    def _record_layers(self, outcome: RankOutcome, profile: str, binned: tuple[np.ndarray, np.ndarray]) -> None:
+        """Candidates, selections and signal values, per (bounded) layer: a few numpy passes per call.
+
+        Every signal, raw and normalized, is binned in one searchsorted over a (2 x signals, n) matrix
+        and counted per (row, layer, bucket) in one bincount, so the cost is a handful of array
+        operations plus one ``inc`` per non-empty bucket, whatever the batch size.
+        """
         m = self.metrics
-        layer = np.array([self._layer(name) for name in outcome.layer_of], dtype=object)
-        kept = np.asarray(outcome.drop == 0)
-        measured = drift_population(outcome)
-        for name in sorted(set(layer.tolist())):
-            in_layer = layer == name
-            m.candidates.labels(profile=profile, layer=name).inc(int(in_layer.sum()))
-            m.selected.labels(profile=profile, layer=name).inc(int((in_layer & kept).sum()))
-            mask = in_layer & measured
-            for column in outcome.scores.signals:
-                for form, values in zip(FORMS, (column.raw, column.normalized), strict=True):
-                    child = m.signal_value.labels(signal=column.name, form=form, profile=profile, layer=name)
-                    observe_many(child, np.asarray(values, dtype=np.float64)[mask])
+        n = outcome.n
+        labels = sorted({self._layer(name) for name in set(outcome.layer_of)})
+        slot = {name: labels.index(self._layer(name)) for name in set(outcome.layer_of)}
+        layer = np.fromiter(map(slot.__getitem__, outcome.layer_of), dtype=np.int64, count=n)
+        width = len(labels)
+        received = np.bincount(layer, minlength=width).tolist()
+        picked = np.bincount(layer[np.asarray(outcome.drop) == 0], minlength=width).tolist()
+        for j, name in enumerate(labels):
+            m.candidates.labels(profile=profile, layer=name).inc(received[j])
+            m.selected.labels(profile=profile, layer=name).inc(picked[j])
+        columns = outcome.scores.signals
+        values, bins = binned
+        if not values.size:
+            return
+        rows = len(columns) * len(FORMS)
+        counted = np.isfinite(values) & drift_population(outcome)
+        cell = (np.arange(rows)[:, None] * width + layer[None, :])[counted]
+        nbins = BIN_COUNT
+        counts = np.bincount(cell * nbins + bins[counted], minlength=rows * width * nbins)
+        counts = counts.reshape(rows, width, nbins).tolist()
+        sums = np.bincount(cell, weights=values[counted], minlength=rows * width).reshape(rows, width).tolist()
+        for r in range(rows):
+            column, form = columns[r // len(FORMS)], FORMS[r % len(FORMS)]
+            for j, name in enumerate(labels):
+                key = (column.name, form, profile, name)
+                child = self._signal_children.get(key)
+                if child is None:
+                    child = self._signal_children.setdefault(key, m.signal_value.labels(*key))
+                if any(counts[r][j]):
+                    child._sum.inc(sums[r][j])
+                    for b, count in enumerate(counts[r][j]):
+                        if count:
+                            child._buckets[b].inc(count)
+
+    @staticmethod
+    def _binned(outcome: RankOutcome) -> tuple[np.ndarray, np.ndarray]:
+        """(values, bucket index) of every signal: rows raw_1, normalized_1, raw_2, ...; NaN bins last."""
+        values = np.empty((len(outcome.scores.signals) * len(FORMS), outcome.n))
+        for s, column in enumerate(outcome.scores.signals):
+            values[s * len(FORMS)] = column.raw
+            values[s * len(FORMS) + 1] = column.normalized
+        return values, bin_index(values)
 
     def _record_selection(self, outcome: RankOutcome, profile: str) -> None:
         """Empty answers and the winner's margin."""
@@ -102,14 +142,17 @@ class Recorder:
             if count:
                 self.metrics.dropped.labels(reason=DropReason(value).name.lower()).inc(count)
 
-    def _record_drift(self, outcome: RankOutcome, profile: str) -> None:
-        if self.drift is None:
+    def _record_drift(self, outcome: RankOutcome, profile: str, binned: tuple[np.ndarray, np.ndarray]) -> None:
+        values, bins = binned
+        if self.drift is None or not values.size:
             return
-        for signal, values in raw_signals(outcome):
-            reading = self.drift.update(profile, signal, values)
+        measured = drift_population(outcome)
+        for s, column in enumerate(outcome.scores.signals):
+            raw = values[s * len(FORMS)]
+            reading = self.drift.update_bins(profile, column.name, bins[s * len(FORMS)][measured & ~np.isnan(raw)])
             if reading is not None:
-                self.metrics.drift_psi.labels(signal=signal, profile=profile).set(reading.psi)
-                self.metrics.drift_js.labels(signal=signal, profile=profile).set(reading.js)
+                self.metrics.drift_psi.labels(signal=column.name, profile=profile).set(reading.psi)
+                self.metrics.drift_js.labels(signal=column.name, profile=profile).set(reading.js)
 
 
 def build_recorder(metrics: Metrics, settings: Settings) -> Recorder:

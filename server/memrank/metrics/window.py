@@ -73,7 +73,10 @@ class DriftTracker:
     def update(self, profile: str, signal: str, values: np.ndarray) -> DriftReading | None:
         """Add values (NaN ignored) and return the drift, or None until reference and window are full."""
         values = np.asarray(values, dtype=np.float64)
-        bins = bin_index(values[~np.isnan(values)])
+        return self.update_bins(profile, signal, bin_index(values[~np.isnan(values)]))
+
+    def update_bins(self, profile: str, signal: str, bins: np.ndarray) -> DriftReading | None:
+        """``update`` for values already binned with ``bin_index`` (NaN left out)."""
         key = (profile, signal)
         with self._lock:
             state = self._states.get(key)

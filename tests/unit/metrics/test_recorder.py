@@ -155,3 +155,60 @@ def test_after_reply_records_every_outcome_by_the_time_a_scrape_reads() -> None:
     # get_sample_value collects every collector, FlushFirst first: all 50 are in, none lost.
     assert registry.get_sample_value("memrank_request_candidates_count") == 50
     assert registry.get_sample_value("memrank_candidates_total", {"profile": "default", "layer": "other"}) == 250
+
+
+def _one_by_one(metrics: Metrics, drift: Any, o: RankOutcome, profile: str) -> None:
+    """The slow definition of the signal and layer metrics: every value observed by itself, in candidate order."""
+    bounded = {"session", "durable", "knowledge"}
+    layer = ["other" if name not in bounded else name for name in o.layer_of]
+    measured = [int(g) == 0 for g in o.scores.gate]
+    for name in sorted(set(layer)):
+        members = [i for i in range(o.n) if layer[i] == name]
+        metrics.candidates.labels(profile=profile, layer=name).inc(len(members))
+        metrics.selected.labels(profile=profile, layer=name).inc(sum(1 for i in members if int(o.drop[i]) == 0))
+        for column in o.scores.signals:
+            for form, values in (("raw", column.raw), ("normalized", column.normalized)):
+                child = metrics.signal_value.labels(signal=column.name, form=form, profile=profile, layer=name)
+                for i in members:
+                    if measured[i] and np.isfinite(values[i]):
+                        child.observe(float(values[i]))
+    for column in o.scores.signals:
+        kept = [float(column.raw[i]) for i in range(o.n) if measured[i] and not np.isnan(column.raw[i])]
+        reading = drift.update(profile, column.name, np.array(kept))
+        if reading is not None:
+            metrics.drift_psi.labels(signal=column.name, profile=profile).set(reading.psi)
+            metrics.drift_js.labels(signal=column.name, profile=profile).set(reading.js)
+
+
+def _series(registry: CollectorRegistry) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
+    families = ("memrank_signal_value", "memrank_candidates", "memrank_selected", "memrank_signal_drift")
+    return {(s.name, tuple(sorted(s.labels.items()))): s.value for f in registry.collect() for s in f.samples
+            if s.name.startswith(families) and not s.name.endswith("_created")}
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_column_recording_equals_observing_every_value_by_itself(seed: int) -> None:
+    """Buckets, counts, counters and drift gauges agree exactly with per-value observe(); sums to rounding."""
+    rng = np.random.default_rng(seed)
+    fast_registry, fast = fresh(_drift_settings(window=30, reference=25))
+    slow_registry = CollectorRegistry()
+    slow_metrics = Metrics(slow_registry)
+    slow_drift = build_recorder(slow_metrics, _drift_settings(window=30, reference=25)).drift
+    layer_names = ("session", "durable", "knowledge", "x-1", "x-2")
+    for call in range(4):
+        n = int(rng.integers(0, 40))
+        rows = [{"id": f"m{call}-{i}", "content": f"memory {i} about tea " + "green " * int(rng.integers(0, 4)),
+                 "retrievalScore": float(rng.choice([0.0, 0.25, 0.5, 1.0, rng.uniform()])),
+                 "importance": float(rng.choice([0.0, 0.3, rng.uniform()])),
+                 "layer": str(rng.choice(layer_names)),
+                 **({"safety": "SAFETY_STATUS_UNSAFE"} if rng.uniform() < 0.15 else {})} for i in range(n)]
+        o = outcome(rows, profile=str(rng.choice(["default", "lians-recall", "generative-agents"])))
+        fast.record(o)
+        _one_by_one(slow_metrics, slow_drift, o, o.profile.name)
+    got, want = _series(fast_registry), _series(slow_registry)
+    assert got.keys() == want.keys()
+    for key, value in want.items():
+        if key[0].endswith("_sum"):
+            assert got[key] == pytest.approx(value, rel=1e-12, abs=1e-12), key
+        else:
+            assert got[key] == value, key
