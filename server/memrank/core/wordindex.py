@@ -82,20 +82,24 @@ class WordIndex:
         self.buf = buf
         a = np.frombuffer(buf + bytes(8), dtype=np.uint8)  # 8 spare zero bytes: every word's chunks exist
         self._bytes = a
-        edge = np.diff((a != 0).view(np.int8), prepend=np.int8(0))
-        changes = np.flatnonzero(edge)  # word starts and ends alternate, a start first
+        inside = a != 0
+        change = np.empty(a.size, dtype=bool)  # a boolean mask: nonzero() has a fast path for bool only
+        change[0] = inside[0]
+        np.not_equal(inside[1:], inside[:-1], out=change[1:])
+        changes = np.flatnonzero(change)  # word starts and ends alternate, a start first
         starts, ends = changes[0::2], changes[1::2]
         lengths = ends - starts
         self.starts, self.lengths = starts, lengths
-        windows = np.lib.stride_tricks.sliding_window_view(a, 8)
-        hashes = windows[starts].view("<u8").reshape(-1) & _LOW[np.minimum(lengths, 8)]
+        # The 8 bytes from every offset, as one little-endian uint64 each (an unaligned view, no copy).
+        chunks = np.ndarray(shape=(a.size - 7,), dtype="<u8", buffer=a, strides=(1,))
+        hashes = chunks[starts] & _LOW[np.minimum(lengths, 8)]
         with np.errstate(over="ignore"):
             for chunk in range(1, _VECTOR_CHUNKS):
                 longer = np.flatnonzero(lengths > 8 * chunk)
                 if not longer.size:
                     break
                 rest = np.minimum(lengths[longer] - 8 * chunk, 8)
-                part = windows[starts[longer] + 8 * chunk].view("<u8").reshape(-1) & _LOW[rest]
+                part = chunks[starts[longer] + 8 * chunk] & _LOW[rest]
                 hashes[longer] = hashes[longer] * np.uint64(_P) + part
         for k in np.flatnonzero(lengths > 8 * _VECTOR_CHUNKS).tolist():
             hashes[k] = word_hash(buf[starts[k]:ends[k]])
@@ -132,9 +136,11 @@ class WordIndex:
         return present
 
     def _verified(self, at: np.ndarray, word: bytes) -> np.ndarray:
-        """The word positions in ``at`` whose bytes are exactly ``word``."""
+        """The word positions in ``at`` (where the hash is ``word``'s) whose bytes are exactly ``word``."""
         at = at[self.lengths[at] == len(word)]
-        if at.size and word:
+        # Up to 8 bytes, a word is its own hash (``word_hash``) and equal lengths leave no other word with
+        # that hash: the hash match is the byte match. Longer words are compared byte for byte.
+        if at.size and len(word) > 8:
             want = np.frombuffer(word, dtype=np.uint8)
             got = self._bytes[self.starts[at][:, None] + np.arange(len(word))]
             at = at[(got == want).all(axis=1)]
