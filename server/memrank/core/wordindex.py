@@ -27,6 +27,7 @@ from __future__ import annotations
 import functools
 import weakref
 from collections.abc import Callable, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -251,54 +252,71 @@ def padded_index_of(contents: Sequence[str]) -> WordIndex:
 # batch is freed, before its id can be reused). Pure memo: scoring one batch reads them several times.
 _TOKEN: dict[int, WordIndex] = {}
 _PADDED: dict[int, WordIndex] = {}
+_PLAIN: dict[int, tuple[bytes, np.ndarray] | None] = {}
 
 
-def _memo(table: dict[int, WordIndex], batch: Batch, build: Callable[[Sequence[str]], WordIndex]) -> WordIndex:
+def _memo(table: dict[int, Any], batch: Batch, build: Callable[[Batch], Any]) -> Any:
     key = id(batch)
-    found = table.get(key)
-    if found is None:
-        found = build(batch.contents)
-        table[key] = found
-        weakref.finalize(batch, table.pop, key, None)
+    if key in table:
+        return table[key]
+    found = table[key] = build(batch)
+    weakref.finalize(batch, table.pop, key, None)
     return found
+
+
+def _plain_of(batch: Batch) -> tuple[bytes, np.ndarray] | None:
+    contents = batch.contents
+    joined = " ".join(contents)  # a space is a separator in both normalisations
+    if not joined.isascii() or max(map(len, contents), default=0) > 2 * MAX_TOKENS:
+        return None
+    lengths = np.fromiter(map(len, contents), dtype=np.int64, count=len(contents))
+    offsets = np.zeros(len(contents), dtype=np.int64)
+    np.cumsum(lengths[:-1] + 1, out=offsets[1:])
+    return joined.encode("ascii"), offsets
+
+
+def _plain(batch: Batch) -> tuple[bytes, np.ndarray] | None:
+    """Every content joined by spaces as ASCII bytes, and each one's offset: when every content is ASCII and
+    at most 2 * MAX_TOKENS characters (so it is its own sample and its tokens are all of it); else None."""
+    result: tuple[bytes, np.ndarray] | None = _memo(_PLAIN, batch, _plain_of)
+    return result
 
 
 def token_index(batch: Batch) -> WordIndex:
     """The batch's ``tokens`` index, built once per batch."""
-    return _memo(_TOKEN, batch, token_index_of)
+    def build(batch: Batch) -> WordIndex:
+        plain = _plain(batch)
+        if plain is not None:
+            return WordIndex(plain[0].translate(_TOK), plain[1], batch.n)
+        return token_index_of(batch.contents)
+
+    index: WordIndex = _memo(_TOKEN, batch, build)
+    return index
 
 
 def padded_index(batch: Batch) -> WordIndex:
     """The batch's ``padded`` index, built once per batch.
 
-    Text without "_", control characters or long or non-ASCII samples has the same words in both
-    normalisations; then the tokens index serves both.
+    Short ASCII text without "_" or control characters has the same words in both normalisations; then
+    the tokens index serves both.
     """
-    def build(contents: Sequence[str]) -> WordIndex:
-        tokens_index = _TOKEN.get(id(batch))
-        if tokens_index is not None and _same_words(contents):
-            return tokens_index
-        return padded_index_of(contents)
+    def build(batch: Batch) -> WordIndex:
+        plain = _plain(batch)
+        if plain is not None and len(plain[0].translate(None, _DIFFERENT)) == len(plain[0]):
+            return token_index(batch)
+        return padded_index_of(batch.contents)
 
-    return _memo(_PADDED, batch, build)
+    index: WordIndex = _memo(_PADDED, batch, build)
+    return index
 
 
 # The ASCII bytes on which the two normalisations differ.
 _DIFFERENT = bytes(b for b in range(128) if (_TOK[b] == 0) != (_PAD[b] == 0))
 
 
-def _same_words(contents: Sequence[str]) -> bool:
-    """True when the padded words of every content are its tokens, in order (checked on the whole batch)."""
-    joined = " ".join(contents)
-    if not joined.isascii() or max(map(len, contents), default=0) > 2 * MAX_TOKENS:
-        return False
-    raw = joined.encode("ascii")
-    return len(raw.translate(None, _DIFFERENT)) == len(raw)
-
-
 def short_ascii(batch: Batch) -> np.ndarray:
     """(n,) mask: ASCII content of at most 2 * MAX_TOKENS characters, so its tokens index is all of it."""
-    if " ".join(batch.contents).isascii() and max(map(len, batch.contents), default=0) <= 2 * MAX_TOKENS:
+    if _plain(batch) is not None:
         return np.ones(batch.n, dtype=bool)
     return np.fromiter((c.isascii() and len(c) <= 2 * MAX_TOKENS for c in batch.contents), dtype=bool,
                        count=batch.n)
