@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import functools
 import weakref
+from dataclasses import dataclass
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -73,6 +74,48 @@ def _key(word: str) -> tuple[bytes, int]:
     """(bytes, hash) of a word; the rule phrases' words are asked for again and again."""
     raw = encode(word)
     return raw, word_hash(raw)
+
+
+@dataclass(frozen=True)
+class _Table:
+    """A collision-free hash table of a word list: ``slots[(h * multiplier) >> shift]`` is the index of the
+    listed word whose hash is h, if any (a candidate only: the caller compares the hash and the length)."""
+
+    size: int  # words listed
+    multiplier: np.uint64
+    shift: np.uint64
+    slots: np.ndarray  # int64 (2 ** bits,): word index or -1
+    hashes: np.ndarray  # uint64 per listed word
+    sizes: np.ndarray  # int64 byte length per listed word (0: never matches)
+    raws: tuple[bytes, ...]
+
+
+# word_ids looks up this many present words or fewer one by one (a pass over the hashes each), more in one pass.
+_FEW = 8
+# Odd 64-bit multipliers tried in turn for a table without two words in one slot.
+_MULTIPLIERS = tuple((0x9E3779B97F4A7C15 * (2 * k + 1)) & _MASK | 1 for k in range(64))
+
+
+@functools.lru_cache(maxsize=512)
+def _table(words: tuple[str, ...]) -> _Table | None:
+    """The table of a word list (rule lists are constant, so each is built once); None when two listed
+    words share a hash."""
+    keys = [_key(w) for w in words]
+    hashes = [h for _, h in keys]
+    if len(set(hashes)) != len(hashes):
+        return None
+    sizes = np.array([len(raw) for raw, _ in keys], dtype=np.int64)
+    table = np.array(hashes, dtype=np.uint64)
+    bits = max(4, (4 * len(words)).bit_length())
+    while True:
+        for m in _MULTIPLIERS:
+            slot = (table * np.uint64(m)) >> np.uint64(64 - bits)
+            if np.unique(slot).size == slot.size:
+                slots = np.full(1 << bits, -1, dtype=np.int64)
+                slots[slot] = np.arange(len(words))
+                return _Table(len(words), np.uint64(m), np.uint64(64 - bits), slots, table, sizes,
+                              tuple(raw for raw, _ in keys))
+        bits += 1
 
 
 class WordIndex:
@@ -172,6 +215,38 @@ class WordIndex:
             there[self.positions(word)] = True
             at = at[there[at + j] & (self.owner[at + j] == self.owner[at])]
         return at
+
+    def word_ids(self, words: Sequence[str]) -> np.ndarray:
+        """Per word position, the index in ``words`` of the word found there, else -1 (one pass for all words).
+
+        ``words`` must be distinct. Each position's hash picks one slot of a small collision-free table
+        of the words' hashes (``_Table``); a hit is exact when both words are at most 8 bytes and of one
+        length (``word_hash``), otherwise its bytes are compared, so a hash collision can never make a
+        false match.
+        """
+        out = np.full(self.hashes.size, -1, dtype=np.int64)
+        if not words or not self.hashes.size:
+            return out
+        listed = np.flatnonzero(self.learn(words)).tolist()  # the words whose hash some word has
+        table = _table(tuple(words[k] for k in listed)) if len(listed) > _FEW else None
+        if table is None:  # few words to find, or two share a hash: word by word
+            for k in reversed(listed):  # a word listed twice keeps its first index
+                out[self.positions(words[k])] = k
+            return out
+        slot = table.slots[(self.hashes * table.multiplier) >> table.shift]
+        at = np.flatnonzero(slot >= 0)
+        k = slot[at]
+        same = (table.hashes[k] == self.hashes[at]) & (table.sizes[k] == self.lengths[at])
+        at, k = at[same], k[same]
+        long_ = np.flatnonzero(table.sizes[k] > 8)
+        if long_.size:  # rare: compare the bytes of every hit of a word longer than 8 bytes
+            keep = np.ones(at.size, dtype=bool)
+            for w in np.unique(k[long_]).tolist():
+                mine = long_[k[long_] == w]
+                keep[mine] = np.isin(at[mine], self._verified(at[mine], table.raws[w]))
+            at, k = at[keep], k[keep]
+        out[at] = np.array(listed, dtype=np.int64)[k]
+        return out
 
     def holding_digits(self) -> np.ndarray:
         """(n,) mask: some word of the candidate holds an ASCII digit."""

@@ -2,15 +2,20 @@
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import random
+from collections.abc import Iterator
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from memrank.core.phrases import words
 from memrank.core.text import tokens
-from memrank.core.wordindex import padded_index_of, token_index_of, word_hash
+import numpy as np
+
+from memrank.core import wordindex
+from memrank.core.wordindex import WordIndex, padded_index_of, token_index_of, word_hash
 
 VOCAB = ["i", "prefer", "tea", "I", "Prefer", "don't", "never", "_x", "x_", "café", "İstanbul", "\x00", "a\x00b",
          "ſ", "straße", "東京", "—", "...", "\n", "\t", "  ", "42", "İ", "i̇", "prefer_", "\x01"]
@@ -73,3 +78,61 @@ def test_words_of_every_length_are_found_exactly() -> None:
     index = token_index_of(contents)
     for word in [*words, "x" * 66, "x" * 10]:
         assert index.has(word).tolist() == [word in tokens(c) for c in contents], len(word)
+
+
+@settings(max_examples=300, deadline=None)
+@given(batches, st.lists(probes, max_size=8, unique=True))
+def test_word_ids_give_each_position_the_listed_word_found_there(contents: list[str], listed: list[str]) -> None:
+    for index in (token_index_of(contents), padded_index_of(contents)):
+        expected = [-1] * index.hashes.size
+        for k, word in enumerate(listed):
+            for at in index.positions(word).tolist():
+                expected[at] = k
+        for few in (0, 8):  # every present word in one table pass, or word by word
+            with _few(few):
+                assert index.word_ids(listed).tolist() == expected
+
+
+@contextlib.contextmanager
+def _few(value: int) -> Iterator[None]:
+    saved, wordindex._FEW = wordindex._FEW, value
+    try:
+        yield
+    finally:
+        wordindex._FEW = saved
+
+
+def _colliding_long_word(short: bytes, seed: int = 11) -> bytes:
+    """A 16-byte ASCII word (no zero byte) whose hash is ``short``'s, solved from the chunk combination."""
+    p, target = 0x9E3779B97F4A7C15, word_hash(short)
+    rng = random.Random(seed)
+    while True:
+        head = bytes(rng.randrange(97, 123) for _ in range(8))
+        tail = ((target - int.from_bytes(head, "little") * p) % 2**64).to_bytes(8, "little")
+        if all(0 < b < 128 and not chr(b).isspace() for b in tail):  # about 1 try in 300
+            return head + tail
+
+
+def test_a_hash_collision_never_makes_a_false_match() -> None:
+    short = b"tea"
+    long_ = _colliding_long_word(short)
+    assert word_hash(long_) == word_hash(short) and long_ != short
+    # Two candidates: the short word, then the long one (a hand-built buffer: NUL separates words).
+    index = WordIndex(short + b"\0" + long_, np.array([0, len(short) + 1]), 2)
+    word = long_.decode("ascii")
+    assert index.word_ids(["tea"]).tolist() == [0, -1]
+    assert index.word_ids([word]).tolist() == [-1, 0]
+    assert index.word_ids(["tea", word]).tolist() == [0, 1]  # two listed words share a hash: still exact
+    assert index.has("tea").tolist() == [True, False]
+    assert index.has(word).tolist() == [False, True]
+
+    # Two long words of one length and one hash: only the bytes tell them apart.
+    other = _colliding_long_word(short, seed=12)
+    assert other != long_ and len(other) == len(long_) and word_hash(other) == word_hash(long_)
+    pair = WordIndex(long_ + b"\0" + other, np.array([0, len(long_) + 1]), 2)
+    for few in (0, 8):
+        with _few(few):
+            assert pair.word_ids([word]).tolist() == [0, -1]
+            assert pair.word_ids([other.decode("ascii"), word]).tolist() == [1, 0]
+            assert pair.word_ids([word, "tea"]).tolist() == [0, -1]
+    assert pair.has(word).tolist() == [True, False]

@@ -77,18 +77,20 @@ PRESCAN_ANY = (
     "tool_call", "tool_use", "function_call", "function_calls", "invoke", "tool_calls",
 )
 PRESCAN_WORDS = (*PRESCAN_ALL_OF[0], *PRESCAN_ALL_OF[1], *PRESCAN_ANY)
+# Which list each of PRESCAN_WORDS comes from: 0 and 1 the two PRESCAN_ALL_OF lists, 2 PRESCAN_ANY.
+_PRESCAN_GROUP = np.repeat([0, 1, 2], [len(PRESCAN_ALL_OF[0]), len(PRESCAN_ALL_OF[1]), len(PRESCAN_ANY)])
 
 
 def prescan(index: WordIndex) -> np.ndarray:
     """(n,) mask of the candidates whose words could make a pattern match (see PRESCAN_ANY)."""
-    index.learn(PRESCAN_WORDS)
-    def holds_any(words: tuple[str, ...]) -> np.ndarray:
-        out = np.zeros(index.n, dtype=bool)
-        for word in words:
-            out |= index.has(word)
-        return out
+    ids = index.word_ids(PRESCAN_WORDS)
+    at = np.flatnonzero(ids >= 0)
+    group = _PRESCAN_GROUP[ids[at]]
 
-    suspect: np.ndarray = holds_any(PRESCAN_ANY) | (holds_any(PRESCAN_ALL_OF[0]) & holds_any(PRESCAN_ALL_OF[1]))
+    def holds_any(g: int) -> np.ndarray:
+        return index.holders(at[group == g])
+
+    suspect: np.ndarray = holds_any(2) | (holds_any(0) & holds_any(1))
     return suspect
 
 
