@@ -210,10 +210,12 @@ class WordIndex:
         for j, word in enumerate(phrase[1:], 1):
             if not at.size:
                 break
-            at = at[at + j < self.hashes.size]
-            there = np.zeros(self.hashes.size, dtype=bool)
-            there[self.positions(word)] = True
-            at = at[there[at + j] & (self.owner[at + j] == self.owner[at])]
+            # Both position lists are sorted: a binary search of one in the other, over these few only.
+            found = self.positions(word)
+            nxt = at + j
+            k = np.minimum(np.searchsorted(found, nxt), max(found.size - 1, 0))
+            at = at[(found[k] == nxt) & (self.owner[np.minimum(nxt, self.hashes.size - 1)] == self.owner[at])] \
+                if found.size else found
         return at
 
     def word_ids(self, words: Sequence[str]) -> np.ndarray:
