@@ -38,6 +38,10 @@ def words(text: str) -> str:
     return " " + " ".join(spaced.split()) + " "
 
 
+# first_found follows this many candidate phrases or fewer one at a time, more all at once.
+FEW_PHRASES = 8
+
+
 class Phrases:
     """Whole-word phrases (words separated by single spaces), searched in padded words."""
 
@@ -89,21 +93,71 @@ class Phrases:
             table[k, : len(phrase)] = [at[w] for w in phrase]
         return table
 
+    @functools.cached_property
+    def _keys(self) -> dict[int, tuple[np.ndarray, np.ndarray]]:
+        """Per phrase length L: the phrases' keys (word positions in ``_words`` as digits base len + 1),
+        sorted, and the ``ordered`` position of the phrase with each key (the first, for a repeated one)."""
+        base = len(self._words) + 1
+        if base ** max((len(p) for p in self._split), default=0) >= 2**62:
+            raise ValueError("too many words or too long a phrase for int64 phrase keys")
+        at = {w: k for k, w in enumerate(self._words)}
+        by_length: dict[int, dict[int, int]] = {}
+        for k, phrase in enumerate(self._split):
+            key = 0
+            for w in phrase:
+                key = key * base + at[w]
+            by_length.setdefault(len(phrase), {}).setdefault(key, k)
+        return {length: (np.array(sorted(keys), dtype=np.int64),
+                         np.array([keys[key] for key in sorted(keys)], dtype=np.int64))
+                for length, keys in by_length.items() if length}
+
     def first_found(self, index: WordIndex, rows: np.ndarray | None = None) -> np.ndarray:
         """Per candidate of a padded-words index, the position in ``ordered`` of what ``find`` returns, or -1.
 
-        ``rows`` (a mask) limits the search to those candidates; the others get -1. Phrases with a word
-        no candidate holds are ruled out all at once; the rest are searched in order.
+        ``rows`` (a mask) limits the search to those candidates; the others get -1. ``find`` returns the
+        phrase that comes first in ``ordered`` among those that occur, so this is, per candidate, the
+        smallest position of a phrase found in its words. Every listed word is looked up in one pass
+        (``WordIndex.word_ids``); then, per phrase length L, the L word numbers from each position holding
+        a listed word form one key, looked up among the phrases' keys: a few array operations per length,
+        whatever the number of phrases. With at most ``FEW_PHRASES`` phrases whose words all occur, those
+        are searched one by one instead.
         """
         best = np.full(index.n, -1, dtype=np.int64)
         open_ = np.ones(index.n, dtype=bool) if rows is None else rows.copy()
+        if not open_.any():
+            return best
         present = np.append(index.learn(self._words), True)
-        for k in np.flatnonzero(present[self._word_table].all(axis=1)).tolist():
-            if not open_.any():
-                break
-            hit = index.has(self._split[k]) & open_
-            best[hit] = k
-            open_ &= ~hit
+        viable = np.flatnonzero(present[self._word_table].all(axis=1)).tolist()  # every word of it occurs
+        if len(viable) <= FEW_PHRASES:  # phrase by phrase, from the index's memo of each word's positions
+            for k in viable:
+                hit = index.has(self._split[k]) & open_
+                best[hit] = k
+                open_ &= ~hit
+                if not open_.any():
+                    break
+            return best
+        ids = index.word_ids(self._words)
+        at = np.flatnonzero(ids >= 0)
+        at = at[open_[index.owner[at]]]
+        size, base = ids.size, len(self._words) + 1
+        first = np.full(at.size, np.iinfo(np.int64).max)
+        for length, (keys, which) in self._keys.items():
+            fits = np.flatnonzero(at + length - 1 < size)
+            start = at[fits]
+            key = ids[start]
+            valid = np.ones(start.size, dtype=bool)
+            for j in range(1, length):
+                nxt = ids[start + j]
+                valid &= (nxt >= 0) & (index.owner[start + j] == index.owner[start])
+                key = key * base + nxt
+            slot = np.minimum(np.searchsorted(keys, key), keys.size - 1)
+            hit = np.flatnonzero(valid & (keys[slot] == key))
+            np.minimum.at(first, fits[hit], which[slot[hit]])
+        found = np.flatnonzero(first < np.iinfo(np.int64).max)
+        smallest = np.full(index.n, np.iinfo(np.int64).max)
+        np.minimum.at(smallest, index.owner[at[found]], first[found])
+        held = smallest < np.iinfo(np.int64).max
+        best[held] = smallest[held]
         return best
 
     def __add__(self, other: Phrases) -> Phrases:

@@ -1,9 +1,13 @@
+import contextlib
 import gc
+from collections.abc import Iterator
 
+import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from memrank.core import phrases as phrases_module
 from memrank.core.phrases import Phrases, starts_with, words
 from memrank.core.signals.safety import INJECTION_PATTERNS
 from memrank.core.text import fold
@@ -61,3 +65,41 @@ def test_injection_triggers_never_hide_a_pattern_match(text):
     for cue in INJECTION_PATTERNS.values():
         if cue.pattern.search(text):
             assert cue.search(text, folded)
+
+
+VOCAB = ["i", "prefer", "tea", "never", "my", "name", "s", "that", "wrong", "no", "meant", "x"]
+phrase_lists = st.lists(st.lists(st.sampled_from(VOCAB), min_size=1, max_size=4).map(" ".join), min_size=1,
+                        max_size=10)
+texts = st.lists(st.lists(st.sampled_from([*VOCAB, "I", "that's", ",", "Tea!"]), max_size=14).map(" ".join),
+                 min_size=1, max_size=8)
+
+
+@settings(max_examples=400, deadline=None)
+@given(phrase_lists, texts, st.data())
+def test_first_found_is_what_find_returns_for_each_candidate(listed: list[str], contents: list[str],
+                                                             data: st.DataObject) -> None:
+    phrases = Phrases(listed)
+    rows = data.draw(st.lists(st.booleans(), min_size=len(contents), max_size=len(contents)))
+    index = padded_index(batch(*({"content": c} for c in contents)))
+    found = [phrases.find(words(c)) if open_ else None for c, open_ in zip(contents, rows, strict=True)]
+    for few in (0, 100):  # all phrases at once, or one by one
+        with _few_phrases(few):
+            got = phrases.first_found(index, np.array(rows))
+        assert got.tolist() == [-1 if f is None else phrases.ordered.index(f) for f in found]
+
+
+def test_a_phrase_never_spans_two_candidates() -> None:
+    phrases = Phrases(("i prefer", "tea", "x"))
+    index = padded_index(batch({"content": "so i"}, {"content": "prefer"}, {"content": "Tea"}))
+    for few in (0, 100):
+        with _few_phrases(few):
+            assert phrases.first_found(index).tolist() == [-1, -1, 1]
+
+
+@contextlib.contextmanager
+def _few_phrases(value: int) -> Iterator[None]:
+    saved, phrases_module.FEW_PHRASES = phrases_module.FEW_PHRASES, value
+    try:
+        yield
+    finally:
+        phrases_module.FEW_PHRASES = saved
