@@ -84,7 +84,7 @@ class _Table:
     size: int  # words listed
     multiplier: np.uint64
     shift: np.uint64
-    slots: np.ndarray  # int64 (2 ** bits,): word index or -1
+    slots: np.ndarray  # int32 (2 ** bits,): word index or -1
     hashes: np.ndarray  # uint64 per listed word
     sizes: np.ndarray  # int64 byte length per listed word (0: never matches)
     raws: tuple[bytes, ...]
@@ -106,12 +106,12 @@ def _table(words: tuple[str, ...]) -> _Table | None:
         return None
     sizes = np.array([len(raw) for raw, _ in keys], dtype=np.int64)
     table = np.array(hashes, dtype=np.uint64)
-    bits = max(4, (4 * len(words)).bit_length())
+    bits = max(4, (len(words) ** 2).bit_length() + 1)  # slots >= 2 * words ** 2: most multipliers fit at once
     while True:
         for m in _MULTIPLIERS:
             slot = (table * np.uint64(m)) >> np.uint64(64 - bits)
             if np.unique(slot).size == slot.size:
-                slots = np.full(1 << bits, -1, dtype=np.int64)
+                slots = np.full(1 << bits, -1, dtype=np.int32)
                 slots[slot] = np.arange(len(words))
                 return _Table(len(words), np.uint64(m), np.uint64(64 - bits), slots, table, sizes,
                               tuple(raw for raw, _ in keys))

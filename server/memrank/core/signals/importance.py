@@ -34,7 +34,7 @@ from memrank.core.reasons import Lazy
 from memrank.core.scores import ScoringContext
 from memrank.core.signals.base import RawSignal
 from memrank.core.text import count_tokens, is_pleasantry, sample
-from memrank.core.wordindex import padded_index
+from memrank.core.wordindex import padded_index, short_ascii, token_index
 from memrank.profiles.model import Profile
 
 _I = ("i", "i really", "i d", "i would")
@@ -141,9 +141,13 @@ def importance(batch: Batch, ctx: ScoringContext, profile: Profile, population: 
             rule[hit], how[hit], detail[hit] = r, _BY_PHRASE, found[hit]
             open_ &= ~hit
             values[rule == r] = value
-        for i in np.flatnonzero(open_).tolist():  # no rule matched: a passing remark or a statement
+        # No rule matched: a passing remark or a statement. Short ASCII text has all its tokens in the
+        # tokens index (``short_ascii``), so its count is read there; other text is counted here.
+        plain = short_ascii(batch)
+        counts = token_index(batch).counts if plain.any() else np.zeros(n, dtype=np.int64)
+        for i in np.flatnonzero(open_).tolist():
             text = sample(batch.contents[i])
-            if count_tokens(text, MIN_TOKENS) < MIN_TOKENS:
+            if (counts[i] if plain[i] else count_tokens(text, MIN_TOKENS)) < MIN_TOKENS:
                 how[i] = _FEW_WORDS
             elif is_pleasantry(text):
                 how[i] = _PLEASANTRY
