@@ -25,6 +25,7 @@ per-candidate functions.
 from __future__ import annotations
 
 import functools
+import itertools
 import weakref
 from dataclasses import dataclass
 from collections.abc import Callable, Sequence
@@ -273,33 +274,39 @@ class WordIndex:
         return self.holders(at[at == self.first[self.owner[at]]])
 
 
-def _ascii_bulk(samples: Sequence[str], table: bytes) -> tuple[bytes, np.ndarray] | None:
-    """All-ASCII samples normalised at once: the buffer and each sample's offset, else None."""
-    joined = " ".join(samples)  # a space is a separator in both normalisations
-    if not joined.isascii():
-        return None
-    lengths = np.fromiter(map(len, samples), dtype=np.int64, count=len(samples))
+def _assemble(samples: Sequence[str], table: bytes, bulk: Sequence[bool],
+              part: Callable[[str], bytes]) -> tuple[bytes, np.ndarray]:
+    """The index buffer of the samples (NUL between samples) and each sample's offset.
+
+    Each run of consecutive samples marked ``bulk`` (ASCII, normalised byte for byte by ``table``) is
+    joined by spaces, a separator in both normalisations, and translated at once; any other sample is
+    normalised alone by ``part``.
+    """
+    chunks: list[bytes] = []
+    lengths: list[int] = []
+    at = 0
+    for together, run in itertools.groupby(bulk):
+        size = len(list(run))
+        texts = samples[at:at + size]
+        at += size
+        if together:
+            chunks.append(" ".join(texts).encode("ascii").translate(table))
+            lengths += map(len, texts)
+        else:
+            parts = [part(t) for t in texts]
+            chunks += parts
+            lengths += map(len, parts)
+    sizes = np.array(lengths, dtype=np.int64)
     offsets = np.zeros(len(samples), dtype=np.int64)
-    np.cumsum(lengths[:-1] + 1, out=offsets[1:])
-    return joined.encode("ascii").translate(table), offsets
-
-
-def _segments(parts: Sequence[bytes]) -> tuple[bytes, np.ndarray]:
-    lengths = np.fromiter(map(len, parts), dtype=np.int64, count=len(parts))
-    offsets = np.zeros(len(parts), dtype=np.int64)
-    np.cumsum(lengths[:-1] + 1, out=offsets[1:])
-    return b"\0".join(parts), offsets
+    np.cumsum(sizes[:-1] + 1, out=offsets[1:])
+    return b"\0".join(chunks), offsets
 
 
 def _token_part(s: str) -> bytes:
-    if s.isascii() and len(s) <= 2 * MAX_TOKENS:  # <= 2 * MAX_TOKENS characters hold <= MAX_TOKENS tokens
-        return s.encode("ascii").translate(_TOK)
     return b"\0".join(map(encode, tokens(s)))
 
 
 def _padded_part(s: str) -> bytes:
-    if s.isascii():
-        return s.encode("ascii").translate(_PAD)
     from memrank.core.phrases import words  # phrases imports this module for its matchers
 
     return b"\0".join(map(encode, words(s).split()))
@@ -308,20 +315,16 @@ def _padded_part(s: str) -> bytes:
 def token_index_of(contents: Sequence[str]) -> WordIndex:
     """The ``tokens`` index of the given texts."""
     samples = [sample(c) for c in contents]
-    bulk = _ascii_bulk(samples, _TOK)
-    if bulk is not None and max(map(len, samples), default=0) <= 2 * MAX_TOKENS:
-        return WordIndex(bulk[0], bulk[1], len(samples))
-    buf, offsets = _segments([_token_part(s) for s in samples])
+    # <= 2 * MAX_TOKENS characters hold <= MAX_TOKENS tokens: the ASCII translation is all of ``tokens``.
+    bulk = [t.isascii() and len(t) <= 2 * MAX_TOKENS for t in samples]
+    buf, offsets = _assemble(samples, _TOK, bulk, _token_part)
     return WordIndex(buf, offsets, len(samples))
 
 
 def padded_index_of(contents: Sequence[str]) -> WordIndex:
     """The ``padded`` index of the given texts."""
     samples = [sample(c) for c in contents]
-    bulk = _ascii_bulk(samples, _PAD)
-    if bulk is not None:
-        return WordIndex(bulk[0], bulk[1], len(samples))
-    buf, offsets = _segments([_padded_part(s) for s in samples])
+    buf, offsets = _assemble(samples, _PAD, [t.isascii() for t in samples], _padded_part)
     return WordIndex(buf, offsets, len(samples))
 
 
