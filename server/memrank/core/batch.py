@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
+from typing import Any
 
 import numpy as np
 
@@ -21,6 +22,10 @@ _EMPTY_MAP: Mapping[str, str] = MappingProxyType({})
 def _frozen(a: np.ndarray) -> np.ndarray:
     a.setflags(write=False)
     return a
+
+
+_ARRAY_COLUMNS = ("retrieval", "importance", "access_count", "token_count", "created_at", "last_accessed_at",
+                  "event_time", "ingested_at", "valid_from", "valid_to", "source", "safety")
 
 
 @dataclass(frozen=True)
@@ -50,11 +55,7 @@ class Batch:
     metadata: tuple[Mapping[str, str], ...]
 
     def __post_init__(self) -> None:
-        for name in (
-            "retrieval", "importance", "access_count", "token_count", "created_at",
-            "last_accessed_at", "event_time", "ingested_at", "valid_from", "valid_to",
-            "source", "safety",
-        ):
+        for name in _ARRAY_COLUMNS:
             _frozen(getattr(self, name))
         for col in (*self.facets.values(), *self.stage_scores.values()):
             _frozen(col)
@@ -65,6 +66,22 @@ class Batch:
     def n(self) -> int:
         """Number of candidates."""
         return len(self.ids)
+
+    def take(self, rows: Sequence[int]) -> Batch:
+        """The batch of the given candidates only, in the given order."""
+        at = np.asarray(rows, dtype=np.intp)
+        picked = list(at.tolist())
+
+        def cut(values: tuple[Any, ...]) -> tuple[Any, ...]:
+            return tuple(values[i] for i in picked)
+
+        arrays = {name: getattr(self, name)[at] for name in _ARRAY_COLUMNS}
+        return Batch(
+            ids=cut(self.ids), layers=cut(self.layers), kinds=cut(self.kinds), contents=cut(self.contents),
+            facets={k: v[at] for k, v in self.facets.items()}, provenance=cut(self.provenance),
+            embeddings=None if self.embeddings is None else self.embeddings[at],
+            stage_scores={k: v[at] for k, v in self.stage_scores.items()}, metadata=cut(self.metadata), **arrays,
+        )
 
 
 @dataclass(frozen=True)

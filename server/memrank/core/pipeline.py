@@ -143,7 +143,7 @@ def _rank_with(profile: Profile, batch: Batch, params: RankParams, layers: tuple
     ranked = picked[np.lexsort((tie_rank[picked], -final[picked]))] if picked.size else picked
     buckets = calibrate(final[ranked])
     placement = params.placement if params.placement != Placement.UNSPECIFIED else profile.placement
-    imp = scores.importance[ranked]
+    imp = scores.importance_of(ranked)
     return RankOutcome(
         profile=profile, scores=scores, layer_of=layer_of, token_count=tokens, token_estimated=estimated,
         final=final, drop=drop, drop_notes=Lazy(batch.n, drop_note), ranked=ranked,

@@ -25,6 +25,8 @@ Steps, for one batch under one profile:
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 
 from memrank.core.batch import Batch
@@ -60,14 +62,21 @@ def score_gated(batch: Batch, ctx: ScoringContext, profile: Profile, skip: froze
         raw(spec.name)
     if profile.relevance_threshold is not None and DropReason.BELOW_THRESHOLD not in skip:
         threshold_gate(gates, raw("relevance").values, profile.relevance_threshold)
-    importance = raw("importance")
-    if profile.gate_zero_importance and not ctx.explicit_lookup and DropReason.ZERO_IMPORTANCE not in skip:
-        zero_importance_gate(gates, importance.values, importance.reasons)
-    return _combine(batch, profile, raws, gates, importance.values)
+    gate_zero = profile.gate_zero_importance and not ctx.explicit_lookup and DropReason.ZERO_IMPORTANCE not in skip
+    if gate_zero or "importance" in raws:
+        importance = raw("importance")
+        if gate_zero:
+            zero_importance_gate(gates, importance.values, importance.reasons)
+        values = importance.values
+        return _combine(batch, profile, raws, gates, lambda rows: values[rows])
+    # Neither weighed nor gated: only the candidates asked about (the selected ones) are looked at, as a
+    # batch of their own (a candidate's importance depends on nothing else in the batch).
+    return _combine(batch, profile, raws, gates, lambda rows: get_signal("importance")(
+        batch.take(rows), ctx, profile, np.ones(len(rows), dtype=bool)).values)
 
 
 def _combine(batch: Batch, profile: Profile, raws: dict[str, RawSignal], gates: GateSet,
-             importance: np.ndarray) -> Scores:
+             importance_of: Callable[[np.ndarray], np.ndarray]) -> Scores:
     eligible = gates.kept
     blend = profile.formula == "blend"
     scale = 1.0 - profile.retrieval_blend
@@ -92,7 +101,7 @@ def _combine(batch: Batch, profile: Profile, raws: dict[str, RawSignal], gates: 
         quality=quality,
         gate=gates.codes,
         gate_reasons=gates.frozen_reasons(),
-        importance=importance,
+        importance_of=importance_of,
     )
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -46,9 +46,16 @@ class Scores:
     quality: np.ndarray  # float64 (n,), 0 where the profile has no quality part
     gate: np.ndarray  # int8 (n,), DropReason values
     gate_reasons: Sequence[tuple[str, ...]]  # per candidate, why it was gated (empty if not)
-    importance: np.ndarray  # float64 (n,), effective importance in [0, 1]
+    # Effective importance in [0, 1] (float64) of the given candidates. A profile that neither weighs nor
+    # gates on importance computes it only for the candidates asked about (the selected ones).
+    importance_of: Callable[[np.ndarray], np.ndarray]
 
     @property
     def n(self) -> int:
         """Number of candidates."""
         return int(self.combined.shape[0])
+
+    @property
+    def importance(self) -> np.ndarray:
+        """Effective importance of every candidate, float64 (n,)."""
+        return self.importance_of(np.arange(self.n))

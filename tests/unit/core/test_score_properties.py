@@ -5,6 +5,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from memrank.core.score import score
+from memrank.core.signals.importance import importance
 from memrank.core.types import DropReason, Safety, Source
 from memrank.profiles.builtin import BUILTIN_PROFILES
 from tests.unit.core.build import HOUR, REF, batch, ctx
@@ -106,3 +107,32 @@ def test_trust_ignores_metadata_claims():
     rows = [{"source": int(Source.CHAT), "metadata": {"trust": "1.0", "_source": "system_verified"}}]
     s = score(batch(*rows), ctx(), BUILTIN_PROFILES["lians-recall"])
     assert next(c for c in s.signals if c.name == "trust").raw.tolist() == [0.65]
+
+
+@settings(max_examples=150, deadline=None)
+@given(CASE, st.data())
+def test_importance_of_any_rows_is_the_importance_signal_of_those_rows(case, data):
+    """Profiles that neither weigh nor gate on importance compute it only for the rows asked about."""
+    rows, query, name, lookup = case
+    b = batch(*rows)
+    c = ctx(query, explicit_lookup=lookup)
+    full = importance(b, c, BUILTIN_PROFILES[name], np.ones(b.n, dtype=bool)).values
+    s = score(b, c, BUILTIN_PROFILES[name])
+    picked = data.draw(st.lists(st.integers(0, max(b.n - 1, 0)), max_size=b.n, unique=True)) if b.n else []
+    assert s.importance_of(np.array(picked, dtype=np.int64)).tolist() == full[picked].tolist()
+    assert s.importance.tolist() == full.tolist()
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(ROW, max_size=8), st.data())
+def test_take_is_the_batch_of_those_rows(rows, data):
+    picked = data.draw(st.lists(st.integers(0, max(len(rows) - 1, 0)), max_size=len(rows), unique=True)) \
+        if rows else []
+    got, want = batch(*rows).take(picked), batch(*[rows[i] for i in picked])
+    assert got.ids == tuple(f"c{i}" for i in picked)
+    assert got.contents == want.contents and got.kinds == want.kinds and got.metadata == want.metadata
+    for name in ("retrieval", "importance", "access_count", "created_at", "valid_to", "source", "safety"):
+        assert np.array_equal(getattr(got, name), getattr(want, name), equal_nan=True), name
+    assert got.facets.keys() >= want.facets.keys()
+    for k, v in want.facets.items():
+        assert np.array_equal(got.facets[k], v, equal_nan=True)
