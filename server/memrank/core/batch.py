@@ -67,7 +67,7 @@ class Batch:
         """Number of candidates."""
         return len(self.ids)
 
-    def take(self, rows: Sequence[int]) -> Batch:
+    def take(self, rows: Sequence[int] | np.ndarray) -> Batch:
         """The batch of the given candidates only, in the given order."""
         at = np.asarray(rows, dtype=np.intp)
         picked = list(at.tolist())

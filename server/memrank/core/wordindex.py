@@ -27,8 +27,8 @@ from __future__ import annotations
 import functools
 import itertools
 import weakref
-from dataclasses import dataclass
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np

@@ -95,8 +95,8 @@ class Recorder:
         counted = np.isfinite(values) & drift_population(outcome)
         cell = (np.arange(rows)[:, None] * width + layer[None, :])[counted]
         nbins = BIN_COUNT
-        counts = np.bincount(cell * nbins + bins[counted], minlength=rows * width * nbins)
-        counts = counts.reshape(rows, width, nbins).tolist()
+        counts = np.bincount(cell * nbins + bins[counted], minlength=rows * width * nbins) \
+            .reshape(rows, width, nbins).tolist()
         sums = np.bincount(cell, weights=values[counted], minlength=rows * width).reshape(rows, width).tolist()
         for r in range(rows):
             column, form = columns[r // len(FORMS)], FORMS[r % len(FORMS)]

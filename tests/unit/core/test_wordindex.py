@@ -7,14 +7,13 @@ import itertools
 import random
 from collections.abc import Iterator
 
+import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from memrank.core import wordindex
 from memrank.core.phrases import words
 from memrank.core.text import tokens
-import numpy as np
-
-from memrank.core import wordindex
 from memrank.core.wordindex import WordIndex, padded_index_of, token_index_of, word_hash
 
 VOCAB = ["i", "prefer", "tea", "I", "Prefer", "don't", "never", "_x", "x_", "café", "İstanbul", "\x00", "a\x00b",
