@@ -69,9 +69,8 @@ def _take(state: SelectState, i: int, g: float, layer: np.ndarray, tokens: np.nd
     state.used_items[layer[i]] += 1
     if diversity and sim is not None:
         row = sim.row(i)
-        closer = row > state.max_sim
-        state.cover[closer] = i
-        state.max_sim = np.maximum(state.max_sim, row)
+        state.cover[row > state.max_sim] = i
+        np.maximum(state.max_sim, row, out=state.max_sim)
 
 
 def run_phase(
@@ -88,17 +87,25 @@ def run_phase(
                 _take(state, int(i), float(score[i]), layer, tokens, sim, False)
                 pool[i] = False
         return
+    # Within a phase the room left in a layer only shrinks and max_sim only grows, so a candidate that is
+    # a near-duplicate or does not fit now never will: the candidate list only shrinks.
+    cand = np.flatnonzero(pool)
+    weighted = lam * score
     while not lim.max_items or len(state.picked) < lim.max_items:
-        cand = np.flatnonzero(pool)
-        cand = cand[(state.max_sim[cand] < dedupe) & _fits(state, cand, layer, tokens, lim)]
+        li = layer[cand]
+        room_tokens = lim.layer_tokens - state.used_tokens
+        has_room = lim.layer_items > state.used_items
+        cand = cand[(state.max_sim[cand] < dedupe) & (tokens[cand] <= room_tokens[li]) & has_room[li]]
         if cand.size == 0:
             return
-        gain = lam * score[cand] - (1.0 - lam) * state.max_sim[cand]
+        gain = weighted[cand] - (1.0 - lam) * state.max_sim[cand]
         best_gain = gain.max()
-        ties = cand[gain == best_gain]
-        i = int(ties[np.argmin(tie_rank[ties])])
+        ties = np.flatnonzero(gain == best_gain)
+        k = int(ties[np.argmin(tie_rank[cand[ties]])]) if ties.size > 1 else int(ties[0])
+        i = int(cand[k])
         _take(state, i, float(best_gain), layer, tokens, sim, True)
         pool[i] = False
+        cand = np.delete(cand, k)
 
 
 def classify_rest(
