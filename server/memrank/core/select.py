@@ -105,7 +105,7 @@ def run_phase(
         i = int(cand[k])
         _take(state, i, float(best_gain), layer, tokens, sim, True)
         pool[i] = False
-        cand = np.delete(cand, k)
+        cand = cand[cand != i]
 
 
 def classify_rest(
