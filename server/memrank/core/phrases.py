@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 
@@ -38,8 +38,10 @@ def words(text: str) -> str:
     return " " + " ".join(spaced.split()) + " "
 
 
-# first_found follows this many candidate phrases or fewer one at a time, more all at once.
-FEW_PHRASES = 8
+# first_found follows this many candidate phrases or fewer one at a time, more all at once. Measured on
+# 400 candidates (the bench batch: 10 candidate rule phrases; 400 LoCoMo turns: 69), one at a time costs
+# less up to about two dozen phrases.
+FEW_PHRASES = 24
 
 
 class Phrases:
@@ -76,89 +78,17 @@ class Phrases:
         return tuple(p for _, group in self._groups for p, _ in group)
 
     @functools.cached_property
-    def _split(self) -> tuple[tuple[str, ...], ...]:
-        return tuple(tuple(p.split()) for p in self.ordered)
-
-    @functools.cached_property
-    def _words(self) -> tuple[str, ...]:
-        return tuple({w: None for p in self._split for w in p})
-
-    @functools.cached_property
-    def _word_table(self) -> np.ndarray:
-        """(phrases, longest) positions in ``_words`` of each phrase's words, padded with len(_words)."""
-        at = {w: k for k, w in enumerate(self._words)}
-        width = max((len(p) for p in self._split), default=0)
-        table = np.full((len(self._split), width), len(self._words), dtype=np.int64)
-        for k, phrase in enumerate(self._split):
-            table[k, : len(phrase)] = [at[w] for w in phrase]
-        return table
-
-    @functools.cached_property
-    def _keys(self) -> dict[int, tuple[np.ndarray, np.ndarray]]:
-        """Per phrase length L: the phrases' keys (word positions in ``_words`` as digits base len + 1),
-        sorted, and the ``ordered`` position of the phrase with each key (the first, for a repeated one)."""
-        base = len(self._words) + 1
-        if base ** max((len(p) for p in self._split), default=0) >= 2**62:
-            raise ValueError("too many words or too long a phrase for int64 phrase keys")
-        at = {w: k for k, w in enumerate(self._words)}
-        by_length: dict[int, dict[int, int]] = {}
-        for k, phrase in enumerate(self._split):
-            key = 0
-            for w in phrase:
-                key = key * base + at[w]
-            by_length.setdefault(len(phrase), {}).setdefault(key, k)
-        return {length: (np.array(sorted(keys), dtype=np.int64),
-                         np.array([keys[key] for key in sorted(keys)], dtype=np.int64))
-                for length, keys in by_length.items() if length}
+    def _matcher(self) -> _Matcher:
+        return _Matcher([tuple(p.split()) for p in self.ordered], range(len(self.ordered)))
 
     def first_found(self, index: WordIndex, rows: np.ndarray | None = None) -> np.ndarray:
         """Per candidate of a padded-words index, the position in ``ordered`` of what ``find`` returns, or -1.
 
         ``rows`` (a mask) limits the search to those candidates; the others get -1. ``find`` returns the
         phrase that comes first in ``ordered`` among those that occur, so this is, per candidate, the
-        smallest position of a phrase found in its words. Every listed word is looked up in one pass
-        (``WordIndex.word_ids``); then, per phrase length L, the L word numbers from each position holding
-        a listed word form one key, looked up among the phrases' keys: a few array operations per length,
-        whatever the number of phrases. With at most ``FEW_PHRASES`` phrases whose words all occur, those
-        are searched one by one instead.
+        smallest position of a phrase found in its words (``_Matcher``).
         """
-        best = np.full(index.n, -1, dtype=np.int64)
-        open_ = np.ones(index.n, dtype=bool) if rows is None else rows.copy()
-        if not open_.any():
-            return best
-        present = np.append(index.learn(self._words), True)
-        viable = np.flatnonzero(present[self._word_table].all(axis=1)).tolist()  # every word of it occurs
-        if len(viable) <= FEW_PHRASES:  # phrase by phrase, from the index's memo of each word's positions
-            for k in viable:
-                hit = index.has(self._split[k]) & open_
-                best[hit] = k
-                open_ &= ~hit
-                if not open_.any():
-                    break
-            return best
-        ids = index.word_ids(self._words)
-        at = np.flatnonzero(ids >= 0)
-        at = at[open_[index.owner[at]]]
-        size, base = ids.size, len(self._words) + 1
-        first = np.full(at.size, np.iinfo(np.int64).max)
-        for length, (keys, which) in self._keys.items():
-            fits = np.flatnonzero(at + length - 1 < size)
-            start = at[fits]
-            key = ids[start]
-            valid = np.ones(start.size, dtype=bool)
-            for j in range(1, length):
-                nxt = ids[start + j]
-                valid &= (nxt >= 0) & (index.owner[start + j] == index.owner[start])
-                key = key * base + nxt
-            slot = np.minimum(np.searchsorted(keys, key), keys.size - 1)
-            hit = np.flatnonzero(valid & (keys[slot] == key))
-            np.minimum.at(first, fits[hit], which[slot[hit]])
-        found = np.flatnonzero(first < np.iinfo(np.int64).max)
-        smallest = np.full(index.n, np.iinfo(np.int64).max)
-        np.minimum.at(smallest, index.owner[at[found]], first[found])
-        held = smallest < np.iinfo(np.int64).max
-        best[held] = smallest[held]
-        return best
+        return self._matcher.first(index, rows)
 
     def __add__(self, other: Phrases) -> Phrases:
         return Phrases(self.items + other.items)
@@ -182,3 +112,103 @@ class Cue:
             if t in folded:
                 return self.pattern.search(text) is not None
         return False
+
+
+class _Matcher:
+    """Phrases (as word tuples), each with a rank; per candidate, the smallest rank of a phrase in its words.
+
+    Phrases whose words do not all occur in the batch are ruled out at once (``WordIndex.learn``). With at
+    most ``FEW_PHRASES`` left, those are followed one by one in rank order, from the index's memo of each
+    word's positions. Otherwise every listed word is looked up in one pass (``WordIndex.word_ids``) and,
+    per phrase length L, the L word numbers from each position holding a listed word form one key, looked
+    up among the phrases' keys: a few array operations per length, whatever the number of phrases.
+    """
+
+    _NONE = np.iinfo(np.int64).max
+
+    def __init__(self, phrases: Sequence[tuple[str, ...]], ranks: Iterable[int]) -> None:
+        self.split = tuple(phrases)
+        self.ranks = np.array(list(ranks), dtype=np.int64)
+        self.order = np.argsort(self.ranks, kind="stable").tolist()
+        self.words = tuple({w: None for p in self.split for w in p})
+        at = {w: k for k, w in enumerate(self.words)}
+        width = max((len(p) for p in self.split), default=0)
+        self.table = np.full((len(self.split), width), len(self.words), dtype=np.int64)
+        for k, phrase in enumerate(self.split):
+            self.table[k, : len(phrase)] = [at[w] for w in phrase]
+        base = len(self.words) + 1
+        if base ** width >= 2**62:
+            raise ValueError("too many words or too long a phrase for int64 phrase keys")
+        by_length: dict[int, dict[int, int]] = {}
+        for k, phrase in enumerate(self.split):
+            key = 0
+            for w in phrase:
+                key = key * base + at[w]
+            rank = int(self.ranks[k])
+            keyed = by_length.setdefault(len(phrase), {})
+            keyed[key] = min(keyed.get(key, rank), rank)
+        # Per phrase length: the phrases' keys (word numbers as digits base len(words) + 1), sorted, and the
+        # smallest rank of a phrase with each key.
+        self.keys = {length: (np.array(sorted(keyed), dtype=np.int64),
+                              np.array([keyed[key] for key in sorted(keyed)], dtype=np.int64))
+                     for length, keyed in by_length.items() if length}
+
+    def first(self, index: WordIndex, rows: np.ndarray | None = None) -> np.ndarray:
+        """(n,) int64: the smallest rank of a phrase in each candidate's words, or -1 (and -1 outside rows)."""
+        best = np.full(index.n, -1, dtype=np.int64)
+        open_ = np.ones(index.n, dtype=bool) if rows is None else rows.copy()
+        if not open_.any() or not self.split:
+            return best
+        present = np.append(index.learn(self.words), True)
+        viable = np.asarray(present[self.table].all(axis=1))  # every word of the phrase occurs somewhere
+        left = [k for k in self.order if viable[k]]
+        if len(left) <= FEW_PHRASES:
+            for k in left:
+                hit = index.has(self.split[k]) & open_
+                best[hit] = self.ranks[k]
+                open_ &= ~hit
+                if not open_.any():
+                    break
+            return best
+        ids = index.word_ids(self.words)
+        at = np.flatnonzero(ids >= 0)
+        at = at[open_[index.owner[at]]]
+        size, base = ids.size, len(self.words) + 1
+        first = np.full(at.size, self._NONE)
+        for length, (keys, ranks) in self.keys.items():
+            fits = np.flatnonzero(at + length - 1 < size)
+            start = at[fits]
+            key = ids[start]
+            valid = np.ones(start.size, dtype=bool)
+            for j in range(1, length):
+                nxt = ids[start + j]
+                valid &= (nxt >= 0) & (index.owner[start + j] == index.owner[start])
+                key = key * base + nxt
+            slot = np.minimum(np.searchsorted(keys, key), keys.size - 1)
+            hit = np.flatnonzero(valid & (keys[slot] == key))
+            np.minimum.at(first, fits[hit], ranks[slot[hit]])
+        found = np.flatnonzero(first < self._NONE)
+        smallest = np.full(index.n, self._NONE)
+        np.minimum.at(smallest, index.owner[at[found]], first[found])
+        held = smallest < self._NONE
+        best[held] = smallest[held]
+        return best
+
+
+class PhraseSets:
+    """Several phrase lists tried in order, as rule lists are: per candidate, the first list with a phrase
+    in its words and the phrase that list's ``find`` returns, all lists searched together."""
+
+    def __init__(self, sets: Sequence[Phrases]) -> None:
+        self.sets = tuple(sets)
+        self._stride = max((len(p.ordered) for p in self.sets), default=0) + 1
+        phrases = [tuple(phrase.split()) for p in self.sets for phrase in p.ordered]
+        ranks = [r * self._stride + k for r, p in enumerate(self.sets) for k in range(len(p.ordered))]
+        self._matcher = _Matcher(phrases, ranks)
+
+    def first_found(self, index: WordIndex, rows: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """Per candidate: (index of the first list with a phrase found, or -1; that phrase's position in the
+        list's ``ordered``, or -1)."""
+        rank = self._matcher.first(index, rows)
+        found = rank >= 0
+        return np.where(found, rank // self._stride, -1), np.where(found, rank % self._stride, -1)

@@ -5,9 +5,10 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from memrank.core import phrases as phrases_module
 from memrank.core.batch import CandidateInput, batch_from_rows
 from memrank.core.scores import ScoringContext
-from memrank.core.signals import get_signal
+from memrank.core.signals import RawSignal, get_signal
 from memrank.core.signals.importance import CONSTRAINT_PREF, CORRECTION, DECISION_FACT, OUTCOME, rule_importance
 from memrank.profiles.builtin import BUILTIN_PROFILES
 
@@ -23,9 +24,21 @@ importances = st.none() | st.floats(0.0, 1.0)
 @settings(max_examples=400, deadline=None)
 @given(st.lists(st.tuples(contents, kinds, importances), min_size=1, max_size=10))
 def test_batch_importance_equals_rule_importance(rows: list[tuple[str, str, float | None]]) -> None:
-    batch = batch_from_rows([CandidateInput(id=f"m{i}", content=c, kind=k, importance=imp)
-                             for i, (c, k, imp) in enumerate(rows)])
-    got = get_signal("importance")(batch, ScoringContext("", 0.0), BUILTIN_PROFILES["default"], None)  # type: ignore[arg-type]
+    for few in (0, 100):  # rule phrases all at once, or the few that can match one by one
+        saved, phrases_module.FEW_PHRASES = phrases_module.FEW_PHRASES, few
+        try:
+            got = get_signal("importance")(batch_from_rows(batch_rows(rows)), ScoringContext("", 0.0),
+                                           BUILTIN_PROFILES["default"], None)  # type: ignore[arg-type]
+        finally:
+            phrases_module.FEW_PHRASES = saved
+        _check(got, rows)
+
+
+def batch_rows(rows: list[tuple[str, str, float | None]]) -> list[CandidateInput]:
+    return [CandidateInput(id=f"m{i}", content=c, kind=k, importance=imp) for i, (c, k, imp) in enumerate(rows)]
+
+
+def _check(got: RawSignal, rows: list[tuple[str, str, float | None]]) -> None:
     for i, (content, kind, imp) in enumerate(rows):
         if imp is not None:
             assert got.values[i] == imp and got.reasons[i] == (f"caller importance {imp:g}",)
@@ -33,3 +46,29 @@ def test_batch_importance_equals_rule_importance(rows: list[tuple[str, str, floa
         rule, value, why = rule_importance(kind, content)
         assert got.values[i] == value, (content, kind)
         assert got.reasons[i] == (f"importance rule {rule}: {value:g} ({why})",), (content, kind)
+
+
+CROSSED = [  # (content, kind, the rule that must win): an earlier rule's opening or phrase beats a later kind
+    ("no i meant green tea", "preference", "correction"),
+    ("Actually, we decided on tea", "fact", "correction"),
+    ("I prefer tea", "fact", "constraint_pref"),
+    ("we decided to ship it", "outcome", "decision_fact"),
+    ("i prefer tea, it was fixed", "", "constraint_pref"),
+    ("it was fixed", "note", "outcome"),
+    ("anything at all", "correction", "correction"),
+    ("hi", "", "passing_remark"),
+]
+
+
+def test_an_earlier_rule_beats_a_later_kind() -> None:
+    rows = [(content, kind, None) for content, kind, _ in CROSSED]
+    for few in (0, 100):
+        saved, phrases_module.FEW_PHRASES = phrases_module.FEW_PHRASES, few
+        try:
+            got = get_signal("importance")(batch_from_rows(batch_rows(rows)), ScoringContext("", 0.0),
+                                           BUILTIN_PROFILES["default"], None)  # type: ignore[arg-type]
+        finally:
+            phrases_module.FEW_PHRASES = saved
+        _check(got, rows)
+        assert [r[0].split(":")[0].removeprefix("importance rule ") for r in got.reasons] == \
+            [rule for _, _, rule in CROSSED]

@@ -29,7 +29,7 @@ import itertools
 import numpy as np
 
 from memrank.core.batch import Batch
-from memrank.core.phrases import Phrases, starts_with, words
+from memrank.core.phrases import Phrases, PhraseSets, starts_with, words
 from memrank.core.reasons import Lazy
 from memrank.core.scores import ScoringContext
 from memrank.core.signals.base import RawSignal
@@ -67,6 +67,7 @@ RULES: tuple[tuple[str, float, frozenset[str], Phrases], ...] = (
     ("decision_fact", 0.5, frozenset({"decision", "fact"}), DECISION_FACT),
     ("outcome", 0.4, frozenset({"outcome", "failure", "attempt"}), OUTCOME),
 )
+RULE_PHRASES = PhraseSets([phrases for _, _, _, phrases in RULES])  # every rule's phrases, searched at once
 MIN_TOKENS = 3
 
 
@@ -126,21 +127,28 @@ def importance(batch: Batch, ctx: ScoringContext, profile: Profile, population: 
     kind_rule = np.fromiter(map(by_kind.__getitem__, kinds), dtype=np.int64, count=n)
     open_ = ~given
     if open_.any():
+        # Rule r wins where it is the first rule that matches, by kind, opening (correction) or phrase; each
+        # way is found for every rule at once, and the smallest rule number is taken (kind before opening
+        # before phrase within a rule, as rule_importance tries them).
         index = padded_index(batch)
-        for r, (name, value, _, phrases) in enumerate(RULES):
-            hit = (kind_rule == r) & open_
-            rule[hit], how[hit] = r, _BY_KIND
-            open_ &= ~hit
-            if name == "correction":
-                for k, start in enumerate(CORRECTION_STARTS):
-                    hit = index.opens_with(start.split()) & open_
-                    rule[hit], how[hit], detail[hit] = r, _BY_START, k
-                    open_ &= ~hit
-            found = phrases.first_found(index, open_)
-            hit = found >= 0
-            rule[hit], how[hit], detail[hit] = r, _BY_PHRASE, found[hit]
-            open_ &= ~hit
-            values[rule == r] = value
+        none = len(RULES)
+        via_kind = np.where(kind_rule >= 0, kind_rule, none)
+        opening = np.full(n, -1, dtype=np.int64)
+        for k in reversed(range(len(CORRECTION_STARTS))):  # the first opening listed wins
+            opening[index.opens_with(CORRECTION_STARTS[k].split())] = k
+        via_start = np.where(opening >= 0, 0, none)
+        phrase_rule, phrase_at = RULE_PHRASES.first_found(index, open_ & (via_kind > 0) & (via_start > 0))
+        via_phrase = np.where(phrase_rule >= 0, phrase_rule, none)
+        won = np.minimum(np.minimum(via_kind, via_start), via_phrase)
+        decided = open_ & (won < none)
+        rule[decided] = won[decided]
+        how[decided & (via_kind == won)] = _BY_KIND
+        start_won = decided & (via_kind != won) & (via_start == won)
+        how[start_won], detail[start_won] = _BY_START, opening[start_won]
+        phrase_won = decided & (via_kind != won) & (via_start != won)
+        how[phrase_won], detail[phrase_won] = _BY_PHRASE, phrase_at[phrase_won]
+        values[decided] = np.array([value for _, value, _, _ in RULES])[won[decided]]
+        open_ &= ~decided
         # No rule matched: a passing remark or a statement. Short ASCII text has all its tokens in the
         # tokens index (``short_ascii``), so its count is read there; other text is counted here.
         plain = short_ascii(batch)
