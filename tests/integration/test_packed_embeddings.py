@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import grpc
 import numpy as np
 import pytest
 
 from memrank._gen.v1 import ranking_pb2 as pb
 from memrank.client import RankingClient, RankingError, pack_embeddings
+from memrank.config import load_settings
+from memrank.grpc.service import handle_rank
+from tests.integration.conftest import start_serve, stop
 
 DIM = 16
 
@@ -164,3 +169,24 @@ def test_other_violations_are_still_reported_beside_packed_ones(client: RankingC
     req.candidates[1].retrieval_score = 2.0
     err = _refusal(client, req)
     assert err.fields == ("embeddings_f32", "candidates[1].retrieval_score")
+
+
+def test_a_served_answer_is_the_same_whatever_the_blas_thread_count(tmp_path: Path) -> None:
+    """`memrank serve` runs BLAS on one thread; this process on the default count: same bytes for 400 x 384.
+
+    The diversity pass's cosine rows are BLAS matvecs; each dot product must not depend on how BLAS splits
+    the work, or one request could get two answers from two differently configured workers.
+    """
+    gen = np.random.default_rng(11)
+    topics = gen.standard_normal((20, 384))
+    rows = topics[np.arange(400) % 20] + 0.3 * gen.standard_normal((400, 384))
+    matrix = (rows / np.linalg.norm(rows, axis=1, keepdims=True)).astype(np.float32)
+    req = _packed(_request(400, None, budget=pb.Budget(max_items=20, max_tokens=4000)), matrix)
+    here = _bytes(handle_rank(req, load_settings(env={}), 0.0, None))
+    proc = start_serve(tmp_path, "--address", "127.0.0.1:0", "--metrics-port", "0", "--workers", "1")
+    try:
+        with RankingClient(f"127.0.0.1:{proc.port}", timeout=20) as c:
+            served = [_bytes(c.rank(req)) for _ in range(3)]
+    finally:
+        stop(proc)
+    assert served == [here] * 3
