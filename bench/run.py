@@ -140,6 +140,23 @@ def profiles(w: Workload, reps: int) -> dict[str, float]:
     return {name: measure(scorer(p), reps).cpu_p50 for name, p in sorted(settings.profiles.items())}
 
 
+def growth(small: Workload, large: Workload, reps: int) -> dict[str, Any]:
+    """Core and whole-handler CPU time at two batch sizes, called alternately (one call of each in turn), so
+    both see the same machine: the ratio is not moved by load that comes and goes between workloads."""
+    settings = load_settings(env={})
+    out: dict[str, Any] = {"small": small.n, "large": large.n, "dim": small.dim}
+    cores, handlers = [], []
+    for w in (small, large):
+        batch, params = convert.request_to_domain(w.request, 0.0)
+        req = pb.RankRequest.FromString(w.request.SerializeToString())
+        cores.append(lambda b=batch, p=params: rank(dataclasses.replace(b), p, settings.profiles, settings.layers))
+        handlers.append(lambda r=req: handle_rank(r, settings, 0.0, None).SerializeToString())
+    for name, (f_small, f_large) in (("core", cores), ("handler", handlers)):
+        a, b = measure_pair(f_small, f_large, reps)
+        out[name] = {"small_cpu_p50_ms": a.cpu_p50, "large_cpu_p50_ms": b.cpu_p50, "ratio": b.cpu_p50 / a.cpu_p50}
+    return out
+
+
 def langchain(w: Workload, reps: int) -> dict[str, Any]:
     """LangChain scoring + MMR (k = the selection size) on the same batch, in-process."""
     if not langchain_available():
@@ -212,6 +229,11 @@ def run(opts: Options, log: Any = print) -> dict[str, Any]:
         if opts.baselines and d > 0:
             entry["langchain"] = langchain(w, reps)
         results["workloads"][key] = entry
+    results["growth"] = {}
+    for d in opts.dims:
+        if (400, d) in loads and (1600, d) in loads:
+            log(f"growth 400 -> 1600 at dim {d}, alternated")
+            results["growth"][f"dim{d}"] = growth(loads[(400, d)], loads[(1600, d)], _reps(opts.reps, 1600))
     if opts.live:
         results["live"] = _live(opts, loads, log)
     results["bench_process_peak_rss_mib"] = peak_rss_mib()

@@ -45,3 +45,14 @@ def test_quick_bench_prints_the_table_and_writes_json(tmp_path: Path) -> None:
     if "ghz" in live:
         assert "skipped" in live["ghz"] or live["ghz"]["count"] > 0
     assert {t["target"] for t in results["targets"]} and all("met" in t for t in results["targets"])
+
+
+def test_growth_times_both_sizes_alternately() -> None:
+    from bench.data import workload
+    from bench.run import growth
+
+    g = growth(workload(10, 8), workload(40, 8), 3)
+    assert (g["small"], g["large"], g["dim"]) == (10, 40, 8)
+    for name in ("core", "handler"):
+        assert g[name]["small_cpu_p50_ms"] > 0 and g[name]["large_cpu_p50_ms"] > 0
+        assert g[name]["ratio"] == g[name]["large_cpu_p50_ms"] / g[name]["small_cpu_p50_ms"]
