@@ -43,6 +43,11 @@ class Recorder:
         self.profiles = frozenset(profiles)
         self.layers = frozenset(layers) | {OTHER}
         self.drift = drift
+        # True: drift gauges are set when ``publish_drift`` is called (a scrape, see FlushFirst), not after
+        # every call; PSI and JS of an unchanged window are then computed once, not once per request.
+        self.drift_on_scrape = False
+        self._stale: set[tuple[str, str]] = set()
+        self._stale_lock = threading.Lock()
         # signal_value children by (signal, form, profile, layer): labels() costs more than the observation.
         self._signal_children: dict[tuple[str, str, str, str], Any] = {}
 
@@ -149,10 +154,25 @@ class Recorder:
         measured = drift_population(outcome)
         for s, column in enumerate(outcome.scores.signals):
             raw = values[s * len(FORMS)]
-            reading = self.drift.update_bins(profile, column.name, bins[s * len(FORMS)][measured & ~np.isnan(raw)])
-            if reading is not None:
-                self.metrics.drift_psi.labels(signal=column.name, profile=profile).set(reading.psi)
-                self.metrics.drift_js.labels(signal=column.name, profile=profile).set(reading.js)
+            self.drift.add_bins(profile, column.name, bins[s * len(FORMS)][measured & ~np.isnan(raw)])
+            if self.drift_on_scrape:
+                with self._stale_lock:
+                    self._stale.add((profile, column.name))
+            else:
+                self._set_drift(profile, column.name)
+
+    def publish_drift(self) -> None:
+        """Set the drift gauges of every (profile, signal) updated since the last call."""
+        with self._stale_lock:
+            stale, self._stale = self._stale, set()
+        for profile, signal in sorted(stale):
+            self._set_drift(profile, signal)
+
+    def _set_drift(self, profile: str, signal: str) -> None:
+        reading = self.drift.reading(profile, signal) if self.drift is not None else None
+        if reading is not None:
+            self.metrics.drift_psi.labels(signal=signal, profile=profile).set(reading.psi)
+            self.metrics.drift_js.labels(signal=signal, profile=profile).set(reading.js)
 
 
 def build_recorder(metrics: Metrics, settings: Settings) -> Recorder:
@@ -177,6 +197,7 @@ class AfterReply:
 
     def __init__(self, recorder: Recorder, max_pending: int = 256) -> None:
         self._recorder = recorder
+        recorder.drift_on_scrape = True  # a scrape flushes first (FlushFirst), then publishes the drift
         self._pending: queue.Queue[RankOutcome] = queue.Queue(maxsize=max_pending)
         self._thread = threading.Thread(target=self._run, name="memrank-metrics", daemon=True)
         self._thread.start()
@@ -189,8 +210,9 @@ class AfterReply:
             self._recorder.record(outcome)
 
     def flush(self) -> None:
-        """Return once every outcome queued so far is recorded."""
+        """Return once every outcome queued so far is recorded, with the drift gauges up to date."""
         self._pending.join()
+        self._recorder.publish_drift()
 
     def _run(self) -> None:
         while True:

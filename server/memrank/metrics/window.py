@@ -77,13 +77,23 @@ class DriftTracker:
 
     def update_bins(self, profile: str, signal: str, bins: np.ndarray) -> DriftReading | None:
         """``update`` for values already binned with ``bin_index`` (NaN left out)."""
+        self.add_bins(profile, signal, bins)
+        return self.reading(profile, signal)
+
+    def add_bins(self, profile: str, signal: str, bins: np.ndarray) -> None:
+        """Add values already binned with ``bin_index`` (NaN left out), without computing the drift."""
         key = (profile, signal)
         with self._lock:
             state = self._states.get(key)
             if state is None:
                 state = self._states[key] = _State(self.window_size, self._given.get(key))
             state.add(bins, self.reference_size)
-            return state.reading(self.reference_size)
+
+    def reading(self, profile: str, signal: str) -> DriftReading | None:
+        """The drift of a key now, or None until its reference and window are full (or it was never seen)."""
+        with self._lock:
+            state = self._states.get((profile, signal))
+            return None if state is None else state.reading(self.reference_size)
 
     def reference(self, profile: str, signal: str) -> np.ndarray | None:
         """The reference counts of a key so far (None if never seen)."""

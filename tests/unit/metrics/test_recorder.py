@@ -212,3 +212,23 @@ def test_column_recording_equals_observing_every_value_by_itself(seed: int) -> N
             assert got[key] == pytest.approx(value, rel=1e-12, abs=1e-12), key
         else:
             assert got[key] == value, key
+
+
+def test_drift_gauges_published_at_scrape_equal_the_per_call_ones() -> None:
+    settings = _drift_settings(window=40, reference=40)
+    inline_registry, inline = fresh(settings)
+    registry = CollectorRegistry()
+    flush = FlushFirst()
+    registry.register(flush)
+    deferred = AfterReply(build_recorder(Metrics(registry), settings))
+    flush.target = deferred
+    rng = np.random.default_rng(5)
+    keys = [{"signal": s, "profile": "default"} for s in ("relevance", "importance", "recency")]
+    for low, high in ((0.0, 0.5),) * 4 + ((0.6, 1.0),) * 2:
+        o = outcome(cands(rng.uniform(low, high, 20).round(3).tolist()))
+        inline.record(o)
+        deferred.record(o)
+        for key in keys:  # every read is a scrape: flush, publish, then collect
+            for name in ("memrank_signal_drift_psi", "memrank_signal_drift_js"):
+                assert registry.get_sample_value(name, key) == inline_registry.get_sample_value(name, key)
+    assert inline_registry.get_sample_value("memrank_signal_drift_psi", keys[0]) is not None
