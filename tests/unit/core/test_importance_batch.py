@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from unittest import mock
+
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -25,17 +27,14 @@ importances = st.none() | st.floats(0.0, 1.0)
 @given(st.lists(st.tuples(contents, kinds, importances), min_size=1, max_size=10))
 def test_batch_importance_equals_rule_importance(rows: list[tuple[str, str, float | None]]) -> None:
     for few in (0, 100):  # rule phrases all at once, or the few that can match one by one
-        saved, phrases_module.FEW_PHRASES = phrases_module.FEW_PHRASES, few
-        try:
-            got = get_signal("importance")(batch_from_rows(batch_rows(rows)), ScoringContext("", 0.0),
-                                           BUILTIN_PROFILES["default"], None)  # type: ignore[arg-type]
-        finally:
-            phrases_module.FEW_PHRASES = saved
-        _check(got, rows)
+        _check(_importance(rows, few), rows)
 
 
-def batch_rows(rows: list[tuple[str, str, float | None]]) -> list[CandidateInput]:
-    return [CandidateInput(id=f"m{i}", content=c, kind=k, importance=imp) for i, (c, k, imp) in enumerate(rows)]
+def _importance(rows: list[tuple[str, str, float | None]], few: int) -> RawSignal:
+    batch = batch_from_rows([CandidateInput(id=f"m{i}", content=c, kind=k, importance=imp)
+                             for i, (c, k, imp) in enumerate(rows)])
+    with mock.patch.object(phrases_module, "FEW_PHRASES", few):
+        return get_signal("importance")(batch, ScoringContext("", 0.0), BUILTIN_PROFILES["default"], None)  # type: ignore[arg-type]
 
 
 def _check(got: RawSignal, rows: list[tuple[str, str, float | None]]) -> None:
@@ -63,12 +62,7 @@ CROSSED = [  # (content, kind, the rule that must win): an earlier rule's openin
 def test_an_earlier_rule_beats_a_later_kind() -> None:
     rows = [(content, kind, None) for content, kind, _ in CROSSED]
     for few in (0, 100):
-        saved, phrases_module.FEW_PHRASES = phrases_module.FEW_PHRASES, few
-        try:
-            got = get_signal("importance")(batch_from_rows(batch_rows(rows)), ScoringContext("", 0.0),
-                                           BUILTIN_PROFILES["default"], None)  # type: ignore[arg-type]
-        finally:
-            phrases_module.FEW_PHRASES = saved
+        got = _importance(rows, few)
         _check(got, rows)
         assert [r[0].split(":")[0].removeprefix("importance rule ") for r in got.reasons] == \
             [rule for _, _, rule in CROSSED]

@@ -1,6 +1,5 @@
-import contextlib
 import gc
-from collections.abc import Iterator
+from unittest import mock
 
 import numpy as np
 import pytest
@@ -83,7 +82,7 @@ def test_first_found_is_what_find_returns_for_each_candidate(listed: list[str], 
     index = padded_index(batch(*({"content": c} for c in contents)))
     found = [phrases.find(words(c)) if open_ else None for c, open_ in zip(contents, rows, strict=True)]
     for few in (0, 100):  # all phrases at once, or one by one
-        with _few_phrases(few):
+        with mock.patch.object(phrases_module, "FEW_PHRASES", few):
             got = phrases.first_found(index, np.array(rows))
         assert got.tolist() == [-1 if f is None else phrases.ordered.index(f) for f in found]
 
@@ -92,14 +91,6 @@ def test_a_phrase_never_spans_two_candidates() -> None:
     phrases = Phrases(("i prefer", "tea", "x"))
     index = padded_index(batch({"content": "so i"}, {"content": "prefer"}, {"content": "Tea"}))
     for few in (0, 100):
-        with _few_phrases(few):
+        with mock.patch.object(phrases_module, "FEW_PHRASES", few):
             assert phrases.first_found(index).tolist() == [-1, -1, 1]
 
-
-@contextlib.contextmanager
-def _few_phrases(value: int) -> Iterator[None]:
-    saved, phrases_module.FEW_PHRASES = phrases_module.FEW_PHRASES, value
-    try:
-        yield
-    finally:
-        phrases_module.FEW_PHRASES = saved

@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-import contextlib
 import itertools
 import random
-from collections.abc import Iterator
+from unittest import mock
 
 import numpy as np
 from hypothesis import given, settings
@@ -88,17 +87,9 @@ def test_word_ids_give_each_position_the_listed_word_found_there(contents: list[
             for at in index.positions(word).tolist():
                 expected[at] = k
         for few in (0, 8):  # every present word in one table pass, or word by word
-            with _few(few):
+            with mock.patch.object(wordindex, "_FEW", few):
                 assert index.word_ids(listed).tolist() == expected
 
-
-@contextlib.contextmanager
-def _few(value: int) -> Iterator[None]:
-    saved, wordindex._FEW = wordindex._FEW, value
-    try:
-        yield
-    finally:
-        wordindex._FEW = saved
 
 
 def _colliding_long_word(short: bytes, seed: int = 11) -> bytes:
@@ -130,7 +121,7 @@ def test_a_hash_collision_never_makes_a_false_match() -> None:
     assert other != long_ and len(other) == len(long_) and word_hash(other) == word_hash(long_)
     pair = WordIndex(long_ + b"\0" + other, np.array([0, len(long_) + 1]), 2)
     for few in (0, 8):
-        with _few(few):
+        with mock.patch.object(wordindex, "_FEW", few):
             assert pair.word_ids([word]).tolist() == [0, -1]
             assert pair.word_ids([other.decode("ascii"), word]).tolist() == [1, 0]
             assert pair.word_ids([word, "tea"]).tolist() == [0, -1]
