@@ -77,31 +77,29 @@ class Similarity:
         Shingles are numbered without building bigram strings: token t gets an
         exact id in [0, V), unigram t has id t, bigram (a, b) has id
         (a + 1) * V + b (tokens hold no space, so distinct pairs are distinct
-        "a b" strings); duplicates within a candidate are removed by one
-        np.unique over (candidate, shingle) keys, as ``shingles`` does with sets.
+        "a b" strings); duplicates within a candidate are removed after one
+        sort of (shingle, candidate) keys, as ``shingles`` does with sets.
         """
         v = int(token.max(initial=-1)) + 1
         owner = np.repeat(np.arange(self.n, dtype=np.int64), counts)
         inside = owner[:-1] == owner[1:]  # adjacent tokens of one candidate form a bigram
         sid = np.concatenate((token, ((token[:-1] + 1) * v + token[1:])[inside]))
         own = np.concatenate((owner, owner[:-1][inside]))
-        span = (v + 1) * v + 1
-        keys = np.sort(own * span + sid)  # sorted: grouped by candidate (np.unique's hash path is slower)
+        # One sort by (shingle, candidate) gives the postings (candidates per shingle, ascending) and the
+        # compact shingle ids 0, 1, ...; a repeated (shingle, candidate) pair is dropped, as a set does.
+        keys = np.sort(sid * self.n + own)
         keys = keys[np.concatenate(([True], keys[1:] != keys[:-1]))] if keys.size else keys
-        own, sid = keys // span, keys % span
-        # One sort by (shingle, candidate) gives both the postings (candidates per shingle, in candidate
-        # order) and compact shingle ids 0, 1, ... in sorted order. The pairs are unique, so the fast
-        # unstable sort gives the one order a stable sort by shingle would (5x faster on 100k pairs).
-        by_shingle = np.argsort(sid * self.n + own)
-        grouped = sid[by_shingle]
-        new = np.concatenate(([True], grouped[1:] != grouped[:-1])) if grouped.size else grouped.astype(bool)
-        ids = np.empty(sid.shape[0], dtype=np.int64)
-        ids[by_shingle] = np.cumsum(new) - 1
+        sid, own = keys // self.n, keys % self.n
+        new = np.concatenate(([True], sid[1:] != sid[:-1])) if sid.size else sid.astype(bool)
+        ids = np.cumsum(new) - 1
+        # Each candidate's shingle ids together: a stable sort by candidate, a counting sort in numpy when
+        # the candidate numbers fit 16 bits.
+        by_candidate = np.argsort(own.astype(np.int16 if self.n <= 2**15 else np.int64), kind="stable")
         sizes = np.bincount(own, minlength=self.n).astype(np.int64)
         self._sizes = sizes.astype(np.float64)
-        self._holders = own[by_shingle]
+        self._holders = own
         self._starts = np.concatenate((np.flatnonzero(new), [sid.shape[0]])).astype(np.int64)
-        self._ids = ids
+        self._ids = ids[by_candidate]
         self._offsets = np.concatenate(([0], np.cumsum(sizes)))
 
     def row(self, i: int) -> np.ndarray:
