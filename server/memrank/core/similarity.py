@@ -32,13 +32,21 @@ def _exact_ids(index: WordIndex) -> np.ndarray:
     longer words, a minority in prose, get their ids from a dictionary of their bytes.
     """
     short = index.lengths <= 8
-    unique, inverse = np.unique(index.hashes[short], return_inverse=True)
+    hashes = index.hashes[short]
+    # The rank of each hash among the distinct ones (np.unique's inverse, from one argsort: twice as fast).
+    order = np.argsort(hashes)
+    ranked = hashes[order]
+    new = np.empty(ranked.size, dtype=bool)
+    new[:1] = True
+    np.not_equal(ranked[1:], ranked[:-1], out=new[1:])
+    inverse = np.empty(ranked.size, dtype=np.int64)
+    inverse[order] = np.cumsum(new) - 1
     ids = np.empty(index.hashes.size, dtype=np.int64)
-    ids[short] = np.asarray(inverse, dtype=np.int64).reshape(-1)
+    ids[short] = inverse
     longer = np.flatnonzero(~short)
     if longer.size:
         seen: dict[bytes, int] = {}
-        buf, base = index.buf, unique.size
+        buf, base = index.buf, int(new.sum())
         ids[longer] = [base + seen.setdefault(buf[at:at + size], len(seen))
                        for at, size in zip(index.starts[longer].tolist(), index.lengths[longer].tolist(),
                                            strict=True)]

@@ -28,3 +28,17 @@ def test_cosine_rows_clip_at_zero() -> None:
     sim = Similarity(batch_from_rows(rows))
     assert sim.kind == "cosine"
     assert np.allclose(sim.row(0), [1.0, 0.0])
+
+
+def test_rows_equal_set_jaccard_on_a_larger_batch_with_long_words() -> None:
+    # Words of 9+ bytes that share their first 8 (ids from the dictionary of long words) next to short
+    # ones (ids from their packed bytes), repeated within and across 120 candidates.
+    vocab = ["abcdefghij", "abcdefghik", "abcdefgh", "abcdefg", "internationalization", "internationalisation",
+             "x", "xy", "tea", "oat", "milk", "a" * 40, "a" * 41]
+    rng = np.random.default_rng(4)
+    texts = [" ".join(rng.choice(vocab, size=int(rng.integers(0, 12)))) for _ in range(120)]
+    sim = Similarity(batch_from_rows([CandidateInput(str(i), content=t) for i, t in enumerate(texts)]))
+    sets = [shingles(t) for t in texts]
+    for i in range(0, 120, 7):
+        a = sets[i]
+        assert sim.row(i).tolist() == [len(a & b) / len(a | b) if a | b else 0.0 for b in sets]
