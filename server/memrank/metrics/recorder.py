@@ -43,9 +43,12 @@ class Recorder:
         self.profiles = frozenset(profiles)
         self.layers = frozenset(layers) | {OTHER}
         self.drift = drift
-        # True: drift gauges are set when ``publish_drift`` is called (a scrape, see FlushFirst), not after
-        # every call; PSI and JS of an unchanged window are then computed once, not once per request.
+        # True: signal histograms and drift gauges are brought up to date when ``publish`` is called (a
+        # scrape, see FlushFirst), not after every call: a call adds its bucket counts to one array per
+        # series, and PSI and JS of an unchanged window are computed once, not once per request.
         self.drift_on_scrape = False
+        # (profile, layer labels, signal names) -> bucket counts and sums not yet in the histograms
+        self._pending_values: dict[tuple[str, tuple[str, ...], tuple[str, ...]], tuple[np.ndarray, np.ndarray]] = {}
         self._stale: set[tuple[str, str]] = set()
         self._stale_lock = threading.Lock()
         # signal_value children by (signal, form, profile, layer): labels() costs more than the observation.
@@ -100,21 +103,35 @@ class Recorder:
         counted = np.isfinite(values) & drift_population(outcome)
         cell = (np.arange(rows)[:, None] * width + layer[None, :])[counted]
         nbins = BIN_COUNT
-        counts = np.bincount(cell * nbins + bins[counted], minlength=rows * width * nbins) \
-            .reshape(rows, width, nbins).tolist()
-        sums = np.bincount(cell, weights=values[counted], minlength=rows * width).reshape(rows, width).tolist()
-        for r in range(rows):
-            column, form = columns[r // len(FORMS)], FORMS[r % len(FORMS)]
-            for j, name in enumerate(labels):
-                key = (column.name, form, profile, name)
-                child = self._signal_children.get(key)
-                if child is None:
-                    child = self._signal_children.setdefault(key, m.signal_value.labels(*key))
-                if any(counts[r][j]):
-                    child._sum.inc(sums[r][j])
-                    for b, count in enumerate(counts[r][j]):
-                        if count:
-                            child._buckets[b].inc(count)
+        counts = np.bincount(cell * nbins + bins[counted], minlength=rows * width * nbins).reshape(rows, width, nbins)
+        sums = np.bincount(cell, weights=values[counted], minlength=rows * width).reshape(rows, width)
+        series = (profile, tuple(labels), tuple(c.name for c in columns))
+        if self.drift_on_scrape:  # kept until the scrape (publish): one array addition per call
+            with self._stale_lock:
+                held = self._pending_values.get(series)
+                if held is None:
+                    self._pending_values[series] = (counts, sums)
+                else:
+                    held[0][...] += counts
+                    held[1][...] += sums
+            return
+        self._observe(series, counts, sums)
+
+    def _observe(self, series: tuple[str, tuple[str, ...], tuple[str, ...]], counts: np.ndarray,
+                 sums: np.ndarray) -> None:
+        """Add bucket counts (signal x form, layer, bucket) and value sums to the signal_value children."""
+        profile, labels, signals = series
+        flat_counts, flat_sums = counts.reshape(-1, BIN_COUNT).tolist(), sums.reshape(-1).tolist()
+        keys = [(signal, form, profile, layer) for signal in signals for form in FORMS for layer in labels]
+        for key, cell_counts, total in zip(keys, flat_counts, flat_sums, strict=True):
+            child = self._signal_children.get(key)
+            if child is None:
+                child = self._signal_children.setdefault(key, self.metrics.signal_value.labels(*key))
+            if any(cell_counts):
+                child._sum.inc(total)
+                for b, count in enumerate(cell_counts):
+                    if count:
+                        child._buckets[b].inc(count)
 
     @staticmethod
     def _binned(outcome: RankOutcome) -> tuple[np.ndarray, np.ndarray]:
@@ -161,10 +178,14 @@ class Recorder:
             else:
                 self._set_drift(profile, column.name)
 
-    def publish_drift(self) -> None:
-        """Set the drift gauges of every (profile, signal) updated since the last call."""
+    def publish(self) -> None:
+        """Move the signal values kept since the last call into their histograms, and set the drift gauges
+        of every (profile, signal) updated since then."""
         with self._stale_lock:
             stale, self._stale = self._stale, set()
+            pending, self._pending_values = self._pending_values, {}
+        for series, (counts, sums) in pending.items():
+            self._observe(series, counts, sums)
         for profile, signal in sorted(stale):
             self._set_drift(profile, signal)
 
@@ -197,7 +218,7 @@ class AfterReply:
 
     def __init__(self, recorder: Recorder, max_pending: int = 256) -> None:
         self._recorder = recorder
-        recorder.drift_on_scrape = True  # a scrape flushes first (FlushFirst), then publishes the drift
+        recorder.drift_on_scrape = True  # a scrape flushes first (FlushFirst), then publishes
         self._pending: queue.Queue[RankOutcome] = queue.Queue(maxsize=max_pending)
         self._thread = threading.Thread(target=self._run, name="memrank-metrics", daemon=True)
         self._thread.start()
@@ -212,7 +233,7 @@ class AfterReply:
     def flush(self) -> None:
         """Return once every outcome queued so far is recorded, with the drift gauges up to date."""
         self._pending.join()
-        self._recorder.publish_drift()
+        self._recorder.publish()
 
     def _run(self) -> None:
         while True:

@@ -214,7 +214,7 @@ def test_column_recording_equals_observing_every_value_by_itself(seed: int) -> N
             assert got[key] == value, key
 
 
-def test_drift_gauges_published_at_scrape_equal_the_per_call_ones() -> None:
+def test_histograms_and_drift_gauges_published_at_scrape_equal_the_per_call_ones() -> None:
     settings = _drift_settings(window=40, reference=40)
     inline_registry, inline = fresh(settings)
     registry = CollectorRegistry()
@@ -231,4 +231,16 @@ def test_drift_gauges_published_at_scrape_equal_the_per_call_ones() -> None:
         for key in keys:  # every read is a scrape: flush, publish, then collect
             for name in ("memrank_signal_drift_psi", "memrank_signal_drift_js"):
                 assert registry.get_sample_value(name, key) == inline_registry.get_sample_value(name, key)
+        assert not deferred._recorder._pending_values  # the scrapes above published everything
+        got, want = _series(registry), _series(inline_registry)
+        assert got.keys() == want.keys()
+        for series, number in want.items():
+            assert got[series] == (pytest.approx(number, rel=1e-12) if series[0].endswith("_sum") else number)
     assert inline_registry.get_sample_value("memrank_signal_drift_psi", keys[0]) is not None
+    # Kept values reach the histograms only at a scrape: recorded, not yet published, then scraped.
+    o = outcome(cands([0.3] * 5, layers=("session",)))
+    deferred.record(o)
+    deferred._pending.join()  # recorded by the background thread, not yet published
+    assert deferred._recorder._pending_values
+    inline.record(o)
+    assert _series(registry) == pytest.approx(_series(inline_registry), rel=1e-12)
