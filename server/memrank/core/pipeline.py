@@ -197,7 +197,7 @@ def _select(profile: Profile, batch: Batch, params: RankParams, layers: tuple[La
             floor_pool = pool & (floors[layer] > 0)
             run_phase(state, floor_pool, current, tie_rank, layer, tokens, replace(lim, layer_tokens=floors),
                       sim, lam, profile.dedupe_threshold)
-            pool &= ~np.isin(np.arange(batch.n), state.picked)
+            pool[state.picked] = False
         run_phase(state, pool, current, tie_rank, layer, tokens, lim, sim, lam, profile.dedupe_threshold)
         rest = np.flatnonzero(pool)
         reason, cover = classify_rest(state, rest, layer, tokens, lim, profile.dedupe_threshold, sim is not None)

@@ -111,7 +111,7 @@ def blocked_status(status: int) -> str | None:
 def safety(batch: Batch, ctx: ScoringContext, profile: Profile, population: np.ndarray) -> RawSignal:
     """1 safe, 0.5 review needed, 0 blocked status or injection-like content."""
     status = batch.safety
-    blocked = np.isin(status, [int(s) for s in _BLOCKED])
+    blocked = (status == Safety.UNSAFE) | (status == Safety.QUARANTINED) | (status == Safety.PENDING)  # _BLOCKED
     suspect = ~short_ascii(batch)  # long or non-ASCII content: always the exact scan
     if batch.n:
         suspect |= prescan(token_index(batch))
