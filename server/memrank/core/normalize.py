@@ -27,7 +27,10 @@ _HUGE = 1e150
 
 
 def _finite(values: np.ndarray) -> np.ndarray:
-    return np.nan_to_num(np.asarray(values, dtype=np.float64), nan=0.0, posinf=1e300, neginf=-1e300)
+    v = np.asarray(values, dtype=np.float64)
+    if np.isfinite(v).all():  # the usual case: one pass, no copy (nothing here writes into it)
+        return v
+    return np.nan_to_num(v, nan=0.0, posinf=1e300, neginf=-1e300)
 
 
 def _tame(values: np.ndarray) -> np.ndarray:
