@@ -82,7 +82,6 @@ class _Table:
     """A collision-free hash table of a word list: ``slots[(h * multiplier) >> shift]`` is the index of the
     listed word whose hash is h, if any (a candidate only: the caller compares the hash and the length)."""
 
-    size: int  # words listed
     multiplier: np.uint64
     shift: np.uint64
     slots: np.ndarray  # int32 (2 ** bits,): word index or -1
@@ -114,7 +113,7 @@ def _table(words: tuple[str, ...]) -> _Table | None:
             if np.unique(slot).size == slot.size:
                 slots = np.full(1 << bits, -1, dtype=np.int32)
                 slots[slot] = np.arange(len(words))
-                return _Table(len(words), np.uint64(m), np.uint64(64 - bits), slots, table, sizes,
+                return _Table(np.uint64(m), np.uint64(64 - bits), slots, table, sizes,
                               tuple(raw for raw, _ in keys))
         bits += 1
 
@@ -296,10 +295,14 @@ def _assemble(samples: Sequence[str], table: bytes, bulk: Sequence[bool],
             parts = [part(t) for t in texts]
             chunks += parts
             lengths += map(len, parts)
-    sizes = np.array(lengths, dtype=np.int64)
-    offsets = np.zeros(len(samples), dtype=np.int64)
-    np.cumsum(sizes[:-1] + 1, out=offsets[1:])
-    return b"\0".join(chunks), offsets
+    return b"\0".join(chunks), _offsets(np.array(lengths, dtype=np.int64))
+
+
+def _offsets(lengths: np.ndarray) -> np.ndarray:
+    """Where each of the texts starts when they are joined with one separator byte between them."""
+    offsets = np.zeros(lengths.size, dtype=np.int64)
+    np.cumsum(lengths[:-1] + 1, out=offsets[1:])
+    return offsets
 
 
 def _token_part(s: str) -> bytes:
@@ -349,10 +352,7 @@ def _plain_of(batch: Batch) -> tuple[bytes, np.ndarray] | None:
     joined = " ".join(contents)  # a space is a separator in both normalisations
     if not joined.isascii() or max(map(len, contents), default=0) > 2 * MAX_TOKENS:
         return None
-    lengths = np.fromiter(map(len, contents), dtype=np.int64, count=len(contents))
-    offsets = np.zeros(len(contents), dtype=np.int64)
-    np.cumsum(lengths[:-1] + 1, out=offsets[1:])
-    return joined.encode("ascii"), offsets
+    return joined.encode("ascii"), _offsets(np.fromiter(map(len, contents), dtype=np.int64, count=len(contents)))
 
 
 def _plain(batch: Batch) -> tuple[bytes, np.ndarray] | None:

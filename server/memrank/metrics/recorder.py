@@ -46,7 +46,7 @@ class Recorder:
         # True: signal histograms and drift gauges are brought up to date when ``publish`` is called (a
         # scrape, see FlushFirst), not after every call: a call adds its bucket counts to one array per
         # series, and PSI and JS of an unchanged window are computed once, not once per request.
-        self.drift_on_scrape = False
+        self.publish_on_scrape = False
         # (profile, layer labels, signal names) -> bucket counts and sums not yet in the histograms
         self._pending_values: dict[tuple[str, tuple[str, ...], tuple[str, ...]], tuple[np.ndarray, np.ndarray]] = {}
         self._stale: set[tuple[str, str]] = set()
@@ -106,7 +106,7 @@ class Recorder:
         counts = np.bincount(cell * nbins + bins[counted], minlength=rows * width * nbins).reshape(rows, width, nbins)
         sums = np.bincount(cell, weights=values[counted], minlength=rows * width).reshape(rows, width)
         series = (profile, tuple(labels), tuple(c.name for c in columns))
-        if self.drift_on_scrape:  # kept until the scrape (publish): one array addition per call
+        if self.publish_on_scrape:  # kept until the scrape (publish): one array addition per call
             with self._stale_lock:
                 held = self._pending_values.get(series)
                 if held is None:
@@ -172,7 +172,7 @@ class Recorder:
         for s, column in enumerate(outcome.scores.signals):
             raw = values[s * len(FORMS)]
             self.drift.add_bins(profile, column.name, bins[s * len(FORMS)][measured & ~np.isnan(raw)])
-            if self.drift_on_scrape:
+            if self.publish_on_scrape:
                 with self._stale_lock:
                     self._stale.add((profile, column.name))
             else:
@@ -218,7 +218,7 @@ class AfterReply:
 
     def __init__(self, recorder: Recorder, max_pending: int = 256) -> None:
         self._recorder = recorder
-        recorder.drift_on_scrape = True  # a scrape flushes first (FlushFirst), then publishes
+        recorder.publish_on_scrape = True  # a scrape flushes first (FlushFirst), then publishes
         self._pending: queue.Queue[RankOutcome] = queue.Queue(maxsize=max_pending)
         self._thread = threading.Thread(target=self._run, name="memrank-metrics", daemon=True)
         self._thread.start()
