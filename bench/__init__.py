@@ -1,8 +1,7 @@
 """memrank's benchmark harness: ``python -m bench`` prints a table and writes bench/results.json."""
 
-import os
-
-# One BLAS thread per process, set before numpy loads (here, in the bench process, and inherited by the
-# servers it starts): with a worker per core, OpenBLAS's extra threads only spin against the other
-# process; idle threads left spinning by the LangChain baseline took the core from the server's calls.
-os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+# The process settings of the `memrank` command, before numpy loads, here in the bench process too (and
+# inherited by the servers it starts), so in-process timings see what a server sees: one BLAS thread per
+# process (OpenBLAS's idle threads left spinning by the LangChain baseline took the core from the server's
+# calls) and glibc keeping freed memory for the next call (memrank._process).
+import memrank._process  # noqa: F401

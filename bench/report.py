@@ -64,7 +64,9 @@ def table(r: dict[str, Any]) -> str:
     m = r["machine"]
     lines = [f"machine: {m['nproc']} cores, {m['cpu_model']}, Python {m['python']}, numpy {m['numpy']}, "
              f"grpcio {m['grpcio']}, protobuf {m['protobuf']}, OPENBLAS_NUM_THREADS="
-             f"{m.get('openblas_num_threads') or 'unset'}; load average at start "
+             f"{m.get('openblas_num_threads') or 'unset'}, "
+             + ", ".join(f"{k}={v or 'unset'}" for k, v in m.get("malloc", {}).items())
+             + "; load average at start "
              f"{', '.join(f'{x:.1f}' for x in m['load_average_at_start'])}", ""]
     lv = r.get("live", {})
     lines.append("server time by stage, in-process, median CPU ms per call (default profile, diversity on, "

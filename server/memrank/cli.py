@@ -11,7 +11,7 @@ from pathlib import Path
 
 import yaml
 
-import memrank._threads  # noqa: F401  (before numpy loads: one BLAS thread per process)
+import memrank._process  # noqa: F401  (before numpy loads: one BLAS thread, freed memory kept)
 from memrank.config import ENV_KEYS, Settings, SettingsSource
 from memrank.core.errors import ConfigError, InvalidRequest
 

@@ -123,7 +123,7 @@ class Similarity:
         if self._unit is not None:
             # A BLAS matvec (about twice einsum's speed). Each dot product is computed whole by one kernel, so
             # the values do not depend on the BLAS thread count; `memrank serve` runs BLAS on one thread per
-            # process (memrank._threads), since several threads spin against the other workers on a busy host.
+            # process (memrank._process), since several threads spin against the other workers on a busy host.
             dots = self._unit @ self._unit[i]
             cos: np.ndarray = np.clip(dots, 0.0, 1.0, out=dots).astype(np.float64)
             return cos

@@ -1,0 +1,63 @@
+"""Process-wide defaults, set before numpy loads (imported first by the ``memrank`` command and the bench).
+
+- **One BLAS/OpenMP thread per process.** A memrank process scores one request at a time on one core;
+  parallelism comes from worker processes (``server.workers``), which inherit this environment. A
+  multi-threaded BLAS would spin its threads against the other workers on a busy host (the similarity
+  rows of the diversity pass are BLAS matvecs).
+- **glibc keeps freed memory for the next request** (``M_TRIM_THRESHOLD`` 128 MiB, ``M_MMAP_THRESHOLD``
+  32 MiB). A request's columns are numpy arrays of 100 KiB to a few MiB that live for one call. With
+  glibc's defaults each call gets them from fresh pages (the heap top is trimmed back to the kernel after
+  the call, or the block is its own ``mmap``), and the kernel's page faults and zeroing took about a third
+  of ``score()`` at 400 candidates (``bench/README.md``, Decisions). With these settings the pages stay
+  in the process and are reused. The cost: up to 128 MiB of freed heap is held rather than returned, so
+  resident memory stays near the largest request's peak.
+
+Both are defaults only: a variable already set in the environment (``OPENBLAS_NUM_THREADS``,
+``MALLOC_TRIM_THRESHOLD_``, ``MALLOC_MMAP_THRESHOLD_``, ...) wins. The malloc settings are applied to this
+process with ``mallopt`` and passed to child processes (spawned workers) through the environment, which
+glibc reads at start-up. Other C libraries (musl) are left alone.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import platform
+
+TRIM_THRESHOLD = 128 << 20  # bytes of free heap top kept before glibc returns memory to the kernel
+MMAP_THRESHOLD = 32 << 20  # blocks below this come from the heap (glibc's maximum for this setting)
+
+# mallopt parameter numbers (glibc malloc.h) and the environment variables glibc reads for them.
+_MALLOPT = {"MALLOC_TRIM_THRESHOLD_": (-1, TRIM_THRESHOLD), "MALLOC_MMAP_THRESHOLD_": (-3, MMAP_THRESHOLD)}
+
+
+def _blas_threads() -> None:
+    for variable in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+        os.environ.setdefault(variable, "1")
+
+
+def malloc_settings() -> dict[str, int]:
+    """The malloc thresholds this module applied to the running process (empty when none: not glibc, or
+    every one was already set in the environment)."""
+    return dict(_applied)
+
+
+def _keep_freed_memory() -> dict[str, int]:
+    if platform.system() != "Linux" or platform.libc_ver()[0] != "glibc":
+        return {}
+    try:
+        mallopt = ctypes.CDLL(None).mallopt
+    except (OSError, AttributeError):
+        return {}
+    applied = {}
+    for variable, (param, value) in _MALLOPT.items():
+        if variable in os.environ:
+            continue  # the caller's setting, already read by glibc at start-up
+        if mallopt(ctypes.c_int(param), ctypes.c_int(value)) == 1:
+            os.environ[variable] = str(value)  # for spawned worker processes
+            applied[variable] = value
+    return applied
+
+
+_blas_threads()
+_applied = _keep_freed_memory()
