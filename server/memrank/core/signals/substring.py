@@ -31,6 +31,7 @@ from memrank.core.text import go_fields
 from memrank.profiles.model import Profile
 
 MIN_WORD_BYTES = 3
+_LOW = np.array([(1 << (8 * k)) - 1 for k in range(9)], dtype=np.uint64)  # the low k bytes of a uint64 chunk
 
 
 def task_words(query: str) -> list[str]:
@@ -57,12 +58,48 @@ def substring_match(batch: Batch, ctx: ScoringContext, profile: Profile, populat
 def _column_hits(contents: tuple[str, ...], words: list[str]) -> np.ndarray:
     """Per content, how many of the words occur in its lower-cased text (a word counts each time it is listed).
 
-    Word by word over the column (each distinct word once, weighted by how often the task lists it): one
-    ``in`` per content and distinct word, with no Python loop over the task words inside each content.
+    The lower-cased contents are joined by spaces into one UTF-8 buffer (lone surrogates kept), searched
+    once per distinct word with numpy: the positions where the word's first two bytes stand, narrowed by
+    comparing its bytes 8 at a time, then mapped to the content that holds them. UTF-8 is self-synchronising,
+    so a byte match of a word is a match of its characters; a task word holds no space (it is a field of the
+    task), so no match spans two contents. A word that does hold a space is searched with ``in``.
     """
     n = len(contents)
-    lowered = [c.lower() for c in contents]
     hits = np.zeros(n)
+    if not n or not words:
+        return hits
+    joined = " ".join(contents)
+    if joined.isascii():  # lower-casing ASCII is byte by byte: the joined text lower-cased at once
+        buf = joined.lower().encode("ascii")
+        lengths = np.fromiter(map(len, contents), dtype=np.int64, count=n)
+    else:  # each content alone (str.lower of a final sigma looks at its neighbours)
+        parts = [c.lower().encode("utf-8", "surrogatepass") for c in contents]
+        buf = b" ".join(parts)
+        lengths = np.fromiter(map(len, parts), dtype=np.int64, count=n)
+    size = len(buf)
+    starts = np.zeros(n, dtype=np.int64)
+    np.cumsum(lengths[:-1] + 1, out=starts[1:])
+    padded = np.frombuffer(buf + bytes(8), dtype=np.uint8)  # 8 spare bytes: a chunk exists at every offset
+    pairs = np.ndarray(shape=(size,), dtype="<u2", buffer=padded, strides=(1,)).copy()  # contiguous: fast ==
+    chunks = np.ndarray(shape=(size,), dtype="<u8", buffer=padded, strides=(1,))
     for word, times in Counter(words).items():
-        hits += times * np.fromiter([word in c for c in lowered], dtype=np.float64, count=n)
+        raw = word.encode("utf-8", "surrogatepass")
+        if not raw:
+            hits += times  # "" is in every string
+            continue
+        if b" " in raw:
+            lowered = [c.lower() for c in contents]
+            hits += times * np.fromiter([word in c for c in lowered], dtype=np.float64, count=n)
+            continue
+        at = np.flatnonzero(pairs == int.from_bytes(raw[:2], "little") if len(raw) >= 2 else padded[:size] == raw[0])
+        at = at[at <= size - len(raw)]
+        for offset in range(0, len(raw), 8):
+            if not at.size:
+                break
+            part = raw[offset:offset + 8]
+            at = at[(chunks[at + offset] & _LOW[len(part)]) == np.uint64(int.from_bytes(part, "little"))]
+        if at.size:
+            holds = np.zeros(n, dtype=bool)
+            holds[np.searchsorted(starts, at, side="right") - 1] = True
+            hits += times * holds
     return hits
