@@ -90,7 +90,7 @@ class _Table:
     raws: tuple[bytes, ...]
 
 
-# word_ids looks up this many present words or fewer one by one (a pass over the hashes each), more in one pass.
+# word_ids looks up this many words or fewer one by one (a pass over the hashes each), more in one pass.
 _FEW = 8
 # Odd 64-bit multipliers tried in turn for a table without two words in one slot.
 _MULTIPLIERS = tuple((0x9E3779B97F4A7C15 * (2 * k + 1)) & _MASK | 1 for k in range(64))
@@ -155,12 +155,7 @@ class WordIndex:
         self._distinct: np.ndarray | None = None
         self._positions: dict[str, np.ndarray] = {}
         self._seen: dict[int, bool] = {}  # hash -> some word has it
-
-    def _present(self, h: int) -> bool:
-        found = self._seen.get(h)
-        if found is None:
-            found = self._seen[h] = bool(self.present_hashes(np.array([h], dtype=np.uint64))[0])
-        return found
+        self.same_as_padded = False  # a tokens index whose words are also the padded words (``token_index``)
 
     def present_hashes(self, hashes: np.ndarray) -> np.ndarray:
         """Per hash, whether some word of the batch has it (a superset of the words present)."""
@@ -195,16 +190,16 @@ class WordIndex:
         found = self._positions.get(word)
         if found is None:
             raw, h = _key(word)
-            if not raw or not self._present(h):
+            if not raw or self._seen.get(h) is False:  # learned absent
                 found = np.zeros(0, dtype=np.int64)
-            else:
-                found = self._verified(np.flatnonzero(self.hashes == np.uint64(h)), raw)
+            else:  # one scan of the hashes (no sort for a few words: the scan answers absence too)
+                found = self._verified((self.hashes == np.uint64(h)).nonzero()[0], raw)
             self._positions[word] = found
         return found
 
     def phrase_positions(self, phrase: Sequence[str]) -> np.ndarray:
         """Positions of the first word of each occurrence of consecutive words within one candidate."""
-        if not all(self._present(_key(w)[1]) for w in phrase):
+        if any(self._seen.get(_key(w)[1]) is False for w in phrase):  # a word learned absent
             return np.zeros(0, dtype=np.int64)
         at = self.positions(phrase[0])
         for j, word in enumerate(phrase[1:], 1):
@@ -229,14 +224,13 @@ class WordIndex:
         out = np.full(self.hashes.size, -1, dtype=np.int64)
         if not words or not self.hashes.size:
             return out
-        listed = np.flatnonzero(self.learn(words)).tolist()  # the words whose hash some word has
-        table = _table(tuple(words[k] for k in listed)) if len(listed) > _FEW else None
+        table = _table(tuple(words)) if len(words) > _FEW else None
         if table is None:  # few words to find, or two share a hash: word by word
-            for k in reversed(listed):  # a word listed twice keeps its first index
+            for k in reversed(range(len(words))):  # a word listed twice keeps its first index
                 out[self.positions(words[k])] = k
             return out
         slot = table.slots[(self.hashes * table.multiplier) >> table.shift]
-        at = np.flatnonzero(slot >= 0)
+        at = (slot >= 0).nonzero()[0]
         k = slot[at]
         same = (table.hashes[k] == self.hashes[at]) & (table.sizes[k] == self.lengths[at])
         at, k = at[same], k[same]
@@ -247,7 +241,7 @@ class WordIndex:
                 mine = long_[k[long_] == w]
                 keep[mine] = np.isin(at[mine], self._verified(at[mine], table.raws[w]))
             at, k = at[keep], k[keep]
-        out[at] = np.array(listed, dtype=np.int64)[k]
+        out[at] = k
         return out
 
     def holding_digits(self) -> np.ndarray:
@@ -366,9 +360,15 @@ def token_index(batch: Batch) -> WordIndex:
     """The batch's ``tokens`` index, built once per batch."""
     def build(batch: Batch) -> WordIndex:
         plain = _plain(batch)
-        if plain is not None:
-            return WordIndex(plain[0].translate(_TOK), plain[1], batch.n)
-        return token_index_of(batch.contents)
+        if plain is None:
+            return token_index_of(batch.contents)
+        # Translated with the bytes on which the two normalisations differ marked >= 0x80 (no ASCII text
+        # holds such a byte): when none is there (isascii, a fast test), this buffer is the padded one too.
+        marked = plain[0].translate(_TOK_MARKED)
+        same = marked.isascii()
+        index = WordIndex(marked if same else marked.translate(_UNMARK), plain[1], batch.n)
+        index.same_as_padded = same
+        return index
 
     index: WordIndex = _memo(_TOKEN, batch, build)
     return index
@@ -381,8 +381,7 @@ def padded_index(batch: Batch) -> WordIndex:
     the tokens index serves both.
     """
     def build(batch: Batch) -> WordIndex:
-        plain = _plain(batch)
-        if plain is not None and len(plain[0].translate(None, _DIFFERENT)) == len(plain[0]):
+        if _plain(batch) is not None and token_index(batch).same_as_padded:
             return token_index(batch)
         return padded_index_of(batch.contents)
 
@@ -390,8 +389,11 @@ def padded_index(batch: Batch) -> WordIndex:
     return index
 
 
-# The ASCII bytes on which the two normalisations differ.
+# The ASCII bytes on which the two normalisations differ ("_" and most control characters).
 _DIFFERENT = bytes(b for b in range(128) if (_TOK[b] == 0) != (_PAD[b] == 0))
+# _TOK with those bytes marked: a word byte of tokens as 0x80, a separator of tokens as 0x81; _UNMARK undoes it.
+_TOK_MARKED = bytes((0x80 if _TOK[b] else 0x81) if b in _DIFFERENT else _TOK[b] for b in range(256))
+_UNMARK = bytes(range(128)) + bytes([ord("_"), 0]) + bytes(range(130, 256))
 
 
 def short_ascii(batch: Batch) -> np.ndarray:

@@ -31,6 +31,7 @@ from memrank.core.wordindex import WordIndex, token_index, token_index_of
 from memrank.profiles.model import Profile
 
 _SHOWN_TERMS = 5
+_LEARN_ABOVE = 8  # query terms: up to this many, each is one scan of the word hashes (cheaper than a sort)
 
 
 def presence(query_terms: list[str], contents: tuple[str, ...]) -> np.ndarray:
@@ -40,7 +41,8 @@ def presence(query_terms: list[str], contents: tuple[str, ...]) -> np.ndarray:
 
 def _presence(query_terms: list[str], index: WordIndex) -> np.ndarray:
     out = np.zeros((index.n, len(query_terms)), dtype=bool)
-    index.learn(query_terms)
+    if len(query_terms) > _LEARN_ABOVE:  # one sorted presence test rules out the absent terms; a few are scanned
+        index.learn(query_terms)
     for j, t in enumerate(query_terms):  # one column per term, from the batch's word index
         out[:, j] = index.has(t)
     return out
