@@ -349,7 +349,7 @@ def _plain_of(batch: Batch) -> tuple[bytes, np.ndarray] | None:
     return joined.encode("ascii"), _offsets(np.fromiter(map(len, contents), dtype=np.int64, count=len(contents)))
 
 
-def _plain(batch: Batch) -> tuple[bytes, np.ndarray] | None:
+def ascii_joined(batch: Batch) -> tuple[bytes, np.ndarray] | None:
     """Every content joined by spaces as ASCII bytes, and each one's offset: when every content is ASCII and
     at most 2 * MAX_TOKENS characters (so it is its own sample and its tokens are all of it); else None."""
     result: tuple[bytes, np.ndarray] | None = _memo(_PLAIN, batch, _plain_of)
@@ -359,14 +359,14 @@ def _plain(batch: Batch) -> tuple[bytes, np.ndarray] | None:
 def token_index(batch: Batch) -> WordIndex:
     """The batch's ``tokens`` index, built once per batch."""
     def build(batch: Batch) -> WordIndex:
-        plain = _plain(batch)
-        if plain is None:
+        joined = ascii_joined(batch)
+        if joined is None:
             return token_index_of(batch.contents)
         # Translated with the bytes on which the two normalisations differ marked >= 0x80 (no ASCII text
         # holds such a byte): when none is there (isascii, a fast test), this buffer is the padded one too.
-        marked = plain[0].translate(_TOK_MARKED)
+        marked = joined[0].translate(_TOK_MARKED)
         same = marked.isascii()
-        index = WordIndex(marked if same else marked.translate(_UNMARK), plain[1], batch.n)
+        index = WordIndex(marked if same else marked.translate(_UNMARK), joined[1], batch.n)
         index.same_as_padded = same
         return index
 
@@ -381,7 +381,7 @@ def padded_index(batch: Batch) -> WordIndex:
     the tokens index serves both.
     """
     def build(batch: Batch) -> WordIndex:
-        if _plain(batch) is not None and token_index(batch).same_as_padded:
+        if ascii_joined(batch) is not None and token_index(batch).same_as_padded:
             return token_index(batch)
         return padded_index_of(batch.contents)
 
@@ -398,7 +398,7 @@ _UNMARK = bytes(range(128)) + bytes([ord("_"), 0]) + bytes(range(130, 256))
 
 def short_ascii(batch: Batch) -> np.ndarray:
     """(n,) mask: ASCII content of at most 2 * MAX_TOKENS characters, so its tokens index is all of it."""
-    if _plain(batch) is not None:
+    if ascii_joined(batch) is not None:
         return np.ones(batch.n, dtype=bool)
     return np.fromiter((c.isascii() and len(c) <= 2 * MAX_TOKENS for c in batch.contents), dtype=bool,
                        count=batch.n)

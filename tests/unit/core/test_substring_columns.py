@@ -6,6 +6,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from memrank.core.signals.substring import _column_hits
+from memrank.core.wordindex import ascii_joined
+from tests.unit.core.build import batch
 
 
 def per_content(texts: list[str], task_words: list[str]) -> list[int]:
@@ -38,7 +40,12 @@ def test_column_hits_equal_per_content_search(contents: list[str], task_words: l
 @settings(max_examples=400, deadline=None)
 @given(texts(ASCII), words(ASCII_PIECES))
 def test_ascii_batches_lowered_at_once_count_the_same(contents: list[str], task_words: list[str]) -> None:
-    assert _column_hits(tuple(contents), task_words).tolist() == per_content(contents, task_words)
+    want = per_content(contents, task_words)
+    assert _column_hits(tuple(contents), task_words).tolist() == want
+    # The batch's joined ASCII bytes (shared with the word index) give the same counts.
+    joined = ascii_joined(batch(*({"content": c} for c in contents)))
+    assert joined is not None
+    assert _column_hits(tuple(contents), task_words, joined).tolist() == want
 
 
 def test_edges_of_the_buffer_and_of_each_content() -> None:

@@ -28,6 +28,7 @@ from memrank.core.reasons import Lazy
 from memrank.core.scores import ScoringContext
 from memrank.core.signals.base import RawSignal, same_reason
 from memrank.core.text import go_fields
+from memrank.core.wordindex import ascii_joined
 from memrank.profiles.model import Profile
 
 MIN_WORD_BYTES = 3
@@ -49,13 +50,14 @@ def substring_match(batch: Batch, ctx: ScoringContext, profile: Profile, populat
     if not words:
         return RawSignal(np.zeros(batch.n), same_reason(batch.n, "no task words: 0"))
     candidates = [w for w in words if len(w.encode("utf-8", "surrogatepass")) >= MIN_WORD_BYTES]
-    hits = _column_hits(batch.contents, candidates)
+    hits = _column_hits(batch.contents, candidates, ascii_joined(batch))
     values = hits / len(words)
     return RawSignal(values, Lazy(batch.n, lambda i: (f"{int(hits[i])} of {len(words)} task words found as "
                                                       "substrings",)))
 
 
-def _column_hits(contents: tuple[str, ...], words: list[str]) -> np.ndarray:
+def _column_hits(contents: tuple[str, ...], words: list[str],
+                 joined: tuple[bytes, np.ndarray] | None = None) -> np.ndarray:
     """Per content, how many of the words occur in its lower-cased text (a word counts each time it is listed).
 
     The lower-cased contents are joined by spaces into one UTF-8 buffer (lone surrogates kept), searched
@@ -63,22 +65,28 @@ def _column_hits(contents: tuple[str, ...], words: list[str]) -> np.ndarray:
     comparing its bytes 8 at a time, then mapped to the content that holds them. UTF-8 is self-synchronising,
     so a byte match of a word is a match of its characters; a task word holds no space (it is a field of the
     task), so no match spans two contents. A word that does hold a space is searched with ``in``.
+
+    ``joined``, when given, is the contents already joined by spaces as ASCII bytes with each one's offset
+    (``wordindex.ascii_joined``); it is lower-cased here.
     """
     n = len(contents)
     hits = np.zeros(n)
     if not n or not words:
         return hits
-    joined = " ".join(contents)
-    if joined.isascii():  # lower-casing ASCII is byte by byte: the joined text lower-cased at once
-        buf = joined.lower().encode("ascii")
-        lengths = np.fromiter(map(len, contents), dtype=np.int64, count=n)
-    else:  # each content alone (str.lower of a final sigma looks at its neighbours)
-        parts = [c.lower().encode("utf-8", "surrogatepass") for c in contents]
-        buf = b" ".join(parts)
-        lengths = np.fromiter(map(len, parts), dtype=np.int64, count=n)
+    if joined is not None:  # lower-casing ASCII is byte by byte: the joined text lower-cased at once
+        buf, starts = joined[0].lower(), joined[1]
+    else:
+        text = " ".join(contents)
+        if text.isascii():
+            buf = text.lower().encode("ascii")
+            lengths = np.fromiter(map(len, contents), dtype=np.int64, count=n)
+        else:  # each content alone (str.lower of a final sigma looks at its neighbours)
+            parts = [c.lower().encode("utf-8", "surrogatepass") for c in contents]
+            buf = b" ".join(parts)
+            lengths = np.fromiter(map(len, parts), dtype=np.int64, count=n)
+        starts = np.zeros(n, dtype=np.int64)
+        np.cumsum(lengths[:-1] + 1, out=starts[1:])
     size = len(buf)
-    starts = np.zeros(n, dtype=np.int64)
-    np.cumsum(lengths[:-1] + 1, out=starts[1:])
     padded = np.frombuffer(buf + bytes(8), dtype=np.uint8)  # 8 spare bytes: a chunk exists at every offset
     pairs = np.ndarray(shape=(size,), dtype="<u2", buffer=padded, strides=(1,)).copy()  # contiguous: fast ==
     chunks = np.ndarray(shape=(size,), dtype="<u8", buffer=padded, strides=(1,))
