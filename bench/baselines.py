@@ -3,26 +3,46 @@
 from __future__ import annotations
 
 import datetime
+import random
 import re
 from collections.abc import Callable
 
 from bench.data import QUERY, REFERENCE_TIME, Workload
+from memrank.core.text import terms
 from tests.reference.ports import GAMemory, agent_observer_score, generative_agents_scores, lexical_idf_score
 
 _WORD = re.compile(r"\w+")
 
 
-def port_scorers(w: Workload) -> dict[str, Callable[[], object]]:
-    """The literal per-candidate pure-Python ports of the reference scorers, one callable each."""
+def filled_importance(w: Workload) -> tuple[float, ...]:
+    """Every candidate's importance for the generative-agents pair: the caller's value, else a seeded one.
+
+    The reference formula reads an importance for every memory (Park et al. rate it at write time), so the
+    pair is measured on a batch where every candidate carries one; memrank's rules for unset importance are
+    its own addition and not part of that formula.
+    """
+    rng = random.Random(w.n)
+    return tuple(r.importance if r.importance is not None else round(rng.random(), 3) for r in w.rows)
+
+
+def port_scorers(w: Workload) -> dict[str, Callable[[], list[float]]]:
+    """The literal per-candidate pure-Python ports of the reference scorers, one callable each.
+
+    Each computes exactly what memrank's ``score()`` computes in its pair (``bench/run.py: core_vs_ports``
+    checks the outputs agree to 1e-9): the Go scorer; the generative-agents formula with every importance
+    given (``filled_importance``); the lexical IDF share with memrank's query terms (stop words removed,
+    ``text.terms``, an input computed once as the tests do) over each content's ``\\w+`` words.
+    """
     rows = w.rows
-    query_terms = list(dict.fromkeys(_WORD.findall(QUERY.lower())))
+    query_terms = terms(QUERY)
+    importance = filled_importance(w)
 
     def agent_observer() -> list[float]:
         return [agent_observer_score(QUERY, r.kind, r.content, r.retrieval_score, r.access_count) for r in rows]
 
     def generative_agents() -> list[float]:
-        memories = [GAMemory(r.retrieval_score, 0.3 if r.importance is None else r.importance, r.created_at,
-                             r.last_accessed_at) for r in rows]
+        memories = [GAMemory(r.retrieval_score, imp, r.created_at, r.last_accessed_at)
+                    for r, imp in zip(rows, importance, strict=True)]
         return generative_agents_scores(memories, REFERENCE_TIME)
 
     def lexical_idf() -> list[float]:

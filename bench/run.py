@@ -12,21 +12,20 @@ from typing import Any
 import numpy as np
 
 from bench import ghz, live
-from bench.baselines import langchain_available, langchain_rank, port_scorers
+from bench.baselines import filled_importance, langchain_available, langchain_rank, port_scorers
 from bench.data import K, Workload, workload
 from bench.timing import Timing, measure, measure_pair, peak_rss_mib
 from memrank._gen.v1 import ranking_pb2 as pb
 from memrank.config import load_settings
-from memrank.core.batch import RankParams
+from memrank.core.batch import Batch, RankParams
 from memrank.core.pipeline import rank
 from memrank.core.score import score
-from memrank.core.scores import ScoringContext
-from memrank.core.signals import get_signal
+from memrank.core.scores import Scores, ScoringContext
 from memrank.core.types import ExplainLevel
 from memrank.grpc import convert
 from memrank.grpc.service import handle_rank
 from memrank.grpc.validate import validate_rank_request
-from memrank.profiles.model import Profile
+from memrank.profiles.model import Profile, SignalSpec
 
 EXPLAIN = {"full": ExplainLevel.FULL, "selected": ExplainLevel.SELECTED, "none": ExplainLevel.NONE}
 
@@ -103,26 +102,45 @@ def stages(w: Workload, reps: int) -> dict[str, Any]:
     return out
 
 
+# The lexical IDF signal alone, as a profile a user could configure: combined = the signal, so the port's
+# output and memrank's can be compared value for value.
+LEXICAL_ONLY = Profile(name="lexical-idf", description="the lexical IDF signal alone (bench pair)",
+                       signals=(SignalSpec("lexical", 1.0),), gate_zero_importance=False)
+
+
 def core_vs_ports(w: Workload, reps: int) -> dict[str, Any]:
-    """memrank's scoring next to the literal pure-Python ports on the same batch."""
+    """memrank's ``score()`` next to the literal pure-Python ports on the same batch, pair by pair.
+
+    Each pair computes one function (checked: the port's scores equal memrank's combined scores to 1e-9,
+    else the bench stops): agent-observer; generative-agents with every importance given (the reference
+    formula's input, ``baselines.filled_importance``); the lexical IDF share under ``LEXICAL_ONLY``. memrank's
+    ``score()`` also runs its safety gate (the injection pre-scan) in every pair, which the ports do not.
+    """
     settings = load_settings(env={})
     batch, params = convert.request_to_domain(w.request, 0.0)
     ctx = ScoringContext(params.query, params.reference_time, False, None)
     profiles = settings.profiles
-    pop = np.ones(batch.n, dtype=bool)
-    ours = {
-        "agent-observer": lambda: score(dataclasses.replace(batch), ctx, profiles["agent-observer"]),
-        "generative-agents": lambda: score(dataclasses.replace(batch), ctx, profiles["generative-agents"]),
-        "lexical-idf": lambda: score(dataclasses.replace(batch), ctx, profiles["default"]),
+    ga_batch = dataclasses.replace(batch, importance=np.array(filled_importance(w), dtype=np.float64))
+    pairs = {
+        "agent-observer": (batch, profiles["agent-observer"]),
+        "generative-agents": (ga_batch, profiles["generative-agents"]),
+        "lexical-idf": (batch, LEXICAL_ONLY),
     }
-    lexical_only = measure(lambda: get_signal("lexical")(batch, ctx, profiles["default"], pop), reps).cpu_p50
+    ports = port_scorers(w)
     port_reps = max(3, min(reps, 2000 // max(w.n, 1)))
-    out: dict[str, Any] = {"pairs": {}, "lexical_signal_alone_cpu_ms": lexical_only}
-    for name, fn in port_scorers(w).items():
-        t_port, t_core = measure_pair(fn, ours[name], port_reps if name == "lexical-idf" else reps)
+    out: dict[str, Any] = {"pairs": {}}
+    for name, (b, profile) in pairs.items():
+        def ours(b: Batch = b, profile: Profile = profile) -> Scores:
+            return score(dataclasses.replace(b), ctx, profile)
+
+        want, got = np.array(ports[name](), dtype=np.float64), ours().combined
+        if want.shape != got.shape or not np.allclose(got, want, rtol=0.0, atol=1e-9):
+            raise AssertionError(f"the {name} port and memrank's score() disagree: not one function")
+        t_port, t_core = measure_pair(ports[name], ours, port_reps if name == "lexical-idf" else reps)
         out["pairs"][name] = {"port_ms": t_port.cpu_p50, "memrank_ms": t_core.cpu_p50,
                               "port_wall_ms": t_port.p50, "memrank_wall_ms": t_core.p50,
-                              "speedup": t_port.cpu_p50 / t_core.cpu_p50}
+                              "speedup": t_port.cpu_p50 / t_core.cpu_p50, "same_output": True,
+                              "profile": profile.name}
     port_total = sum(p["port_ms"] for p in out["pairs"].values())
     core_total = sum(p["memrank_ms"] for p in out["pairs"].values())
     out.update(port_total_ms=port_total, memrank_total_ms=core_total, speedup=port_total / core_total)

@@ -24,6 +24,7 @@ Importance 0 is what the zero-importance gate removes on general recall.
 
 from __future__ import annotations
 
+import functools
 import itertools
 
 import numpy as np
@@ -102,6 +103,13 @@ def rule_importance(kind: str, content: str, padded: str | None = None,
     return "statement", 0.3, "no category matched"
 
 
+@functools.lru_cache(maxsize=1024)
+def _kind_rule(kind: str) -> int:
+    """The index in RULES of the first rule whose kind set holds the (lower-cased) kind, else -1."""
+    folded = kind.lower()
+    return next((r for r, (_, _, kind_set, _) in enumerate(RULES) if folded in kind_set), -1)
+
+
 # How a rule-based value was found, for the reasons.
 _BY_KIND, _BY_START, _BY_PHRASE, _FEW_WORDS, _PLEASANTRY, _STATEMENT = range(1, 7)
 _FALLBACK = {_FEW_WORDS: ("passing_remark", 0.0, f"fewer than {MIN_TOKENS} words"),
@@ -118,12 +126,12 @@ def importance(batch: Batch, ctx: ScoringContext, profile: Profile, population: 
     """
     n = batch.n
     given = ~np.isnan(batch.importance)
-    values = np.where(given, np.clip(np.nan_to_num(batch.importance), 0.0, 1.0), 0.0)
+    values = np.clip(np.nan_to_num(batch.importance, nan=0.0), 0.0, 1.0)  # unset: 0 until a rule sets it
     rule = np.full(n, -1, dtype=np.int64)  # index into RULES
     how = np.zeros(n, dtype=np.int64)
     detail = np.full(n, -1, dtype=np.int64)  # CORRECTION_STARTS or phrases.ordered position
-    kinds = [k.lower() for k in batch.kinds]
-    by_kind = {k: next((r for r, (_, _, kind_set, _) in enumerate(RULES) if k in kind_set), -1) for k in set(kinds)}
+    kinds = batch.kinds
+    by_kind = {k: _kind_rule(k) for k in set(kinds)}  # each distinct kind once
     kind_rule = np.fromiter(map(by_kind.__getitem__, kinds), dtype=np.int64, count=n)
     open_ = ~given
     if open_.any():
@@ -172,7 +180,7 @@ def importance(batch: Batch, ctx: ScoringContext, profile: Profile, population: 
             return (f"importance rule {name}: {value:g} ({what})",)
         name, value, _, phrases = RULES[int(rule[i])]
         if how[i] == _BY_KIND:
-            what = f"kind {kinds[i]}"
+            what = f"kind {kinds[i].lower()}"
         elif how[i] == _BY_START:
             what = f'starts "{CORRECTION_STARTS[int(detail[i])]}"'
         else:
