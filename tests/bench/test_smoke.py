@@ -56,3 +56,28 @@ def test_growth_times_both_sizes_alternately() -> None:
     for name in ("core", "handler"):
         assert g[name]["small_cpu_p50_ms"] > 0 and g[name]["large_cpu_p50_ms"] > 0
         assert g[name]["ratio"] == g[name]["large_cpu_p50_ms"] / g[name]["small_cpu_p50_ms"]
+
+
+def test_each_port_pair_computes_one_function() -> None:
+    """A ratio is reported only for a port and a memrank call whose scores agree (the bench checks it)."""
+    from bench.data import workload
+    from bench.run import core_vs_ports
+
+    out = core_vs_ports(workload(12, 0), 3)
+    assert {k: v["same_output"] for k, v in out["pairs"].items()} == {
+        "agent-observer": True, "generative-agents": True, "lexical-idf": True}
+    assert out["pairs"]["lexical-idf"]["profile"] == "lexical-idf"
+
+
+def test_a_port_that_computes_something_else_stops_the_bench(monkeypatch: pytest.MonkeyPatch) -> None:
+    import bench.run
+    from bench.baselines import port_scorers
+    from bench.data import workload
+
+    def off_by_a_little(w: object) -> dict[str, object]:
+        ports = port_scorers(w)  # type: ignore[arg-type]
+        return {**ports, "generative-agents": lambda: [s + 1e-6 for s in ports["generative-agents"]()]}
+
+    monkeypatch.setattr(bench.run, "port_scorers", off_by_a_little)
+    with pytest.raises(AssertionError, match="generative-agents port and memrank's score"):
+        bench.run.core_vs_ports(workload(12, 0), 3)
