@@ -8,7 +8,7 @@
   32 MiB). A request's columns are numpy arrays of 100 KiB to a few MiB that live for one call. With
   glibc's defaults a call often gets them from fresh pages (the heap top is trimmed back to the kernel
   after a call, or a block is its own ``mmap``), and the kernel faults and zeroes them again: a third of
-  ``score()`` at 400 candidates in the bench process, 12-18 % of a live server's CPU per call at 400 to
+  ``score()`` at 400 candidates in the bench process, 7-18 % of a live server's CPU per call at 400 to
   1,600 candidates (``python -m bench.malloc_ab``; ``bench/README.md``). With these settings the pages
   stay in the process and are reused. The cost: up to 128 MiB of freed heap is held rather than
   returned, so resident memory stays near the largest request's peak.
