@@ -17,7 +17,7 @@ PROBE = ("import memrank.cli, os, numpy as np\n"
 
 # One "request": arrays of 160-560 KiB that live for the call, like a batch's columns. Prints the minor page
 # faults per call after a warm-up, and the malloc settings memrank._process applied.
-FAULTS = ("import sys, resource\n"
+FAULTS = ("import os, sys, resource\n"
           "if sys.argv[1] == 'memrank':\n"
           "    import memrank.cli\n"
           "import numpy as np\n"
@@ -29,7 +29,7 @@ FAULTS = ("import sys, resource\n"
           "for _ in range(100): call()\n"
           "import memrank._process as p\n"
           "print((resource.getrusage(resource.RUSAGE_SELF).ru_minflt - f0) / 100, sorted(p.malloc_settings()),\n"
-          "      os.environ.get('MALLOC_TRIM_THRESHOLD_'))\n".replace("import sys,", "import os, sys,"))
+          "      os.environ.get('MALLOC_TRIM_THRESHOLD_'))\n")
 
 
 def _clean(**env: str) -> dict[str, str]:
