@@ -106,7 +106,7 @@ ADMISSION_DECISION_HOLD: AdmissionDecision
 ADMISSION_DECISION_REJECT: AdmissionDecision
 
 class Candidate(_message.Message):
-    __slots__ = ("id", "layer", "kind", "content", "retrieval_score", "facet_scores", "importance", "access_count", "token_count", "created_at", "last_accessed_at", "event_time", "ingested_at", "valid_from", "valid_to", "source", "provenance", "safety", "embedding", "stage_scores", "metadata")
+    __slots__ = ("id", "layer", "kind", "content", "retrieval_score", "facet_scores", "importance", "access_count", "token_count", "created_at", "last_accessed_at", "event_time", "ingested_at", "valid_from", "valid_to", "source", "provenance", "safety", "embedding", "stage_scores", "metadata", "thread", "position", "speaker")
     class FacetScoresEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -149,6 +149,9 @@ class Candidate(_message.Message):
     EMBEDDING_FIELD_NUMBER: _ClassVar[int]
     STAGE_SCORES_FIELD_NUMBER: _ClassVar[int]
     METADATA_FIELD_NUMBER: _ClassVar[int]
+    THREAD_FIELD_NUMBER: _ClassVar[int]
+    POSITION_FIELD_NUMBER: _ClassVar[int]
+    SPEAKER_FIELD_NUMBER: _ClassVar[int]
     id: str
     layer: str
     kind: str
@@ -170,7 +173,10 @@ class Candidate(_message.Message):
     embedding: _containers.RepeatedScalarFieldContainer[float]
     stage_scores: _containers.ScalarMap[str, float]
     metadata: _containers.ScalarMap[str, str]
-    def __init__(self, id: _Optional[str] = ..., layer: _Optional[str] = ..., kind: _Optional[str] = ..., content: _Optional[str] = ..., retrieval_score: _Optional[float] = ..., facet_scores: _Optional[_Mapping[str, float]] = ..., importance: _Optional[float] = ..., access_count: _Optional[int] = ..., token_count: _Optional[int] = ..., created_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., last_accessed_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., event_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., ingested_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., valid_from: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., valid_to: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., source: _Optional[_Union[Source, str]] = ..., provenance: _Optional[str] = ..., safety: _Optional[_Union[SafetyStatus, str]] = ..., embedding: _Optional[_Iterable[float]] = ..., stage_scores: _Optional[_Mapping[str, float]] = ..., metadata: _Optional[_Mapping[str, str]] = ...) -> None: ...
+    thread: str
+    position: int
+    speaker: str
+    def __init__(self, id: _Optional[str] = ..., layer: _Optional[str] = ..., kind: _Optional[str] = ..., content: _Optional[str] = ..., retrieval_score: _Optional[float] = ..., facet_scores: _Optional[_Mapping[str, float]] = ..., importance: _Optional[float] = ..., access_count: _Optional[int] = ..., token_count: _Optional[int] = ..., created_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., last_accessed_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., event_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., ingested_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., valid_from: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., valid_to: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., source: _Optional[_Union[Source, str]] = ..., provenance: _Optional[str] = ..., safety: _Optional[_Union[SafetyStatus, str]] = ..., embedding: _Optional[_Iterable[float]] = ..., stage_scores: _Optional[_Mapping[str, float]] = ..., metadata: _Optional[_Mapping[str, str]] = ..., thread: _Optional[str] = ..., position: _Optional[int] = ..., speaker: _Optional[str] = ...) -> None: ...
 
 class LayerPolicy(_message.Message):
     __slots__ = ("name", "share", "floor_tokens", "max_items", "min_score")

@@ -493,7 +493,25 @@ type Candidate struct {
 	StageScores map[string]float64 `protobuf:"bytes,20,rep,name=stage_scores,json=stageScores,proto3" json:"stage_scores,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"fixed64,2,opt,name=value"`
 	// Free-form caller metadata. Counts toward confidence; never trusted for
 	// trust; keys starting with "_" are reserved and ignored. At most 64 keys.
-	Metadata      map[string]string `protobuf:"bytes,21,rep,name=metadata,proto3" json:"metadata,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	Metadata map[string]string `protobuf:"bytes,21,rep,name=metadata,proto3" json:"metadata,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	// The conversation, episode or session the memory belongs to (e.g. a chat
+	// session id), compared byte for byte. At most 128 bytes by default
+	// (limits.max_thread_bytes). Unset (empty): the memory belongs to no
+	// thread, unless position is set (then it is in the empty-named thread).
+	Thread string `protobuf:"bytes,22,opt,name=thread,proto3" json:"thread,omitempty"`
+	// Order of the memory within its thread: a turn index, consecutive
+	// memories differing by 1. An integer in [0, 2^53] (9,007,199,254,740,992).
+	// A memory's neighbours are the candidates of the same thread at
+	// position - 1 and position + 1. memrank keeps no state and cannot fetch
+	// neighbours itself: send your top hits together with their adjacent
+	// turns. Set without thread: the memory is in the empty-named thread (and
+	// its neighbours are the other candidates with no thread and a position).
+	// Unset: no position; the memory has no neighbours.
+	Position *int64 `protobuf:"varint,23,opt,name=position,proto3,oneof" json:"position,omitempty"`
+	// Who said the memory or who it is about: a person's or an agent's name
+	// (e.g. "Caroline"), any Unicode. At most 128 bytes by default
+	// (limits.max_speaker_bytes). Unset (empty): unknown.
+	Speaker       string `protobuf:"bytes,24,opt,name=speaker,proto3" json:"speaker,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -673,6 +691,27 @@ func (x *Candidate) GetMetadata() map[string]string {
 		return x.Metadata
 	}
 	return nil
+}
+
+func (x *Candidate) GetThread() string {
+	if x != nil {
+		return x.Thread
+	}
+	return ""
+}
+
+func (x *Candidate) GetPosition() int64 {
+	if x != nil && x.Position != nil {
+		return *x.Position
+	}
+	return 0
+}
+
+func (x *Candidate) GetSpeaker() string {
+	if x != nil {
+		return x.Speaker
+	}
+	return ""
 }
 
 // Token allocation policy of one budget layer.
@@ -2510,7 +2549,7 @@ var File_memrank_v1_ranking_proto protoreflect.FileDescriptor
 const file_memrank_v1_ranking_proto_rawDesc = "" +
 	"\n" +
 	"\x18memrank/v1/ranking.proto\x12\n" +
-	"memrank.v1\x1a\x1fgoogle/protobuf/timestamp.proto\"\x9b\t\n" +
+	"memrank.v1\x1a\x1fgoogle/protobuf/timestamp.proto\"\xfb\t\n" +
 	"\tCandidate\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x14\n" +
 	"\x05layer\x18\x02 \x01(\tR\x05layer\x12\x12\n" +
@@ -2542,7 +2581,10 @@ const file_memrank_v1_ranking_proto_rawDesc = "" +
 	"\x06safety\x18\x12 \x01(\x0e2\x18.memrank.v1.SafetyStatusR\x06safety\x12\x1c\n" +
 	"\tembedding\x18\x13 \x03(\x02R\tembedding\x12I\n" +
 	"\fstage_scores\x18\x14 \x03(\v2&.memrank.v1.Candidate.StageScoresEntryR\vstageScores\x12?\n" +
-	"\bmetadata\x18\x15 \x03(\v2#.memrank.v1.Candidate.MetadataEntryR\bmetadata\x1a>\n" +
+	"\bmetadata\x18\x15 \x03(\v2#.memrank.v1.Candidate.MetadataEntryR\bmetadata\x12\x16\n" +
+	"\x06thread\x18\x16 \x01(\tR\x06thread\x12\x1f\n" +
+	"\bposition\x18\x17 \x01(\x03H\x01R\bposition\x88\x01\x01\x12\x18\n" +
+	"\aspeaker\x18\x18 \x01(\tR\aspeaker\x1a>\n" +
 	"\x10FacetScoresEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\x01R\x05value:\x028\x01\x1a>\n" +
@@ -2552,7 +2594,8 @@ const file_memrank_v1_ranking_proto_rawDesc = "" +
 	"\rMetadataEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01B\r\n" +
-	"\v_importance\"\xa7\x01\n" +
+	"\v_importanceB\v\n" +
+	"\t_position\"\xa7\x01\n" +
 	"\vLayerPolicy\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x14\n" +
 	"\x05share\x18\x02 \x01(\x01R\x05share\x12!\n" +
