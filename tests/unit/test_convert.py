@@ -55,6 +55,9 @@ rows = st.builds(
     embedding=st.lists(st.floats(-1, 1, width=32), max_size=4).map(tuple),
     stage_scores=st.dictionaries(st.just("cross_encoder"), st.floats(-3, 3), max_size=1),
     metadata=st.dictionaries(st.text(max_size=4), st.text(max_size=4), max_size=2),
+    thread=st.sampled_from(["", "session-1", "s2"]) | st.text(max_size=12),
+    position=st.none() | st.sampled_from([0, 1, 2**53 - 1, 2**53]) | st.integers(0, 2**53),
+    speaker=st.sampled_from(["", "Caroline", "Mélanie", "助手"]) | st.text(max_size=12),
 )
 
 
@@ -62,7 +65,8 @@ rows = st.builds(
 def test_candidate_round_trip(row: CandidateInput) -> None:
     back = candidate_to_domain(candidate_to_proto(row))
     for name in ("id", "layer", "kind", "content", "facet_scores", "importance", "access_count", "token_count",
-                 "source", "provenance", "safety", "embedding", "stage_scores", "metadata"):
+                 "source", "provenance", "safety", "embedding", "stage_scores", "metadata", "thread", "position",
+                 "speaker"):
         assert getattr(back, name) == getattr(row, name), name
     assert math.isclose(back.retrieval_score, row.retrieval_score)
     for name in ("created_at", "last_accessed_at", "event_time", "ingested_at", "valid_from", "valid_to"):

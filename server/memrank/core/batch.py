@@ -25,7 +25,7 @@ def _frozen(a: np.ndarray) -> np.ndarray:
 
 
 _ARRAY_COLUMNS = ("retrieval", "importance", "access_count", "token_count", "created_at", "last_accessed_at",
-                  "event_time", "ingested_at", "valid_from", "valid_to", "source", "safety")
+                  "event_time", "ingested_at", "valid_from", "valid_to", "source", "safety", "positions")
 
 
 @dataclass(frozen=True)
@@ -53,6 +53,9 @@ class Batch:
     embeddings: np.ndarray | None  # float32 (n, d), None when no candidate has one
     stage_scores: Mapping[str, np.ndarray]  # stage name -> float64, NaN where missing
     metadata: tuple[Mapping[str, str], ...]
+    threads: tuple[str, ...]  # "" = no thread (or the empty-named one, for a candidate with a position)
+    positions: np.ndarray  # float64 turn index within the thread (integers up to 2^53 are exact), NaN = unset
+    speakers: tuple[str, ...]  # "" = unknown
 
     def __post_init__(self) -> None:
         for name in _ARRAY_COLUMNS:
@@ -80,7 +83,8 @@ class Batch:
             ids=cut(self.ids), layers=cut(self.layers), kinds=cut(self.kinds), contents=cut(self.contents),
             facets={k: v[at] for k, v in self.facets.items()}, provenance=cut(self.provenance),
             embeddings=None if self.embeddings is None else self.embeddings[at],
-            stage_scores={k: v[at] for k, v in self.stage_scores.items()}, metadata=cut(self.metadata), **arrays,
+            stage_scores={k: v[at] for k, v in self.stage_scores.items()}, metadata=cut(self.metadata),
+            threads=cut(self.threads), speakers=cut(self.speakers), **arrays,
         )
 
 
@@ -109,6 +113,9 @@ class CandidateInput:
     embedding: Sequence[float] = ()
     stage_scores: Mapping[str, float] = field(default_factory=dict)
     metadata: Mapping[str, str] = field(default_factory=dict)
+    thread: str = ""
+    position: int | None = None
+    speaker: str = ""
 
 
 def _opt(values: Sequence[float | None]) -> np.ndarray:
@@ -152,6 +159,9 @@ def batch_from_rows(rows: Sequence[CandidateInput]) -> Batch:
         embeddings=embeddings,
         stage_scores=MappingProxyType(_keyed([r.stage_scores for r in rows])),
         metadata=tuple(MappingProxyType(dict(r.metadata)) if r.metadata else _EMPTY_MAP for r in rows),
+        threads=tuple(r.thread for r in rows),
+        positions=_opt([r.position for r in rows]),
+        speakers=tuple(r.speaker for r in rows),
     )
 
 

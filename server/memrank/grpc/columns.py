@@ -109,6 +109,31 @@ class CandidateColumns:
         return out
 
     @cached_property
+    def threads(self) -> list[str]:
+        return [c.thread for c in self.cands]
+
+    @cached_property
+    def speakers(self) -> list[str]:
+        return [c.speaker for c in self.cands]
+
+    @cached_property
+    def position_set(self) -> list[bool]:
+        return ["position" in c for c in self.cands]
+
+    @cached_property
+    def position_values(self) -> np.ndarray:
+        """The int64 position of the candidates that set one, in candidate order (exact, for validation)."""
+        return np.array([c.position for c in compress(self.cands, self.position_set)], dtype=np.int64)
+
+    @cached_property
+    def positions(self) -> np.ndarray:
+        """Float64 positions, NaN where unset (exact for the valid range, [0, 2^53])."""
+        out = np.full(self.n, np.nan)
+        if len(self.position_values):
+            out[np.array(self.position_set, dtype=bool)] = self.position_values
+        return out
+
+    @cached_property
     def access_count(self) -> list[int]:
         return [c.access_count for c in self.cands]
 
@@ -205,5 +230,8 @@ class CandidateColumns:
             embeddings=self.embeddings,
             stage_scores=MappingProxyType(self._keyed("stage_scores")),
             metadata=tuple(metadata),
+            threads=tuple(self.threads),
+            positions=self.positions,
+            speakers=tuple(self.speakers),
             **times,
         )

@@ -44,7 +44,8 @@ def candidate_to_domain(c: pb.Candidate) -> CandidateInput:
         facet_scores=dict(c.facet_scores), importance=c.importance if c.HasField("importance") else None,
         access_count=c.access_count, token_count=c.token_count, source=c.source, provenance=c.provenance,
         safety=c.safety, embedding=tuple(c.embedding), stage_scores=dict(c.stage_scores),
-        metadata=dict(c.metadata), **times,
+        metadata=dict(c.metadata), thread=c.thread, position=c.position if c.HasField("position") else None,
+        speaker=c.speaker, **times,
     )
 
 
@@ -54,10 +55,12 @@ def candidate_to_proto(row: CandidateInput) -> pb.Candidate:
         id=row.id, layer=row.layer, kind=row.kind, content=row.content, retrieval_score=row.retrieval_score,
         facet_scores=dict(row.facet_scores), access_count=row.access_count, token_count=row.token_count,
         source=row.source, provenance=row.provenance, safety=row.safety, embedding=list(row.embedding),
-        stage_scores=dict(row.stage_scores), metadata=dict(row.metadata),
+        stage_scores=dict(row.stage_scores), metadata=dict(row.metadata), thread=row.thread, speaker=row.speaker,
     )
     if row.importance is not None:
         c.importance = row.importance
+    if row.position is not None:
+        c.position = row.position
     for name in TIME_FIELDS:
         value = getattr(row, name)
         if value is not None:
