@@ -79,6 +79,8 @@ class Limits:
     max_id_bytes: int
     max_metadata_entries: int
     max_stage_scores: int
+    max_thread_bytes: int
+    max_speaker_bytes: int
 
 
 @dataclass(frozen=True)

@@ -83,6 +83,10 @@ def test_identical_requests_give_byte_identical_responses(client: RankingClient)
         ({"id": ""}, "candidates[1].id"),
         ({"importance": -0.1}, "candidates[1].importance"),
         ({"facetScores": {"bm25": "NaN"}}, 'candidates[1].facet_scores["bm25"]'),
+        ({"thread": "t" * 129}, "candidates[1].thread"),
+        ({"speaker": "é" * 65}, "candidates[1].speaker"),
+        ({"position": -1}, "candidates[1].position"),
+        ({"position": str(2**53 + 1)}, "candidates[1].position"),
     ],
 )
 def test_bad_candidates_are_refused_naming_the_field(
@@ -114,6 +118,36 @@ def test_bad_request_detail_is_a_google_rpc_bad_request(live_server: Running) ->
     info_detail = error_details_pb2.ErrorInfo()
     next(d for d in status.details if d.Is(info_detail.DESCRIPTOR)).Unpack(info_detail)
     assert info_detail.domain == "memrank.v1"
+
+
+@pytest.mark.parametrize(
+    ("candidate_patch", "field", "limit"),
+    [
+        ({"thread": "t" * 129}, "thread", "at most 128 bytes (limits.max_thread_bytes)"),
+        ({"speaker": "s" * 129}, "speaker", "at most 128 bytes (limits.max_speaker_bytes)"),
+        ({"position": -1}, "position", "must be in [0, 9007199254740992] (2^53), got -1"),
+        ({"position": 2**53 + 1}, "position", "must be in [0, 9007199254740992] (2^53), got 9007199254740993"),
+    ],
+)
+def test_thread_position_and_speaker_violations_name_the_limit(
+    client: RankingClient, candidate_patch: dict[str, object], field: str, limit: str
+) -> None:
+    cands = _candidates(2)
+    cands[0] = {**cands[0], **candidate_patch}
+    with pytest.raises(RankingError) as info:
+        client.rank({"referenceTime": REF, "candidates": cands})
+    assert info.value.code == grpc.StatusCode.INVALID_ARGUMENT
+    assert [(v.field, v.description) for v in info.value.violations] == [(f"candidates[0].{field}", limit)]
+    assert info.value.reason == "INVALID_REQUEST"
+
+
+def test_thread_position_and_speaker_at_their_limits_are_ranked(client: RankingClient) -> None:
+    cands = _candidates(4)
+    cands[0] |= {"thread": "t" * 128, "position": "9007199254740992", "speaker": "é" * 64}
+    cands[1] |= {"thread": "session-1", "position": 0, "speaker": "Caroline"}
+    cands[2] |= {"position": 1}  # no thread: the empty-named one
+    resp = client.rank({"referenceTime": REF, "candidates": cands})
+    assert sorted([m.id for m in resp.selected] + [d.id for d in resp.dropped]) == ["m0", "m1", "m2", "m3"]
 
 
 def test_mismatched_embedding_dimensions_are_refused(client: RankingClient) -> None:

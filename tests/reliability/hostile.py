@@ -19,6 +19,7 @@ EDGE_FLOATS = [0.0, -0.0, 1.0, 1.0000000000000002, 0.9999999999999999, 5e-324, -
 EDGE_SECONDS = [MIN_SECONDS, MIN_SECONDS - 1, MAX_SECONDS, MAX_SECONDS + 1, 0, -1, 1_767_225_600,
                 2**63 - 1, -(2**63)]
 EDGE_NANOS = [0, 1, 999_999_999, 1_000_000_000, -1, 2**31 - 1]
+EDGE_POSITIONS = [0, 1, -1, 2**53 - 1, 2**53, 2**53 + 1, 2**63 - 1, -(2**63)]
 U32 = st.one_of(st.sampled_from([0, 1, 2**32 - 1, 2**31]), st.integers(0, 2**32 - 1))
 
 texts = st.one_of(st.sampled_from(EDGE_TEXT), st.text(max_size=40), st.text(min_size=500, max_size=5000))
@@ -49,6 +50,9 @@ def candidates(draw: st.DrawFn, ids: st.SearchStrategy[str], dim: int | None) ->
         source=draw(enums), safety=draw(enums), provenance=draw(st.one_of(st.just(""), st.text(max_size=70))))
     if draw(st.booleans()):
         c.importance = draw(floats)
+    c.thread, c.speaker = draw(short_texts), draw(st.one_of(short_texts, st.sampled_from(["x" * 129, "é" * 65])))
+    if draw(st.booleans()):
+        c.position = draw(st.one_of(st.sampled_from(EDGE_POSITIONS), st.integers(-(2**63), 2**63 - 1)))
     for name in ("created_at", "last_accessed_at", "event_time", "ingested_at", "valid_from", "valid_to"):
         _set_time(c, name, draw(st.none() | timestamps()))
     for key, value in draw(st.dictionaries(short_texts, floats, max_size=6)).items():

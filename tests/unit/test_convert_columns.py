@@ -89,7 +89,7 @@ def test_packed_embeddings_give_the_same_columns() -> None:
 
 # Limits small enough that ordinary and hostile candidates reach every one of them.
 TIGHT = replace(LIMITS, max_id_bytes=24, max_content_bytes=64, max_facets=2, max_stage_scores=1,
-                max_metadata_entries=2, max_embedding_dim=2)
+                max_metadata_entries=2, max_embedding_dim=2, max_thread_bytes=8, max_speaker_bytes=8)
 
 
 @settings(max_examples=400, deadline=None, suppress_health_check=list(HealthCheck))

@@ -18,6 +18,7 @@ MIN_SECONDS, MAX_SECONDS = -62_135_596_800, 253_402_300_799
 MAX_FACET_ABS = 1e6
 MAX_REQUEST_ID_BYTES = 128
 MAX_LAYER_NAME_BYTES = 128
+MAX_POSITION = 2**53  # the largest integer float64 (the Batch column) holds exactly with all below it
 MAX_VIOLATIONS = 20  # a hostile request does not get a megabyte of error details
 
 
@@ -55,6 +56,12 @@ def _check_candidate(i: int, c: pb.Candidate, limits: Limits) -> Iterator[FieldV
         yield FieldViolation(f"{p}.layer", f"at most {MAX_LAYER_NAME_BYTES} bytes")
     if len(c.content.encode()) > limits.max_content_bytes:
         yield FieldViolation(f"{p}.content", f"at most {limits.max_content_bytes} bytes (limits.max_content_bytes)")
+    if len(c.thread.encode()) > limits.max_thread_bytes:
+        yield FieldViolation(f"{p}.thread", f"at most {limits.max_thread_bytes} bytes (limits.max_thread_bytes)")
+    if c.HasField("position") and not 0 <= c.position <= MAX_POSITION:
+        yield FieldViolation(f"{p}.position", f"must be in [0, {MAX_POSITION}] (2^53), got {c.position}")
+    if len(c.speaker.encode()) > limits.max_speaker_bytes:
+        yield FieldViolation(f"{p}.speaker", f"at most {limits.max_speaker_bytes} bytes (limits.max_speaker_bytes)")
     if not _finite(c.retrieval_score) or not 0.0 <= c.retrieval_score <= 1.0:
         yield FieldViolation(f"{p}.retrieval_score", f"must be finite and in [0, 1], got {c.retrieval_score}")
     if c.HasField("importance") and (not _finite(c.importance) or not 0.0 <= c.importance <= 1.0):
@@ -236,7 +243,13 @@ def _clearly_valid(cols: CandidateColumns, limits: Limits) -> bool:
     if not _utf8_within(cols.layers, MAX_LAYER_NAME_BYTES) or \
             not _utf8_within(cols.contents, limits.max_content_bytes):
         return False
+    if not _utf8_within(cols.threads, limits.max_thread_bytes) or \
+            not _utf8_within(cols.speakers, limits.max_speaker_bytes):
+        return False
     if not _in_unit(cols.retrieval) or not _in_unit(cols.importance_values):
+        return False
+    positions = cols.position_values  # int64: compared exactly, never through float64
+    if positions.size and not (positions.min() >= 0 and positions.max() <= MAX_POSITION):
         return False
     if not _SOURCES.issuperset(cols.source) or not _SAFETIES.issuperset(cols.safety):
         return False
