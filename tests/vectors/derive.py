@@ -16,10 +16,13 @@ from __future__ import annotations
 
 import argparse
 import base64
+import itertools
 import json
 import math
+import re
 import struct
 import sys
+import unicodedata
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -92,6 +95,138 @@ def generative(cands: list[dict[str, Any]], ref: datetime) -> list[tuple[float, 
                f"relevance {rel[i]} -> {nrel[i]!r}; sum = {score!r}")
         out.append((score, why))
     return out
+
+
+# --- default: a weighted sum of six signals, then the MMR covering set ---------------------------
+
+# The built-in `default` profile (profiles/builtin.py): signals in summation order with their weights,
+# diversity lambda, the covering set's near-duplicate threshold and the lexical share of a context match.
+DEFAULT_WEIGHTS = (("relevance", 0.257), ("lexical", 0.256), ("context", 0.256), ("speaker", 0.154),
+                   ("importance", 0.051), ("recency", 0.026))
+DEFAULT_LAMBDA = 0.95
+DEDUPE = 0.92
+CONTEXT_LEXICAL = 0.25
+WORD = re.compile(r"\w+")
+
+
+def words(text: str) -> list[str]:
+    """Unicode \\w+ runs of the lower-cased text (the vectors' contents are far below the sample limits)."""
+    return WORD.findall(text.lower())
+
+
+def fold(text: str) -> str:
+    """NFKD, combining marks removed, case-folded: the form speaker names are compared in."""
+    decomposed = unicodedata.normalize("NFKD", text)
+    return "".join(ch for ch in decomposed if not unicodedata.combining(ch)).casefold()
+
+
+def speaker_named(query: str, name: str) -> str:
+    """The first name word (>= 2 characters) of the folded name that the folded query names, or "".
+
+    A name word is named when it is one of the query's \\w+ words, or, in a script written without
+    spaces (a caseless letter, category Lo), a substring of the query. The English stop-word filter
+    is left out: no name in the vectors is a stop word.
+    """
+    q = fold(query)
+    qwords: set[str] = set(WORD.findall(q))
+    name_words: list[str] = WORD.findall(fold(name))
+    for w in dict.fromkeys(name_words):
+        unspaced = any(unicodedata.category(ch) == "Lo" for ch in w)
+        if len(w) >= 2 and (w in qwords or (unspaced and w in q)):
+            return w
+    return ""
+
+
+def shingles(text: str) -> set[str]:
+    """Word 1- and 2-grams of the lower-cased content (stop words kept)."""
+    ws = words(text)
+    return set(ws) | {f"{a} {b}" for a, b in itertools.pairwise(ws)}
+
+
+def jaccard(a: set[str], b: set[str]) -> float:
+    return len(a & b) / len(a | b) if a | b else 0.0
+
+
+def default_scores(cands: list[dict[str, Any]], req: dict[str, Any]) -> list[tuple[float, str]]:
+    """combined = sum of weight x signal in profile order, weights after weightOverrides.
+
+    relevance = min-max of retrieval_score (no facet scores); lexical is 0 because no query word occurs
+    in any content (checked); context = best neighbour match (same thread, position +/- 1),
+    match = (1 - 0.25) x minmax(relevance) + 0.25 x lexical; speaker = 1 if the query names the
+    speaker. importance and recency are not derived here: the vectors override their weights to 0.
+    """
+    assert not any("facetScores" in c or "stageScores" in c for c in cands), "derive.py: no facets or stages"
+    assert "embeddingsF32" not in req and not any("embedding" in c for c in cands), "derive.py: no embeddings"
+    overrides = req.get("weightOverrides", {})
+    weights = [(name, float(overrides.get(name, w))) for name, w in DEFAULT_WEIGHTS]
+    assert all(w == 0 for name, w in weights if name in ("importance", "recency")), \
+        "derive.py does not derive importance or recency: override their weights to 0"
+    query = req.get("query", "")
+    content_words = {w for c in cands for w in words(c.get("content", ""))}
+    assert not set(words(query)) & content_words, "derive.py: lexical is derived only as 0 (no shared word)"
+    lex = [0.0] * len(cands)
+    rel = min_max([c.get("retrievalScore", 0.0) for c in cands])
+    match = [(1 - CONTEXT_LEXICAL) * r + CONTEXT_LEXICAL * x for r, x in zip(rel, lex, strict=True)]
+    out = []
+    for i, c in enumerate(cands):
+        ctx, ctx_why = 0.0, "no position: no neighbours"
+        if "position" in c:
+            thread, pos = c.get("thread", ""), int(c["position"])
+            near = [j for j, d in enumerate(cands) if "position" in d and d.get("thread", "") == thread
+                    and abs(int(d["position"]) - pos) == 1]
+            if near:
+                j = max(near, key=lambda k: match[k])
+                ctx = match[j]
+                ctx_why = (f"best neighbour {cands[j]['id']!r} (thread {thread!r}, position {cands[j]['position']}"
+                           f"): (1-{CONTEXT_LEXICAL})*{rel[j]!r} + {CONTEXT_LEXICAL}*{lex[j]!r} = {ctx!r}")
+            else:
+                ctx_why = f"no neighbour (thread {thread!r}, position {pos} +/- 1)"
+        name = c.get("speaker", "")
+        hit = speaker_named(query, name) if name else ""
+        spk = 1.0 if hit else 0.0
+        spk_why = (f"query names {name!r} ({hit!r})" if hit else f"query does not name {name!r}" if name
+                   else "no speaker")
+        values = {"relevance": rel[i], "lexical": lex[i], "context": ctx, "speaker": spk,
+                  "importance": 0.0, "recency": 0.0}
+        combined = 0.0
+        for sig, w in weights:
+            combined = combined + w * values[sig]
+        wt = dict(weights)
+        why = (f"relevance minmax({c.get('retrievalScore', 0.0)}) = {rel[i]!r} x {wt['relevance']:g}; "
+               f"lexical 0 (no query word in any content) x {wt['lexical']:g}; context {ctx_why} x {wt['context']:g}; "
+               f"speaker {spk:g} ({spk_why}) x {wt['speaker']:g}; importance x 0, recency x 0; "
+               f"combined = {combined!r}")
+        out.append((combined, why))
+    return out
+
+
+def covering_set(rows: list[tuple[dict[str, Any], float]], lam: float, why: dict[str, str], dropped: dict[str, str]
+                 ) -> list[tuple[dict[str, Any], float]]:
+    """Greedy MMR over rows given in tie order: gain = lam x score - (1 - lam) x max Jaccard to the picks.
+
+    Each pick's final score is its gain; a candidate whose similarity to a pick reaches DEDUPE is
+    dropped REDUNDANT. The result is ordered by final score, ties in the rows' order.
+    """
+    sh = {c["id"]: shingles(c.get("content", "")) for c, _ in rows}
+    left = list(range(len(rows)))
+    picks: list[tuple[int, float]] = []
+    while True:
+        sims = {k: max((jaccard(sh[rows[k][0]["id"]], sh[rows[p][0]["id"]]) for p, _ in picks), default=0.0)
+                for k in left}
+        for k in [k for k in left if sims[k] >= DEDUPE]:
+            dropped[rows[k][0]["id"]] = "DROP_REASON_REDUNDANT"
+            why[rows[k][0]["id"]] += f" -> near-duplicate (similarity {sims[k]!r})"
+        left = [k for k in left if sims[k] < DEDUPE]
+        if not left:
+            break
+        gains = {k: lam * rows[k][1] - (1.0 - lam) * sims[k] for k in left}
+        k = min(left, key=lambda k: (-gains[k], k))
+        picks.append((k, gains[k]))
+        why[rows[k][0]["id"]] += (f"; pick {len(picks)}: {lam}*{rows[k][1]!r} - (1-{lam})*{sims[k]!r} (max similarity)"
+                                  f" = {gains[k]!r}")
+        left.remove(k)
+    picks.sort(key=lambda p: (-p[1], p[0]))
+    return [(rows[k][0], g) for k, g in picks]
 
 
 # --- gates, order, selection, placement ---------------------------------------------------------
@@ -200,6 +335,10 @@ def expect(req: dict[str, Any]) -> tuple[dict[str, Any], dict[str, str]]:
             eligible.append(c)
     if req["profile"] == "agent-observer":
         scored = [observer(c, req.get("query", "")) for c in eligible]
+    elif req["profile"] == "default":
+        assert req.get("explicitLookup"), "derive.py: default vectors set explicitLookup (no zero-importance gate)"
+        assert "budget" not in req and "layers" not in req, "derive.py: default vectors have no budgets"
+        scored = default_scores(eligible, req)
     else:
         scored = generative(eligible, ref)
     rows = []
@@ -214,6 +353,8 @@ def expect(req: dict[str, Any]) -> tuple[dict[str, Any], dict[str, str]]:
                 dropped[c["id"]] = "DROP_REASON_BELOW_MIN_SCORE"
                 why[c["id"]] += f" -> below min_score {req['minScore']}"
         rows = [r for r in rows if r[0]["id"] not in dropped]
+    if req["profile"] == "default":
+        rows = covering_set(rows, DEFAULT_LAMBDA, why, dropped)
     limit = req.get("budget", {}).get("maxItems", 0)
     kept = rows[:limit] if limit else rows
     for c, _ in rows[len(kept):]:
@@ -407,6 +548,31 @@ def cases() -> list[tuple[str, str, dict[str, Any], dict[str, Any] | None]]:
         "and agent-observer's formula does not read embeddings, so the answer is placement_best_first's",
         rank_request("packed_embeddings", ao, OBSERVER_FIVE, OBSERVER_QUERY, embeddingsF32=pack_f32(PACKED_ROWS),
                      embeddingDim=3))
+    only_new = {"importance": 0, "lexical": 0, "recency": 0, "relevance": 0}  # keys sorted: map bytes agree
+    add("default_context_neighbours", "default, only context and speaker weighed (weightOverrides), explicit "
+        "lookup: context is the best (1 - 0.25) x minmax(retrieval) among the candidates of the same thread at "
+        "position +/- 1 (position 0 set, other thread, position without thread, thread without position get "
+        "none); the query names no speaker; contents share no word, so each final = 0.95 x combined; zeros "
+        "are still selected, ingested_at then id breaking their tie",
+        rank_request("default_context_neighbours", "default", [
+            cand("s-3", "fact", "Sure thing", 0.75, thread="s", position=3),
+            cand("s-1", "fact", "Yes, after dinner", 0.25, thread="s", position=1, speaker="Melanie"),
+            cand("n-nothread", "fact", "Printer jammed again", 0.875, position=2),
+            cand("s-0", "fact", "Are you coming tonight?", 0.5, thread="s", position=0, speaker="Caroline"),
+            cand("t-1", "fact", "Budget review moved", 1.0, thread="t", position=1,
+                 ingestedAt="2026-05-01T00:00:00Z"),
+            cand("n-nopos", "fact", "Garden tomatoes ripened", 0.0, thread="s"),
+            cand("s-2", "fact", "Bring snacks please", 0.125, thread="s", position=2)],
+            "Where did the ferry leave from?", explicitLookup=True, weightOverrides=only_new))
+    add("default_speaker_named", "default, only speaker weighed (weightOverrides), explicit lookup: the query "
+        "names a speaker by a whole word of its folded form (NFKD, marks removed, case-folded: 'JOSE' names "
+        "'José'); named speakers score 0.95 x 0.154, the rest 0; ties by id",
+        rank_request("default_speaker_named", "default", [
+            cand("sp-none", "fact", "Weather turned cold", 1.0),
+            cand("sp-jose", "fact", "Bought a guitar", 0.1, speaker="José"),
+            cand("sp-melanie", "fact", "Painted the fence", 0.9, speaker="Melanie"),
+            cand("sp-caroline", "fact", "Researched adoption agencies", 0.2, speaker="Caroline")],
+            "What did Caroline and JOSE say?", explicitLookup=True, weightOverrides={"context": 0, **only_new}))
     two = [cand("ok-0"), cand("ok-1")]
     add("error_nan_retrieval", "NaN retrieval_score is refused, naming the candidate field",
         rank_request("error_nan_retrieval", ao, [two[0], {**two[1], "retrievalScore": "NaN"}]),
