@@ -62,6 +62,9 @@ class Profile:
     contribution = effective weight x normalised still holds.
     ``lexical_blend`` mixes the lexical signal into raw relevance:
     relevance = (1 - lexical_blend) x fused retrieval + lexical_blend x lexical.
+    ``context_lexical`` is the lexical part of a neighbour's match in the
+    context signal: match = (1 - context_lexical) x minmax(relevance) +
+    context_lexical x lexical.
     """
 
     name: str
@@ -84,6 +87,7 @@ class Profile:
     admit_threshold: float = 0.6
     hold_threshold: float = 0.4
     lexical_blend: float = 0.0
+    context_lexical: float = 0.25
 
     def weight_of(self, signal: str) -> float:
         """The weight of a signal, 0 when the profile does not use it."""
@@ -139,7 +143,7 @@ def profile_from_mapping(key: str, raw: Mapping[str, Any], base: Profile | None 
         elif name == "fusion" and value not in FUSIONS:
             raise ConfigError(f"{k}: {value!r} is not one of {', '.join(FUSIONS)}")
         elif name in ("diversity_lambda", "dedupe_threshold", "retrieval_blend", "min_score",
-                      "admit_threshold", "hold_threshold", "lexical_blend"):
+                      "admit_threshold", "hold_threshold", "lexical_blend", "context_lexical"):
             values[name] = _number(k, value, 0.0, 1.0)
         elif name == "relevance_threshold":
             values[name] = None if value is None else _number(k, value)

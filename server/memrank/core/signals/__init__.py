@@ -14,6 +14,7 @@ from memrank.core.errors import ConfigError
 from memrank.core.signals.access import access, access_log
 from memrank.core.signals.base import RawSignal, SignalFn
 from memrank.core.signals.confidence import confidence
+from memrank.core.signals.context import context
 from memrank.core.signals.freshness import freshness
 from memrank.core.signals.importance import importance
 from memrank.core.signals.kind_prior import kind_prior
@@ -21,6 +22,7 @@ from memrank.core.signals.lexical import lexical
 from memrank.core.signals.recency import recency
 from memrank.core.signals.relevance import relevance, retrieval
 from memrank.core.signals.safety import safety
+from memrank.core.signals.speaker import speaker
 from memrank.core.signals.stability import stability
 from memrank.core.signals.substring import substring_match
 from memrank.core.signals.trust import trust
@@ -31,6 +33,8 @@ SIGNALS: Mapping[str, SignalFn] = MappingProxyType({
     "relevance": relevance,
     "retrieval": retrieval,
     "lexical": lexical,
+    "context": context,
+    "speaker": speaker,
     "substring_match": substring_match,
     "recency": recency,
     "importance": importance,
