@@ -17,8 +17,9 @@ pytest.importorskip("bm25s", reason="the eval extra is not installed")
 
 ROW_KEYS = {"profile", "recall@5", "recall@10", "anyhit@5", "ndcg@10", "budget_recall@512", "redundancy@5",
             "by_category"}
-PROFILES = ["bm25", "dense", "rrf", "minmax", "recent", "default", "generative-agents", "agent-observer",
-            "lians-recall", "research"]
+PROFILES = ["bm25", "dense", "rrf", "minmax", "llamaindex", "llamaindex-dist", "langchain", "recent", "default",
+            "generative-agents", "agent-observer", "lians-recall", "research"]
+COMPARED = {"recall@5", "recall@10", "ndcg@10", "budget_recall@512", "redundancy@5"}
 
 
 @pytest.fixture(scope="module")
@@ -26,12 +27,15 @@ def report(tmp_path_factory: pytest.TempPathFactory) -> dict[str, object]:
     folder = tmp_path_factory.mktemp("eval")
     data, npz = fixture.write(folder)
     out, png = folder / "report.json", folder / "report.png"
+    per_question = folder / "per_question.jsonl"
     proc = subprocess.run([sys.executable, "-m", "memrank.cli", "eval", "--data", str(data), "--embeddings", str(npz),
-                           "--out", str(out), "--plot", str(png)], capture_output=True, text=True, timeout=120)
+                           "--out", str(out), "--plot", str(png), "--per-question", str(per_question)],
+                          capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
     assert "| default |" in proc.stdout and "memrank eval" in proc.stderr  # the table, and the progress bar
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     doc: dict[str, object] = json.loads(out.read_text())
+    doc["_per_question"] = [json.loads(line) for line in per_question.read_text().splitlines()]
     return doc
 
 
@@ -45,12 +49,30 @@ def test_report_shape(report: dict[str, object]) -> None:
     assert report["questions"] == 5  # categories 1-4; the adversarial one is reported on its own
     rows = _rows(report)
     assert list(rows) == PROFILES
-    for r in rows.values():
-        assert set(r) == ROW_KEYS
+    assert report["reference"] == "llamaindex"
+    for name, r in rows.items():
+        assert set(r) == ROW_KEYS | ({"vs_reference"} if name != "llamaindex" else set())
         assert set(r["by_category"]) == {"1", "2", "3", "4", "5"}
         assert [r["by_category"][c]["questions"] for c in "12345"] == [1, 1, 1, 2, 1]
         assert all(0.0 <= r[k] <= 1.0 for k in ROW_KEYS - {"profile", "by_category"})
-    assert set(report["targets"]) == {"over_best_single", "over_minmax", "redundancy_below_rrf"}
+        if name != "llamaindex":
+            assert set(r["vs_reference"]) == COMPARED
+            for m, v in r["vs_reference"].items():  # the delta is the difference of the two rows' means
+                assert v["delta"] == pytest.approx(r[m] - rows["llamaindex"][m], abs=2e-4)
+                assert v["ci95"][0] <= v["delta"] <= v["ci95"][1]
+    assert set(report["targets"]) == {"recall@5_over_reference", "budget_recall_over_reference",
+                                      "redundancy_at_most_reference"}
+    pool = report["pool"]
+    assert pool["per_retriever"] == 100 and pool["neighbours_of"] == 20 and pool["recall"] == 1.0
+
+
+def test_per_question_lines_rebuild_the_rows(report: dict[str, object]) -> None:
+    lines = report["_per_question"]
+    rows = _rows(report)
+    for name, r in rows.items():
+        mine = [x for x in lines if x["row"] == name and x["category"] in (1, 2, 3, 4)]
+        assert len(mine) == 5 and len({x["key"] for x in mine}) == 5
+        assert sum(x["recall@5"] for x in mine) / 5 == pytest.approx(r["recall@5"], abs=1e-4)
 
 
 def test_recent_baseline_values_derived_by_hand(report: dict[str, object]) -> None:

@@ -14,9 +14,11 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     """Add `eval` to the `memrank` subcommands."""
     p = sub.add_parser(
         "eval", help="evaluate profiles against baselines on LoCoMo-shaped conversations",
-        description="Retrieve candidates for every question (BM25 + dense, top 100 each), rank them through a live "
-                    "sidecar over gRPC (in-process on a free port unless --target is given), and report recall@5/10, "
-                    "any-hit@5, nDCG@10, recall within 512 tokens and redundancy@5 per profile and baseline. "
+        description="Retrieve candidates for every question (stemmed BM25 + dense, top 100 each, plus the turns next "
+                    "to the best 20 hits), rank them through a live sidecar over gRPC (in-process on a free port "
+                    "unless --target is given), and report recall@5/10, any-hit@5, nDCG@10, recall within 512 tokens "
+                    "and redundancy@5 per profile and baseline (LlamaIndex and LangChain fusion included), each with "
+                    "a paired-bootstrap 95%% interval against --reference. "
                     "Needs the eval extra: pip install 'memrank[eval]'.",
     )
     p.add_argument("--data", required=True, type=Path, help="conversations, JSON lines (LoCoMo normalised form)")
@@ -31,6 +33,10 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     p.add_argument("--general-recall", action="store_true", help="send explicit_lookup=false (gates passing remarks)")
     p.add_argument("--limit", type=int, default=0, help="at most this many questions per conversation (0 = all)")
     p.add_argument("--workers", type=int, default=4, help="concurrent Rank calls (default 4)")
+    p.add_argument("--reference", default="llamaindex", metavar="ROW",
+                   help="the row every other row is compared with by a paired bootstrap (default llamaindex)")
+    p.add_argument("--per-question", type=Path, metavar="JSONL",
+                   help="also write every question's metrics per row (to compare any two runs)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
 
 
@@ -52,7 +58,7 @@ def run(args: argparse.Namespace) -> int:
     opts = EvalOptions(data=args.data, embeddings=args.embeddings, target=args.target, config=args.config,
                        profiles=_names(args.profiles), baselines=_names(args.baselines),
                        explicit_lookup=not args.general_recall, limit=args.limit, workers=args.workers,
-                       progress=not args.no_progress)
+                       progress=not args.no_progress, reference=args.reference, per_question=args.per_question)
     try:
         doc = evaluate(opts)
         write_report(doc, args.out, args.plot, opts.baselines)

@@ -29,6 +29,7 @@ class Turn:
     time: float  # unix seconds of the session
     speaker: str
     text: str
+    number: int = 0  # order within its session (0-based, file order)
 
     @property
     def content(self) -> str:
@@ -65,11 +66,16 @@ def parse_time(text: str) -> float:
 
 def _conversation(raw: dict[str, Any]) -> Conversation:
     cid = str(raw["conversation_id"])
-    turns = tuple(Turn(str(t["id"]), int(t["session"]), parse_time(str(t["timestamp"])), str(t["speaker"]),
-                       str(t["text"])) for t in raw["turns"])
+    seen: dict[int, int] = {}
+    turns = []
+    for t in raw["turns"]:
+        session = int(t["session"])
+        number = seen[session] = seen.get(session, -1) + 1
+        turns.append(Turn(str(t["id"]), session, parse_time(str(t["timestamp"])), str(t["speaker"]), str(t["text"]),
+                          number))
     questions = tuple(Question(f"{cid}/q{i}", str(q["question"]), int(q["category"]), tuple(q["evidence"]))
                       for i, q in enumerate(raw["questions"]))
-    return Conversation(cid, turns, questions)
+    return Conversation(cid, tuple(turns), questions)
 
 
 def _unit(x: np.ndarray) -> np.ndarray:

@@ -12,7 +12,9 @@ Each candidate of the pool carries:
   over the pool, so it is in [0, 1] as the API requires (BM25 alone when
   there are no embeddings): the single score a hybrid store reports;
 - ``created_at`` = ``last_accessed_at`` = the session's time (turns are never
-  re-read in LoCoMo), and the turn's ``embedding``.
+  re-read in LoCoMo), and the turn's ``embedding``;
+- ``thread`` = the session, ``position`` = the turn's order in it, and
+  ``speaker`` = who said it, so the context and speaker signals can work.
 
 ``reference_time`` is one hour after the conversation's last session.
 ``explicit_lookup`` is true: a question about what was said is a lookup of a
@@ -68,7 +70,8 @@ def build_request(conv: Conversation, q_index: int, pool: np.ndarray, bm25: np.n
         turn = conv.turns[i]
         facets = {"bm25": float(b[k])} if d is None else {"bm25": float(b[k]), "dense": float(d[k])}
         c = pb.Candidate(id=turn.id, content=turn.content, retrieval_score=float(retrieval[k]),
-                         facet_scores=facets, token_count=count_tokens(turn.content))
+                         facet_scores=facets, token_count=count_tokens(turn.content),
+                         thread=f"session-{turn.session}", position=turn.number, speaker=turn.speaker)
         c.created_at.CopyFrom(seconds_to_ts(turn.time))
         c.last_accessed_at.CopyFrom(seconds_to_ts(turn.time))
         if conv.turn_emb is not None:

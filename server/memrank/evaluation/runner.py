@@ -24,7 +24,14 @@ from memrank.evaluation.data import Conversation, load_conversations
 from memrank.evaluation.metrics import score_ranking
 from memrank.evaluation.report import SIDECAR_PROFILES
 from memrank.evaluation.requests import build_request, count_tokens, ranking_of
-from memrank.evaluation.retrieval import BASELINES, Retriever, baseline_orders, pool
+from memrank.evaluation.retrieval import (
+    BASELINES,
+    NEIGHBOURS_OF,
+    POOL_PER_RETRIEVER,
+    Retriever,
+    baseline_orders,
+    pool,
+)
 
 
 @dataclass(frozen=True)
@@ -39,6 +46,8 @@ class EvalOptions:
     baselines: Sequence[str] = BASELINES
     explicit_lookup: bool = True
     limit: int = 0  # questions per conversation, 0 = all
+    reference: str = "llamaindex"  # row every other row is compared with (paired bootstrap)
+    per_question: Path | None = None  # JSON lines of every question's metrics per row
     workers: int = 4
     progress: bool = True
     notes: list[str] = field(default_factory=list)
@@ -94,12 +103,22 @@ def evaluate(opts: EvalOptions) -> dict[str, Any]:
     names = [*opts.baselines, *opts.profiles]
     scored: dict[str, list[report.Scored]] = {n: [] for n in names}
     total = sum(len(_questions(c, opts.limit)) for c in convs)
+    pool_sizes: list[int] = []
+    pool_recall: list[float] = []
     with sidecar(opts.target, opts.config) as address, RankingClient(address, timeout=60) as client, \
             ThreadPoolExecutor(max(1, opts.workers)) as pool_exec, _progress(total, opts.progress) as bar:
         for conv in convs:
-            _conversation(conv, opts, client.rank, pool_exec, scored, bar.update)
+            _conversation(conv, opts, client.rank, pool_exec, scored, bar.update, pool_sizes, pool_recall)
     names = [n for n in names if scored[n] or n in opts.profiles]  # no embeddings: no dense, rrf or minmax row
     rows = [report.row(n, scored[n]) for n in names]
+    reference = opts.reference if opts.reference in names else None
+    if reference is None:
+        opts.notes.append(f"reference row {opts.reference!r} absent: no paired intervals")
+    for r in rows:
+        if reference is not None and r["profile"] != reference:
+            r["vs_reference"] = report.versus(scored[r["profile"]], scored[reference])
+    if opts.per_question is not None:
+        write_per_question(opts.per_question, scored)
     n_overall = sum(1 for s in scored[names[0]] if s.category in report.OVERALL_CATEGORIES) if names else 0
     return {
         "data": str(opts.data),
@@ -108,15 +127,20 @@ def evaluate(opts: EvalOptions) -> dict[str, Any]:
         "categories": {"overall": list(report.OVERALL_CATEGORIES), "reported_separately": [5]},
         "embeddings": str(opts.embeddings) if opts.embeddings else None,
         "explicit_lookup": opts.explicit_lookup,
+        "reference": reference,
+        "pool": {"per_retriever": POOL_PER_RETRIEVER, "neighbours_of": NEIGHBOURS_OF,
+                 "mean_size": round(sum(pool_sizes) / max(1, len(pool_sizes)), 1),
+                 "recall": round(sum(pool_recall) / max(1, len(pool_recall)), 4)},
         "curves": {"k": list(range(1, 21)), **{n: report.curve(scored[n]) for n in names}},
-        "targets": report.targets(rows),
+        "targets": report.targets(rows, reference),
         "notes": opts.notes,
         "seconds": round(time.monotonic() - started, 1),
     }
 
 
 def _conversation(conv: Conversation, opts: EvalOptions, rank: Callable[[Any], Any], pool_exec: ThreadPoolExecutor,
-                  scored: dict[str, list[report.Scored]], tick: Callable[[int], Any]) -> None:
+                  scored: dict[str, list[report.Scored]], tick: Callable[[int], Any], pool_sizes: list[int],
+                  pool_recall: list[float]) -> None:
     retriever = Retriever.build(conv)
     ids = [t.id for t in conv.turns]
     tokens = {t.id: count_tokens(t.content) for t in conv.turns}
@@ -128,8 +152,13 @@ def _conversation(conv: Conversation, opts: EvalOptions, rank: Callable[[Any], A
         for name in opts.baselines:
             if name in orders:
                 ranking = [ids[i] for i in orders[name]]
-                scored[name].append(report.Scored(q.category, score_ranking(ranking, q.evidence, tokens, vectors)))
-        candidates = pool(bm25, dense)
+                scored[name].append(report.Scored(q.category, score_ranking(ranking, q.evidence, tokens, vectors),
+                                                  q.key))
+        candidates = pool(conv, bm25, dense)
+        if q.category in report.OVERALL_CATEGORIES:
+            pool_sizes.append(len(candidates))
+            in_pool = {ids[i] for i in candidates.tolist()}
+            pool_recall.append(sum(1 for e in q.evidence if e in in_pool) / len(q.evidence))
         base = build_request(conv, qi, candidates, bm25, dense, "", opts.explicit_lookup)
         requests = []
         for profile in opts.profiles:
@@ -139,7 +168,8 @@ def _conversation(conv: Conversation, opts: EvalOptions, rank: Callable[[Any], A
             requests.append(req)
         for profile, response in zip(opts.profiles, pool_exec.map(rank, requests), strict=True):
             ranking = ranking_of(response)
-            scored[profile].append(report.Scored(q.category, score_ranking(ranking, q.evidence, tokens, vectors)))
+            scored[profile].append(report.Scored(q.category, score_ranking(ranking, q.evidence, tokens, vectors),
+                                                 q.key))
         tick(1)
 
 
@@ -153,14 +183,28 @@ def write_report(doc: dict[str, Any], out: Path, plot_path: Path | None, baselin
         report.plot(curves, baselines, plot_path, title)
 
 
+def write_per_question(path: Path, scored: dict[str, list[report.Scored]]) -> None:
+    """One JSON line per (row, question): its key, category and every compared metric."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("w", encoding="utf-8") as f:
+        for name, items in scored.items():
+            for s in items:
+                f.write(json.dumps({"row": name, "key": s.key, "category": s.category,
+                                    **{m: round(s.metric(m), 6) for m in report.COMPARED}}) + "\n")
+
+
 def table(doc: dict[str, Any]) -> str:
     """The report's rows as a Markdown table (categories 1-4), then recall@5 per category."""
     cols = ("recall@5", "recall@10", "anyhit@5", "ndcg@10", "budget_recall@512", "redundancy@5")
-    lines = ["| profile | " + " | ".join(cols) + " | " + " | ".join(f"r@5 cat {c}" for c in report.ALL_CATEGORIES)
-             + " |", "|---" * (1 + len(cols) + len(report.ALL_CATEGORIES)) + "|"]
+    ref = doc.get("reference") or "reference"
+    lines = ["| profile | " + " | ".join(cols) + f" | Δ r@5 vs {ref} [95% CI] | "
+             + " | ".join(f"r@5 cat {c}" for c in report.ALL_CATEGORIES) + " |",
+             "|---" * (2 + len(cols) + len(report.ALL_CATEGORIES)) + "|"]
     for r in doc["rows"]:
         cats = [f"{r['by_category'][str(c)]['recall@5']:.3f}" for c in report.ALL_CATEGORIES]
-        lines.append(f"| {r['profile']} | " + " | ".join(f"{r[c]:.3f}" for c in cols) + " | " + " | ".join(cats)
-                     + " |")
+        vs = r.get("vs_reference", {}).get("recall@5")
+        delta = f"{vs['delta']:+.3f} [{vs['ci95'][0]:+.3f}, {vs['ci95'][1]:+.3f}]" if vs else "–"
+        lines.append(f"| {r['profile']} | " + " | ".join(f"{r[c]:.3f}" for c in cols) + f" | {delta} | "
+                     + " | ".join(cats) + " |")
     return "\n".join(lines)
 
