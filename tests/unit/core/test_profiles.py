@@ -39,7 +39,9 @@ def test_presets_lead_with_their_signal():
     assert (top("support"), top("assistant"), top("research"), top("default")) == (
         "recency", "importance", "relevance", "relevance")
     d = BUILTIN_PROFILES["default"]
-    assert d.diversity_lambda == 0.7 and d.placement == Placement.BEST_FIRST and d.recency.floor == 0.05
+    # The covering set stays on (lambda < 1: near-copies are dropped), chosen by eval/cv.py.
+    assert 0.0 < d.diversity_lambda < 1.0 and d.placement == Placement.BEST_FIRST and d.recency.floor == 0.05
+    assert {s.name for s in d.signals} == {"relevance", "lexical", "context", "speaker", "importance", "recency"}
 
 
 def test_lexical_blend_is_a_validated_profile_key():
