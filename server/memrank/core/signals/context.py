@@ -55,13 +55,13 @@ def neighbours(batch: Batch, value: np.ndarray, eligible: np.ndarray) -> tuple[n
     placed = np.flatnonzero(~np.isnan(batch.positions))
     if placed.size == 0 or not eligible[placed].any():
         return best, who
-    _, thread = np.unique(np.array(batch.threads, dtype=object)[placed], return_inverse=True)
+    thread = _codes([batch.threads[i] for i in placed.tolist()])
     pos = batch.positions[placed]
     m = placed.size
     # Positions and their neighbours' positions as small ranks, so (thread, rank) is one int64 key.
     _, rank = np.unique(np.concatenate([pos, pos - 1.0, pos + 1.0]), return_inverse=True)
     width = int(rank.max()) + 1
-    own = thread.astype(np.int64) * width + rank[:m]
+    own = thread * width + rank[:m]
     member = eligible[placed]
     keys, rows = own[member], placed[member]
     # The best member of each occupied key: sort by (key, value desc), keep the first of each key.
@@ -71,7 +71,7 @@ def neighbours(batch: Batch, value: np.ndarray, eligible: np.ndarray) -> tuple[n
     first[1:] = keys[1:] != keys[:-1]
     keys, rows = keys[first], rows[first]
     for part, shift in ((1, -1.0), (2, 1.0)):
-        target = thread.astype(np.int64) * width + rank[part * m:(part + 1) * m]
+        target = thread * width + rank[part * m:(part + 1) * m]
         at = np.minimum(np.searchsorted(keys, target), keys.size - 1)
         inside = pos >= 1.0 if shift < 0 else pos < _TOP  # no position -1, and none past 2^53
         hit = (keys[at] == target) & inside
@@ -81,6 +81,12 @@ def neighbours(batch: Batch, value: np.ndarray, eligible: np.ndarray) -> tuple[n
         best[placed[better]] = v[better]
         who[placed[better]] = cand[better]
     return best, who
+
+
+def _codes(values: list[str]) -> np.ndarray:
+    """A small integer per distinct value (first-appearance order): equal values, equal codes."""
+    seen: dict[str, int] = {}
+    return np.fromiter((seen.setdefault(v, len(seen)) for v in values), dtype=np.int64, count=len(values))
 
 
 def context(batch: Batch, ctx: ScoringContext, profile: Profile, population: np.ndarray) -> RawSignal:

@@ -63,9 +63,11 @@ def speaker(batch: Batch, ctx: ScoringContext, profile: Profile, population: np.
         return RawSignal(np.zeros(batch.n), Same(batch.n, "no speaker"))
     q = fold(sample(ctx.query))
     words = frozenset(_WORD.findall(q))
-    distinct, code = np.unique(np.array(batch.speakers, dtype=object), return_inverse=True)
-    hits = [named(q, words, str(s)) if s else "" for s in distinct.tolist()]
-    values = np.array([1.0 if h else 0.0 for h in hits])[code]
+    index: dict[str, int] = {}
+    code = [index.setdefault(s, len(index)) for s in batch.speakers]
+    distinct = list(index)
+    hits = [named(q, words, s) if s else "" for s in distinct]
+    values = np.array([1.0 if h else 0.0 for h in hits], dtype=np.float64)[np.array(code, dtype=np.int64)]
     table = [("no speaker",) if not s else (f"the query names speaker {s!r}",) if h
-             else (f"the query does not name speaker {s!r}",) for s, h in zip(distinct.tolist(), hits, strict=True)]
-    return RawSignal(values.astype(np.float64), Table(code.tolist(), table))
+             else (f"the query does not name speaker {s!r}",) for s, h in zip(distinct, hits, strict=True)]
+    return RawSignal(values, Table(code, table))

@@ -1,0 +1,52 @@
+"""Cost of the context and speaker signals on the request path, side by side in one run.
+
+    python -m bench.context_ab [--rounds 25]
+
+For 400 and 1,600 candidates with 384-dim embeddings (the bench's seeded
+workload, threads of 20 turns, two speakers, a query naming one), the median
+in-process ``rank()`` time of: ``default`` on candidates carrying
+thread/position/speaker; ``default`` on the same candidates without them
+(both signals return at once); and ``default`` without the two signals. The
+three are called alternately, so machine load hits each alike.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import time
+
+import numpy as np
+
+from bench.data import QUERY, REFERENCE_TIME, workload
+from memrank.core.batch import RankParams, batch_from_rows
+from memrank.core.pipeline import rank
+from memrank.profiles.builtin import BUILTIN_PROFILES
+
+
+def main() -> None:
+    """Print the three medians per size."""
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--rounds", type=int, default=25)
+    args = ap.parse_args()
+    d = BUILTIN_PROFILES["default"]
+    without = dataclasses.replace(d, signals=tuple(s for s in d.signals if s.name not in ("context", "speaker")))
+    params = RankParams(query=QUERY + " alex", reference_time=REFERENCE_TIME, profile="p", max_items=20)
+    print("| candidates | default, fields set (ms) | default, no fields (ms) | without the two signals (ms) |")
+    print("|---:|---:|---:|---:|")
+    for n in (400, 1600):
+        w = workload(n, 384)
+        rows = [dataclasses.replace(r, thread=f"s{i // 20}", position=i % 20, speaker="alex" if i % 2 else "sam")
+                for i, r in enumerate(w.rows)]
+        cases = [(batch_from_rows(rows), d), (batch_from_rows(list(w.rows)), d), (batch_from_rows(rows), without)]
+        times: list[list[float]] = [[] for _ in cases]
+        for _ in range(args.rounds):
+            for k, (b, p) in enumerate(cases):
+                t = time.perf_counter()
+                rank(b, params, {"p": p})
+                times[k].append(time.perf_counter() - t)
+        print(f"| {n:,} | " + " | ".join(f"{1000 * float(np.median(t)):.2f}" for t in times) + " |")
+
+
+if __name__ == "__main__":
+    main()
