@@ -15,8 +15,9 @@ import itertools
 import numpy as np
 
 from memrank.core.batch import Batch
-from memrank.core.text import tokens
-from memrank.core.wordindex import WordIndex, token_index
+from memrank.core.text.buffers import token_index
+from memrank.core.text.index import WordIndex
+from memrank.core.text.normalize import tokens
 
 
 def shingles(text: str) -> frozenset[str]:

@@ -7,11 +7,11 @@ from unittest import mock
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from memrank.core import phrases as phrases_module
 from memrank.core.batch import CandidateInput, batch_from_rows
 from memrank.core.scores import ScoringContext
 from memrank.core.signals import RawSignal, get_signal
 from memrank.core.signals.importance import CONSTRAINT_PREF, CORRECTION, DECISION_FACT, OUTCOME, rule_importance
+from memrank.core.text import phrases as phrases_module
 from memrank.profiles.builtin import BUILTIN_PROFILES
 
 PHRASE_WORDS = sorted({w for p in (*CORRECTION.items, *CONSTRAINT_PREF.items, *DECISION_FACT.items,

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from memrank.core.signals.lexical import lexical
-from memrank.core.text import terms, tokens
+from memrank.core.text.normalize import terms, tokens
 from tests.reference.ports import lexical_idf_score
 from tests.unit.core.build import batch, ctx, run
 

@@ -1,4 +1,5 @@
 import gc
+import weakref
 from unittest import mock
 
 import numpy as np
@@ -6,39 +7,45 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from memrank.core import phrases as phrases_module
-from memrank.core.phrases import Phrases, starts_with, words
 from memrank.core.signals.safety import INJECTION_PATTERNS
-from memrank.core.text import fold
-from memrank.core.wordindex import _PADDED, _TOKEN, padded_index, token_index
+from memrank.core.text import phrases as phrases_module
+from memrank.core.text.buffers import padded_index, token_index
+from memrank.core.text.normalize import fold, padded_words
+from memrank.core.text.phrases import Phrases, starts_with
 from tests.unit.core.build import batch
 
 
 def test_words_are_folded_with_punctuation_as_spaces():
-    assert words("No, I meant: that’s WRONG!!  İ prefer—tea…") == " no i meant that s wrong i prefer tea "
-    assert words("") == "  "
+    assert padded_words("No, I meant: that’s WRONG!!  İ prefer—tea…") == " no i meant that s wrong i prefer tea "
+    assert padded_words("") == "  "
     b = batch({"content": "A b"}, {"content": "c"})
     assert padded_index(b) is padded_index(b) and padded_index(b).counts.tolist() == [2, 1]
 
 
-def test_the_word_index_memos_live_as_long_as_their_batch():
+def test_the_word_indexes_travel_on_their_batch():
+    # "x_y": "_" is a word byte of tokens and a separator of padded words, so the two indexes differ.
     b = batch({"content": "x_y"})
-    token_index(b), padded_index(b)
-    key = id(b)
-    assert key in _TOKEN and key in _PADDED
-    del b
+    tok, pad = token_index(b), padded_index(b)
+    assert b.derived["token_index"] is tok and b.derived["padded_index"] is pad and tok is not pad
+    assert tok.counts.tolist() == [1] and pad.counts.tolist() == [2]
+    # A batch made from it (take) builds indexes of its own.
+    taken = b.take([0])
+    assert taken.derived == {} and token_index(taken) is not tok
+    ref = weakref.ref(tok)
+    del b, tok, pad
     gc.collect()
-    assert key not in _TOKEN and key not in _PADDED
+    assert ref() is None  # nothing global holds an index
 
 
 def test_phrases_match_whole_words_only():
     p = Phrases(("i prefer", "never", "my name"))
-    assert p.find(words("Hi prefer nothing")) is None  # "hi prefer", not "i prefer"
-    assert p.find(words("Whatever, I PREFER tea")) == "i prefer"
-    assert p.find(words("nevertheless")) is None
-    assert p.find(words("What's my name?")) == "my name"
-    assert (p + Phrases(("tea",))).find(words("tea")) == "tea"
-    assert starts_with(words("Actually, no"), "actually") and not starts_with(words("not actually"), "actually")
+    assert p.find(padded_words("Hi prefer nothing")) is None  # "hi prefer", not "i prefer"
+    assert p.find(padded_words("Whatever, I PREFER tea")) == "i prefer"
+    assert p.find(padded_words("nevertheless")) is None
+    assert p.find(padded_words("What's my name?")) == "my name"
+    assert (p + Phrases(("tea",))).find(padded_words("tea")) == "tea"
+    assert starts_with(padded_words("Actually, no"), "actually")
+    assert not starts_with(padded_words("not actually"), "actually")
 
 
 @pytest.mark.parametrize("text", [
@@ -80,7 +87,7 @@ def test_first_found_is_what_find_returns_for_each_candidate(listed: list[str], 
     phrases = Phrases(listed)
     rows = data.draw(st.lists(st.booleans(), min_size=len(contents), max_size=len(contents)))
     index = padded_index(batch(*({"content": c} for c in contents)))
-    found = [phrases.find(words(c)) if open_ else None for c, open_ in zip(contents, rows, strict=True)]
+    found = [phrases.find(padded_words(c)) if open_ else None for c, open_ in zip(contents, rows, strict=True)]
     for few in (0, 100):  # all phrases at once, or one by one
         with mock.patch.object(phrases_module, "FEW_PHRASES", few):
             got = phrases.first_found(index, np.array(rows))

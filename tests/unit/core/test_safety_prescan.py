@@ -11,9 +11,9 @@ from memrank.core.batch import CandidateInput, batch_from_rows
 from memrank.core.scores import ScoringContext
 from memrank.core.signals import get_signal
 from memrank.core.signals.safety import PRESCAN_WORDS, injection_match, prescan
-from memrank.core.text import tokens
+from memrank.core.text.buffers import token_index_of
+from memrank.core.text.normalize import tokens
 from memrank.core.types import Safety
-from memrank.core.wordindex import token_index_of
 from memrank.profiles.builtin import BUILTIN_PROFILES
 
 CORPUS = Path(__file__).parents[2] / "reliability" / "data" / "prompt_injections.txt"

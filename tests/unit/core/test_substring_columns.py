@@ -6,7 +6,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from memrank.core.signals.substring import _column_hits
-from memrank.core.wordindex import ascii_joined
+from memrank.core.text.buffers import ascii_joined
 from tests.unit.core.build import batch
 
 

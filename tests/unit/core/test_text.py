@@ -1,4 +1,13 @@
-from memrank.core.text import MAX_TOKENS, SAMPLE_CHARS, STOP_WORDS, go_fields, is_pleasantry, sample, terms, tokens
+from memrank.core.text.normalize import (
+    MAX_TOKENS,
+    SAMPLE_CHARS,
+    STOP_WORDS,
+    go_fields,
+    is_pleasantry,
+    sample,
+    terms,
+    tokens,
+)
 
 
 def test_sample_keeps_short_text_whole():

@@ -22,13 +22,13 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 
 from memrank.core.batch import Batch
-from memrank.core.phrases import Phrases, words
 from memrank.core.reasons import Lazy
 from memrank.core.scores import ScoringContext
 from memrank.core.signals.base import RawSignal
-from memrank.core.text import fold, sample
+from memrank.core.text.buffers import padded_index, short_ascii, token_index
+from memrank.core.text.normalize import fold, padded_words, sample
+from memrank.core.text.phrases import Phrases
 from memrank.core.types import Source
-from memrank.core.wordindex import padded_index, short_ascii, token_index
 from memrank.profiles.model import Profile
 
 BASE = 0.30
@@ -85,7 +85,7 @@ def confidence_of(content: str, metadata: Mapping[str, str], event_time: bool, s
     """(confidence, reasons) of one memory: the definition, one memory at a time."""
     text = sample(content)
     number = _NUMBER.search(text) is not None
-    found = (number, has_date(text, words(text) if padded is None else padded, number), has_entity(text),
+    found = (number, has_date(text, padded_words(text) if padded is None else padded, number), has_entity(text),
              event_time, source, any(not k.startswith("_") for k in metadata))
     return BASE + sum(w for (_, w), f in zip(FEATURES, found, strict=True) if f), _reasons(found, metadata)
 
@@ -115,7 +115,7 @@ def confidence(batch: Batch, ctx: ScoringContext, profile: Profile, population: 
     date = DATE_WORDS.first_found(padded) >= 0
     for i in np.flatnonzero(number & ~date).tolist():
         text = sample(batch.contents[i])
-        date[i] = has_date(text, words(text), True)
+        date[i] = has_date(text, padded_words(text), True)
     entity = np.fromiter((c.lower() != c and has_entity(sample(c)) for c in batch.contents), dtype=bool, count=n)
     event_time = ~np.isnan(batch.event_time)
     source = np.isin(batch.source, (Source.UNSPECIFIED, Source.UNKNOWN), invert=True)

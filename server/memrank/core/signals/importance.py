@@ -2,7 +2,7 @@
 
 Rules are tried in order; the first whose kind set holds the memory's
 (lower-cased) kind, or one of whose phrases occurs as whole words in its
-head/tail sample (``text.words``: case-folded, punctuation as spaces, so
+head/tail sample (``text.normalize.padded_words``: case-folded, punctuation as spaces, so
 "that's" is "that s"), wins; the reasons name the rule and the phrase:
 
 =================  =====  ==============================================================
@@ -30,12 +30,12 @@ import itertools
 import numpy as np
 
 from memrank.core.batch import Batch
-from memrank.core.phrases import Phrases, PhraseSets, starts_with, words
 from memrank.core.reasons import Lazy
 from memrank.core.scores import ScoringContext
 from memrank.core.signals.base import RawSignal
-from memrank.core.text import count_tokens, is_pleasantry, sample
-from memrank.core.wordindex import padded_index, short_ascii, token_index
+from memrank.core.text.buffers import padded_index, short_ascii, token_index
+from memrank.core.text.normalize import count_tokens, is_pleasantry, padded_words, sample
+from memrank.core.text.phrases import Phrases, PhraseSets, starts_with
 from memrank.profiles.model import Profile
 
 _I = ("i", "i really", "i d", "i would")
@@ -90,7 +90,7 @@ def rule_importance(kind: str, content: str, padded: str | None = None,
 
     ``present`` is the set of the padded words, when the caller has it.
     """
-    padded, kind = words(content) if padded is None else padded, kind.lower()
+    padded, kind = padded_words(content) if padded is None else padded, kind.lower()
     for name, value, kinds, phrases in RULES:
         why = _match(name, kinds, phrases, kind, padded, present)
         if why:
@@ -120,7 +120,7 @@ _FALLBACK = {_FEW_WORDS: ("passing_remark", 0.0, f"fewer than {MIN_TOKENS} words
 def importance(batch: Batch, ctx: ScoringContext, profile: Profile, population: np.ndarray) -> RawSignal:
     """Caller importance clipped to [0, 1], else the rule-based value with the rule named.
 
-    The rules run column-wise over the batch's padded-words index (``core.wordindex``), rule by rule in
+    The rules run column-wise over the batch's padded-words index (``core.text.buffers``), rule by rule in
     order, each first by kind, then by opening words (correction), then by phrase, exactly as
     ``rule_importance`` does for one memory.
     """

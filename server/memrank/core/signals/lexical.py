@@ -26,8 +26,9 @@ from memrank.core.batch import Batch
 from memrank.core.reasons import Lazy, Same
 from memrank.core.scores import ScoringContext
 from memrank.core.signals.base import RawSignal
-from memrank.core.text import terms
-from memrank.core.wordindex import WordIndex, token_index, token_index_of
+from memrank.core.text.buffers import token_index, token_index_of
+from memrank.core.text.index import WordIndex
+from memrank.core.text.normalize import terms
 from memrank.profiles.model import Profile
 
 _SHOWN_TERMS = 5

@@ -19,13 +19,14 @@ from types import MappingProxyType
 import numpy as np
 
 from memrank.core.batch import Batch
-from memrank.core.phrases import Cue
 from memrank.core.reasons import Lazy
 from memrank.core.scores import ScoringContext
 from memrank.core.signals.base import RawSignal
-from memrank.core.text import fold
+from memrank.core.text.buffers import short_ascii, token_index
+from memrank.core.text.index import WordIndex
+from memrank.core.text.normalize import fold
+from memrank.core.text.phrases import Cue
 from memrank.core.types import Safety
-from memrank.core.wordindex import WordIndex, short_ascii, token_index
 from memrank.profiles.model import Profile
 
 _I = re.IGNORECASE

@@ -27,7 +27,7 @@ from memrank.core.batch import Batch
 from memrank.core.reasons import Same, Table
 from memrank.core.scores import ScoringContext
 from memrank.core.signals.base import RawSignal
-from memrank.core.text import STOP_WORDS, sample
+from memrank.core.text.normalize import STOP_WORDS, sample
 from memrank.profiles.model import Profile
 
 _WORD = re.compile(r"\w+")

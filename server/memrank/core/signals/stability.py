@@ -16,13 +16,13 @@ from __future__ import annotations
 import numpy as np
 
 from memrank.core.batch import Batch
-from memrank.core.phrases import Phrases, words
 from memrank.core.reasons import Lazy
 from memrank.core.scores import ScoringContext
 from memrank.core.signals.base import RawSignal
 from memrank.core.signals.importance import CONSTRAINT_PREF, DECISION_FACT
-from memrank.core.text import count_tokens, is_pleasantry, sample
-from memrank.core.wordindex import padded_index, short_ascii, token_index
+from memrank.core.text.buffers import padded_index, short_ascii, token_index
+from memrank.core.text.normalize import count_tokens, is_pleasantry, padded_words, sample
+from memrank.core.text.phrases import Phrases
 from memrank.profiles.model import Profile
 
 DURABLE_KINDS = frozenset({"fact", "preference", "decision", "constraint", "profile", "identity", "correction"})
@@ -44,7 +44,7 @@ def stability_of(kind: str, content: str, padded: str | None = None,
         return 0.3, (f"very short ({count} tokens): 0.3",)
     value = 0.6 if count < LONG_TOKENS else 0.7
     reasons = [f"{'at least ' if count == LONG_TOKENS else ''}{count} tokens: {value:g}"]
-    padded = words(text) if padded is None else padded
+    padded = padded_words(text) if padded is None else padded
     durable = f"kind {kind}" if kind.lower() in DURABLE_KINDS else DURABLE.find(padded, present)
     if durable:
         value += 0.3

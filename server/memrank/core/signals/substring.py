@@ -27,8 +27,8 @@ from memrank.core.batch import Batch
 from memrank.core.reasons import Lazy
 from memrank.core.scores import ScoringContext
 from memrank.core.signals.base import RawSignal, same_reason
-from memrank.core.text import go_fields
-from memrank.core.wordindex import ascii_joined
+from memrank.core.text.buffers import ascii_joined
+from memrank.core.text.normalize import go_fields
 from memrank.profiles.model import Profile
 
 MIN_WORD_BYTES = 3

@@ -10,10 +10,11 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from memrank.core import wordindex
-from memrank.core.phrases import words
-from memrank.core.text import tokens
-from memrank.core.wordindex import WordIndex, padded_index_of, token_index_of, word_hash
+from memrank.core.text import index as wordindex
+from memrank.core.text.buffers import padded_index_of, token_index_of
+from memrank.core.text.hashing import word_hash
+from memrank.core.text.index import WordIndex
+from memrank.core.text.normalize import padded_words, tokens
 
 VOCAB = ["i", "prefer", "tea", "I", "Prefer", "don't", "never", "_x", "x_", "café", "İstanbul", "\x00", "a\x00b",
          "ſ", "straße", "東京", "—", "...", "\n", "\t", "  ", "42", "İ", "i̇", "prefer_", "\x01"]
@@ -36,8 +37,8 @@ def test_token_index_matches_tokens(contents: list[str], term: str) -> None:
 def test_padded_index_matches_padded_words(contents: list[str], phrase: list[str]) -> None:
     index = padded_index_of(contents)
     needle = " " + " ".join(phrase) + " "
-    assert index.has(phrase).tolist() == [needle in words(c) for c in contents]
-    assert index.opens_with(phrase).tolist() == [words(c).startswith(needle) for c in contents]
+    assert index.has(phrase).tolist() == [needle in padded_words(c) for c in contents]
+    assert index.opens_with(phrase).tolist() == [padded_words(c).startswith(needle) for c in contents]
 
 
 def test_long_texts_use_head_and_tail_tokens() -> None:
@@ -57,7 +58,7 @@ def test_a_large_batch_matches_the_per_candidate_functions() -> None:
     for term in vocab:
         assert index.has(term).tolist() == [term in tokens(c) for c in contents], term
     for a, b in itertools.pairwise(vocab):
-        assert padded.has([a, b]).tolist() == [f" {a} {b} " in words(c) for c in contents], (a, b)
+        assert padded.has([a, b]).tolist() == [f" {a} {b} " in padded_words(c) for c in contents], (a, b)
 
 
 def test_hash_is_the_documented_chunk_combination() -> None:

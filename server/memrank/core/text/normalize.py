@@ -1,4 +1,4 @@
-"""Text helpers of the scoring core: bounded samples, word tokens, stop words.
+"""Normalising and sampling text: bounded samples, word tokens, padded words, stop words, one punctuation table.
 
 Lexical work never sees more than a head/tail sample of ``SAMPLE_CHARS``
 characters and ``MAX_TOKENS`` tokens per candidate, so its cost is bounded
@@ -34,6 +34,13 @@ _WORD = re.compile(r"\w+")
 # For ASCII text, \w is [A-Za-z0-9_]: a bytes translation (every other byte a space) and split() give
 # exactly the tokens of _WORD.findall, several times faster than the regex.
 _ASCII_NON_WORD = bytes(b if chr(b).isascii() and (chr(b).isalnum() or b == ord("_")) else 32 for b in range(256))
+
+# Punctuation: a separator in padded words (so "that's" reads "that s" and "don't" "don t"). The one table:
+# the index buffers take its ASCII part as a bytes table.
+PUNCT_CHARS = "!\"#$%&()*+,-./:;<=>?@[\\]^_`{|}~'’‘“”«»—–…¡¿"
+_PUNCT = str.maketrans({c: " " for c in PUNCT_CHARS})
+# The same mapping for ASCII text as a bytes table (bytes.translate is much faster than str.translate).
+_ASCII_PUNCT = bytes(32 if chr(b) in PUNCT_CHARS else b for b in range(256))
 
 # Go's unicode.IsSpace set, which strings.Fields splits on. Python's
 # str.split() also splits on U+001C..U+001F, so the compatibility code must
@@ -104,3 +111,14 @@ def fold(text: str) -> str:
     if text.isascii():  # _RE_FOLD maps only non-ASCII letters; str.translate is slow
         return text.lower()
     return text.translate(_RE_FOLD).lower()
+
+
+def padded_words(text: str) -> str:
+    """The padded words of the text's head/tail sample: " word word ... word " (case-folded, punctuation and
+    white space as single spaces), what the phrase rules search."""
+    s = sample(text)
+    if s.isascii():  # fold() is lower() on ASCII text
+        spaced = s.lower().encode("ascii").translate(_ASCII_PUNCT).decode("ascii")
+    else:
+        spaced = fold(s).translate(_PUNCT)
+    return " " + " ".join(spaced.split()) + " "

@@ -2,8 +2,9 @@
 
 ``re`` scans every position of a text for every alternative, which is slow
 on long memories in Python. Rules are therefore whole-word phrases tested
-as substrings of the text's *padded words* (" word word ... word ":
-case-folded head/tail sample, punctuation as spaces, single spaces), grouped
+as substrings of the text's *padded words* (``normalize.padded_words``:
+" word word ... word ", case-folded head/tail sample, punctuation as single
+spaces), grouped
 by first word so that one C-speed test rules out a whole group. The few real
 patterns (safety) are guarded by literals that every match contains.
 """
@@ -18,25 +19,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from memrank.core.text import fold, sample
-from memrank.core.wordindex import WordIndex
-
-# Punctuation becomes a space, so "that's" reads "that s" and "don't" "don t".
-_PUNCT_CHARS = "!\"#$%&()*+,-./:;<=>?@[\\]^_`{|}~'’‘“”«»—–…¡¿"
-_PUNCT = str.maketrans({c: " " for c in _PUNCT_CHARS})
-# The same mapping for ASCII text as a bytes table (bytes.translate is much faster than str.translate).
-_ASCII_PUNCT = bytes(32 if chr(b) in _PUNCT_CHARS else b for b in range(256))
-
-
-def words(text: str) -> str:
-    """The padded words of the text's head/tail sample."""
-    s = sample(text)
-    if s.isascii():  # fold() is lower() on ASCII text
-        spaced = s.lower().encode("ascii").translate(_ASCII_PUNCT).decode("ascii")
-    else:
-        spaced = fold(s).translate(_PUNCT)
-    return " " + " ".join(spaced.split()) + " "
-
+from memrank.core.text.index import WordIndex
 
 # first_found follows this many candidate phrases or fewer one at a time, more all at once. Measured on
 # 400 candidates (the bench batch: 10 candidate rule phrases; 400 LoCoMo turns: 69), one at a time costs

@@ -1,0 +1,173 @@
+"""A batch's words as numpy columns: which candidates hold a word or a phrase, without a Python loop per candidate.
+
+A ``WordIndex`` holds, for every word of one normalisation of a batch
+(``buffers`` builds them), in order: its 64-bit hash (``hashing``), its byte
+offset and length in one buffer of all the candidates' normalised words
+(UTF-8, separators as NUL bytes), and the candidate that owns it. A question
+("which candidates contain the phrase 'i prefer'?") is a few comparisons over
+these columns; every hash match is then checked byte for byte, so a hash
+collision can never make a false match.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from memrank.core.text.hashing import P, word_hash, word_key, word_table
+
+_VECTOR_CHUNKS = 8  # words of up to 64 bytes are hashed column-wise; longer ones (rare) in Python
+# _LOW[k] keeps the low k bytes of a little-endian 8-byte chunk (k = 0..8).
+_LOW = np.array([(1 << (8 * k)) - 1 for k in range(8)] + [(1 << 64) - 1], dtype=np.uint64)
+# word_ids looks up this many words or fewer one by one (a pass over the hashes each), more in one pass.
+_FEW = 8
+
+
+class WordIndex:
+    """Every word of one normalisation of a batch, as columns (see the module docstring)."""
+
+    def __init__(self, buf: bytes, seg_starts: np.ndarray, n: int) -> None:
+        self.n = n
+        self.buf = buf
+        a = np.frombuffer(buf + bytes(8), dtype=np.uint8)  # 8 spare zero bytes: every word's chunks exist
+        self._bytes = a
+        inside = a != 0
+        change = np.empty(a.size, dtype=bool)  # a boolean mask: nonzero() has a fast path for bool only
+        change[0] = inside[0]
+        np.not_equal(inside[1:], inside[:-1], out=change[1:])
+        changes = np.flatnonzero(change)  # word starts and ends alternate, a start first
+        starts, ends = changes[0::2], changes[1::2]
+        lengths = ends - starts
+        self.starts, self.lengths = starts, lengths
+        # The 8 bytes from every offset, as one little-endian uint64 each (an unaligned view, no copy).
+        chunks = np.ndarray(shape=(a.size - 7,), dtype="<u8", buffer=a, strides=(1,))
+        hashes = chunks[starts] & _LOW[np.minimum(lengths, 8)]
+        with np.errstate(over="ignore"):
+            for chunk in range(1, _VECTOR_CHUNKS):
+                longer = np.flatnonzero(lengths > 8 * chunk)
+                if not longer.size:
+                    break
+                rest = np.minimum(lengths[longer] - 8 * chunk, 8)
+                part = chunks[starts[longer] + 8 * chunk] & _LOW[rest]
+                hashes[longer] = hashes[longer] * np.uint64(P) + part
+        for k in np.flatnonzero(lengths > 8 * _VECTOR_CHUNKS).tolist():
+            hashes[k] = word_hash(buf[starts[k]:ends[k]])
+        self.hashes = hashes
+        first = np.searchsorted(starts, seg_starts)
+        self.first = first  # index of each candidate's first word
+        self.counts = np.diff(np.append(first, starts.size))  # words per candidate
+        self.owner = np.repeat(np.arange(n), self.counts)
+        self._distinct: np.ndarray | None = None
+        self._positions: dict[str, np.ndarray] = {}
+        self._seen: dict[int, bool] = {}  # hash -> some word has it
+        self.same_as_padded = False  # a tokens index whose words are also the padded words (``token_index``)
+
+    def present_hashes(self, hashes: np.ndarray) -> np.ndarray:
+        """Per hash, whether some word of the batch has it (a superset of the words present)."""
+        if self._distinct is None:
+            self._distinct = np.sort(self.hashes)  # repeats do no harm to a presence test
+        k = np.minimum(np.searchsorted(self._distinct, hashes), max(self._distinct.size - 1, 0))
+        return np.asarray(self._distinct[k] == hashes) if self._distinct.size else np.zeros(hashes.size, bool)
+
+    def learn(self, words: Sequence[str]) -> np.ndarray:
+        """Look up many words' presence in one vectorised step (later questions about them are free).
+
+        Returns, per word, whether some word of the batch has its hash (a superset of the words present).
+        """
+        keys = [word_key(w)[1] for w in words]
+        present = self.present_hashes(np.array(keys, dtype=np.uint64))
+        self._seen.update(zip(keys, present.tolist(), strict=True))
+        return present
+
+    def _verified(self, at: np.ndarray, word: bytes) -> np.ndarray:
+        """The word positions in ``at`` (where the hash is ``word``'s) whose bytes are exactly ``word``."""
+        at = at[self.lengths[at] == len(word)]
+        # Up to 8 bytes, a word is its own hash (``word_hash``) and equal lengths leave no other word with
+        # that hash: the hash match is the byte match. Longer words are compared byte for byte.
+        if at.size and len(word) > 8:
+            want = np.frombuffer(word, dtype=np.uint8)
+            got = self._bytes[self.starts[at][:, None] + np.arange(len(word))]
+            at = at[(got == want).all(axis=1)]
+        return at
+
+    def positions(self, word: str) -> np.ndarray:
+        """Positions (word numbers) where the word occurs."""
+        found = self._positions.get(word)
+        if found is None:
+            raw, h = word_key(word)
+            if not raw or self._seen.get(h) is False:  # learned absent
+                found = np.zeros(0, dtype=np.int64)
+            else:  # one scan of the hashes (no sort for a few words: the scan answers absence too)
+                found = self._verified((self.hashes == np.uint64(h)).nonzero()[0], raw)
+            self._positions[word] = found
+        return found
+
+    def phrase_positions(self, phrase: Sequence[str]) -> np.ndarray:
+        """Positions of the first word of each occurrence of consecutive words within one candidate."""
+        if any(self._seen.get(word_key(w)[1]) is False for w in phrase):  # a word learned absent
+            return np.zeros(0, dtype=np.int64)
+        at = self.positions(phrase[0])
+        for j, word in enumerate(phrase[1:], 1):
+            if not at.size:
+                break
+            # Both position lists are sorted: a binary search of one in the other, over these few only.
+            found = self.positions(word)
+            nxt = at + j
+            k = np.minimum(np.searchsorted(found, nxt), max(found.size - 1, 0))
+            at = at[(found[k] == nxt) & (self.owner[np.minimum(nxt, self.hashes.size - 1)] == self.owner[at])] \
+                if found.size else found
+        return at
+
+    def word_ids(self, words: Sequence[str]) -> np.ndarray:
+        """Per word position, the index in ``words`` of the word found there, else -1 (one pass for all words).
+
+        ``words`` must be distinct. Each position's hash picks one slot of a small collision-free table
+        of the words' hashes (``hashing.WordTable``); a hit is exact when both words are at most 8 bytes and of one
+        length (``word_hash``), otherwise its bytes are compared, so a hash collision can never make a
+        false match.
+        """
+        out = np.full(self.hashes.size, -1, dtype=np.int64)
+        if not words or not self.hashes.size:
+            return out
+        table = word_table(tuple(words)) if len(words) > _FEW else None
+        if table is None:  # few words to find, or two share a hash: word by word
+            for k in reversed(range(len(words))):  # a word listed twice keeps its first index
+                out[self.positions(words[k])] = k
+            return out
+        slot = table.slots[(self.hashes * table.multiplier) >> table.shift]
+        at = (slot >= 0).nonzero()[0]
+        k = slot[at]
+        same = (table.hashes[k] == self.hashes[at]) & (table.sizes[k] == self.lengths[at])
+        at, k = at[same], k[same]
+        long_ = np.flatnonzero(table.sizes[k] > 8)
+        if long_.size:  # rare: compare the bytes of every hit of a word longer than 8 bytes
+            keep = np.ones(at.size, dtype=bool)
+            for w in np.unique(k[long_]).tolist():
+                mine = long_[k[long_] == w]
+                keep[mine] = np.isin(at[mine], self._verified(at[mine], table.raws[w]))
+            at, k = at[keep], k[keep]
+        out[at] = k
+        return out
+
+    def holding_digits(self) -> np.ndarray:
+        """(n,) mask: some word of the candidate holds an ASCII digit."""
+        body = self._bytes[:-8]
+        at = np.flatnonzero((body >= ord("0")) & (body <= ord("9")))
+        return self.holders(np.searchsorted(self.starts, at, side="right") - 1)
+
+    def holders(self, at: np.ndarray) -> np.ndarray:
+        """(n,) mask of the candidates owning the given word positions."""
+        mask = np.zeros(self.n, dtype=bool)
+        mask[self.owner[at]] = True
+        return mask
+
+    def has(self, phrase: str | Sequence[str]) -> np.ndarray:
+        """(n,) mask: the candidate holds the word, or the words in a row (a phrase given as a word list)."""
+        words = phrase.split() if isinstance(phrase, str) else phrase
+        return self.holders(self.phrase_positions(words)) if words else np.zeros(self.n, dtype=bool)
+
+    def opens_with(self, phrase: Sequence[str]) -> np.ndarray:
+        """(n,) mask: the candidate's words begin with the phrase."""
+        at = self.phrase_positions(phrase)
+        return self.holders(at[at == self.first[self.owner[at]]])
