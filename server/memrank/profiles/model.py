@@ -13,6 +13,7 @@ from types import MappingProxyType
 from typing import Any
 
 from memrank.core.errors import ConfigError
+from memrank.core.text.stem import LANGUAGES
 from memrank.core.types import Placement
 
 NORMALIZATIONS = ("none", "min_max", "z_score", "rank")
@@ -88,6 +89,7 @@ class Profile:
     hold_threshold: float = 0.4
     lexical_blend: float = 0.0
     context_lexical: float = 0.25
+    lexical_stemmer: str | None = None  # a Snowball language (core.text.stem.LANGUAGES); None: exact words
 
     def weight_of(self, signal: str) -> float:
         """The weight of a signal, 0 when the profile does not use it."""
@@ -145,6 +147,10 @@ def profile_from_mapping(key: str, raw: Mapping[str, Any], base: Profile | None 
         elif name in ("diversity_lambda", "dedupe_threshold", "retrieval_blend", "min_score",
                       "admit_threshold", "hold_threshold", "lexical_blend", "context_lexical"):
             values[name] = _number(k, value, 0.0, 1.0)
+        elif name == "lexical_stemmer":
+            if value is not None and value not in LANGUAGES:
+                raise ConfigError(f"{k}: {value!r} is not a Snowball language (known: {', '.join(LANGUAGES)}, or null)")
+            values[name] = value
         elif name == "relevance_threshold":
             values[name] = None if value is None else _number(k, value)
         elif name == "half_life_hours":

@@ -14,6 +14,12 @@ The signal is the IDF share of the query found in the memory::
     lexical = sum(idf(t) for t in query terms found) / sum(idf(t) for t in query terms)
 
 in [0, 1]; 0 for every candidate when the query has no terms.
+
+With ``profile.lexical_stemmer`` set to a Snowball language (``text.stem``),
+a query term is found in a memory when some word of the memory has the same
+stem ("painting" finds "painted"), query terms sharing a stem count once,
+and IDF counts the memories holding any form of it. Unset (every built-in
+profile but ``default``): exact words, as above.
 """
 
 from __future__ import annotations
@@ -29,6 +35,7 @@ from memrank.core.signals.base import RawSignal
 from memrank.core.text.buffers import token_index, token_index_of
 from memrank.core.text.index import WordIndex
 from memrank.core.text.normalize import terms
+from memrank.core.text.stem import matching, stem
 from memrank.profiles.model import Profile
 
 _SHOWN_TERMS = 5
@@ -49,6 +56,19 @@ def _presence(query_terms: list[str], index: WordIndex) -> np.ndarray:
     return out
 
 
+def _stemmed_presence(query_terms: list[str], index: WordIndex, language: str) -> tuple[np.ndarray, list[str]]:
+    """(n, stems) presence of each distinct query stem, and the first query term of each stem (its label)."""
+    labels: dict[str, str] = {}
+    for t in query_terms:
+        labels.setdefault(stem(language, t), t)
+    stems = list(labels)
+    which = matching(index, language, stems)
+    out = np.zeros((index.n, len(stems)), dtype=bool)
+    at = np.flatnonzero(which >= 0)
+    out[index.owner[at], which[at]] = True
+    return out, list(labels.values())
+
+
 def smooth_idf(hits: np.ndarray, population: np.ndarray) -> np.ndarray:
     """ln((1 + N) / (1 + df)) + 1 per query term, over the population rows of hits."""
     n_pop = int(population.sum())
@@ -61,7 +81,10 @@ def lexical(batch: Batch, ctx: ScoringContext, profile: Profile, population: np.
     query_terms = terms(ctx.query)
     if not query_terms or batch.n == 0:
         return RawSignal(np.zeros(batch.n), Same(batch.n, "no query terms"))
-    hits = _presence(query_terms, token_index(batch))
+    if profile.lexical_stemmer:
+        hits, query_terms = _stemmed_presence(query_terms, token_index(batch), profile.lexical_stemmer)
+    else:
+        hits = _presence(query_terms, token_index(batch))
     idf = smooth_idf(hits, population)
     values = np.clip(hits.astype(np.float64) @ idf / math.fsum(idf.tolist()), 0.0, 1.0)
     return RawSignal(values, Lazy(batch.n, lambda i: _reason(hits[i].tolist(), query_terms)))

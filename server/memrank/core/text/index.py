@@ -43,6 +43,7 @@ class WordIndex:
         # The 8 bytes from every offset, as one little-endian uint64 each (an unaligned view, no copy).
         chunks = np.ndarray(shape=(a.size - 7,), dtype="<u8", buffer=a, strides=(1,))
         hashes = chunks[starts] & _LOW[np.minimum(lengths, 8)]
+        self.heads = hashes.copy()  # each word's first 8 bytes (little-endian, zero past its end)
         with np.errstate(over="ignore"):
             for chunk in range(1, _VECTOR_CHUNKS):
                 longer = np.flatnonzero(lengths > 8 * chunk)
@@ -149,6 +150,19 @@ class WordIndex:
             at, k = at[keep], k[keep]
         out[at] = k
         return out
+
+    def word_at(self, position: int) -> str:
+        """The word at a position, decoded as ``hashing.encode`` stored it."""
+        start = int(self.starts[position])
+        raw = self.buf[start:start + int(self.lengths[position])]
+        return raw.replace(b"\xff", b"\0").decode("utf-8", "surrogatepass")
+
+    def starting_with(self, prefix: bytes) -> np.ndarray:
+        """Positions of the words whose bytes begin with ``prefix`` (1 to 8 bytes)."""
+        want = np.uint64(int.from_bytes(prefix, "little"))
+        mask = _LOW[len(prefix)]
+        at = np.flatnonzero((self.heads & mask) == want)
+        return at[self.lengths[at] >= len(prefix)]
 
     def holding_digits(self) -> np.ndarray:
         """(n,) mask: some word of the candidate holds an ASCII digit."""
