@@ -31,7 +31,7 @@ def port_scorers(w: Workload) -> dict[str, Callable[[], list[float]]]:
     Each computes exactly what memrank's ``score()`` computes in its pair (``bench/run.py: core_vs_ports``
     checks the outputs agree to 1e-9): the Go scorer; the generative-agents formula with every importance
     given (``filled_importance``); the lexical IDF share with memrank's query terms (stop words removed,
-    ``text.terms``, an input computed once as the tests do) over each content's ``\\w+`` words.
+    ``text.normalize.terms``, an input computed once as the tests do) over each content's ``\\w+`` words.
     """
     rows = w.rows
     query_terms = terms(QUERY)

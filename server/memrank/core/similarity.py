@@ -77,7 +77,7 @@ class Similarity:
                 self.kind = "cosine"
         if self._unit is None:
             self.kind = "shingle_jaccard"
-            index = token_index(batch)  # every candidate's sample tokens, in order (``text.tokens``)
+            index = token_index(batch)  # every candidate's sample tokens, in order (``text.normalize.tokens``)
             self._index_shingles(_exact_ids(index), index.counts)
 
     def _index_shingles(self, token: np.ndarray, counts: np.ndarray) -> None:

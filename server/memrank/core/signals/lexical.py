@@ -1,8 +1,8 @@
 """Lexical overlap between the query and a memory, done right.
 
-Query terms are the ``text.terms`` of the query: Unicode word tokens,
+Query terms are the ``text.normalize.terms`` of the query: Unicode word tokens,
 lower-cased, English stop words removed, duplicates removed. A memory's
-terms come from its head/tail sample (``text.tokens``). Each query term t
+terms come from its head/tail sample (``text.normalize.tokens``). Each query term t
 weighs its smoothed IDF over the population (the ungated candidates)::
 
     idf(t) = ln((1 + N) / (1 + df(t))) + 1
@@ -43,7 +43,7 @@ _LEARN_ABOVE = 8  # query terms: up to this many, each is one scan of the word h
 
 
 def presence(query_terms: list[str], contents: tuple[str, ...]) -> np.ndarray:
-    """(n, terms) boolean matrix: does memory i contain query term j (among its ``text.tokens``)."""
+    """(n, terms) boolean matrix: does memory i contain query term j (among its ``text.normalize.tokens``)."""
     return _presence(query_terms, token_index_of(contents))
 
 

@@ -67,7 +67,7 @@ def _column_hits(contents: tuple[str, ...], words: list[str],
     task), so no match spans two contents. A word that does hold a space is searched with ``in``.
 
     ``joined``, when given, is the contents already joined by spaces as ASCII bytes with each one's offset
-    (``wordindex.ascii_joined``); it is lower-cased here.
+    (``text.buffers.ascii_joined``); it is lower-cased here.
     """
     n = len(contents)
     hits = np.zeros(n)
