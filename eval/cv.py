@@ -18,7 +18,9 @@ Choosing, on the training conversations only:
    sum(w_s x normalised_s) (relevance fixed at 1, each other weight from
    ``GRID``, three rounds; a change is kept only when it gains recall@5),
    then scaled to sum to 1 (the profile's combined score stays in [0, 1];
-   three decimals, the rounding remainder given to relevance);
+   three decimals, the rounding remainder given to relevance). The fitter
+   and the metric are ``memrank.tuning``'s, the ones `memrank tune` runs;
+   here from relevance alone, coordinates in ``SIGNALS`` order;
 3. lambda: the full pipeline (``memrank.core.pipeline.rank``: gates, MMR,
    calibration) with each of ``LAMBDAS``; the best recall@5 wins, ties to the
    larger lambda (less re-ordering). 1.0 is not among them: it turns the
@@ -46,8 +48,6 @@ import numpy as np
 
 from memrank.core.batch import Batch, RankParams
 from memrank.core.pipeline import rank
-from memrank.core.score import score
-from memrank.core.scores import ScoringContext
 from memrank.evaluation import report
 from memrank.evaluation.data import load_conversations
 from memrank.evaluation.metrics import score_ranking
@@ -56,10 +56,13 @@ from memrank.evaluation.retrieval import Retriever, baseline_orders, pool
 from memrank.grpc.convert import request_to_domain
 from memrank.profiles.builtin import BUILTIN_PROFILES
 from memrank.profiles.model import Profile, SignalSpec
+from memrank.tuning.ascent import GRID, coordinate_ascent, to_simplex
+from memrank.tuning.columns import query_of
+from memrank.tuning.dataset import Query, Stack
+from memrank.tuning.metrics import Metric, Objective
 
 SIGNALS = ("relevance", "lexical", "context", "speaker", "importance", "recency")
 NORMALIZATION = {"relevance": "min_max"}
-GRID = (0.0, 0.05, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.8, 1.0, 1.5)
 LAMBDAS = (0.95, 0.9, 0.8, 0.7)
 ROUNDS = 3
 
@@ -74,9 +77,7 @@ class Item:
     evidence: tuple[str, ...]
     batch: Batch
     params: RankParams
-    features: Mapping[str, np.ndarray]  # signal -> normalised column (0 where gated)
-    eligible: np.ndarray
-    hits: np.ndarray  # bool: candidate is evidence
+    query: Query  # the SIGNALS' normalised columns, the gate and the evidence (memrank.tuning)
     tokens: Mapping[str, int]
     vectors: Mapping[str, np.ndarray] | None
     llamaindex: tuple[str, ...]  # the reference ranking (turn ids)
@@ -102,45 +103,19 @@ def prepare(data: Path, embeddings: Path | None) -> list[Item]:
             bm25, dense = retriever.bm25(q.text), retriever.dense(qi)
             req = build_request(conv, qi, pool(conv, bm25, dense), bm25, dense, "cv")
             batch, params = request_to_domain(req, 0.0)
-            ctx = ScoringContext(params.query, params.reference_time, params.explicit_lookup)
-            scores = score(batch, ctx, profile)
-            feats = {c.name: c.normalized for c in scores.signals}
-            hits = np.array([i in set(q.evidence) for i in batch.ids])
+            query = query_of(batch, params, profile, dict.fromkeys(q.evidence, 1.0), q.key, conv.id)
             ref = tuple(ids[i] for i in baseline_orders(conv, bm25, dense)["llamaindex"])
-            items.append(Item(conv.id, q.key, q.category, q.evidence, batch, params, feats, scores.gate == 0, hits,
-                              tokens, vectors, ref))
+            items.append(Item(conv.id, q.key, q.category, q.evidence, batch, params, query, tokens, vectors, ref))
     return items
 
 
-def linear_recall(items: Sequence[Item], w: Mapping[str, float], k: int = 5) -> float:
-    """Mean recall@k of ranking by sum(w_s x normalised_s), gated candidates last."""
-    total = 0.0
-    for it in items:
-        s = sum(w[name] * it.features[name] for name in w if w[name])
-        s = np.where(it.eligible, s, -np.inf)
-        top = np.argsort(-s, kind="stable")[:k]
-        total += float(it.hits[top].sum()) / len(it.evidence)
-    return total / max(1, len(items))
-
-
 def fit_weights(items: Sequence[Item]) -> dict[str, float]:
-    """Coordinate ascent on linear recall@5; relevance fixed at 1, then scaled to sum 1."""
-    w = {s: (1.0 if s == "relevance" else 0.0) for s in SIGNALS}
-    best = linear_recall(items, w)
-    for _ in range(ROUNDS):
-        changed = False
-        for s in SIGNALS[1:]:
-            for g in GRID:
-                trial = {**w, s: g}
-                v = linear_recall(items, trial)
-                if v > best + 1e-12:
-                    best, w, changed = v, trial, True
-        if not changed:
-            break
-    total = sum(w.values())
-    out = {s: round(v / total, 3) for s, v in w.items() if v > 0}
-    out["relevance"] = round(out["relevance"] + 1.0 - sum(out.values()), 3)  # rounding left to relevance: sum 1
-    return out
+    """Coordinate ascent on linear recall@5 (``memrank.tuning``); relevance fixed at 1, then scaled to sum 1."""
+    objective = Objective(Stack.of([it.query for it in items], len(SIGNALS)), Metric("recall", 5))
+    start = np.array([1.0] + [0.0] * (len(SIGNALS) - 1))  # relevance alone
+    fit = coordinate_ascent(objective, start, anchor=0, grid=GRID, rounds=ROUNDS)
+    shares = to_simplex(fit.weights, anchor=0)  # three decimals, the rounding left to relevance: sum 1
+    return {s: float(v) for s, v, raw in zip(SIGNALS, shares.tolist(), fit.weights.tolist(), strict=True) if raw > 0}
 
 
 def profile_of(weights: Mapping[str, float], lam: float) -> Profile:
