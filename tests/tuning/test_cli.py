@@ -12,8 +12,9 @@ import pytest
 import yaml
 from google.protobuf import json_format
 
-from memrank.config import SettingsSource
+from memrank.config import SettingsSource, load_settings
 from memrank.profiles.builtin import BUILTIN_PROFILES
+from memrank.tuning.labels import query_of_line
 from tests.tuning import locomo_fixture, synthetic
 
 TRUE = np.array([0.2, 0.7, 0.0, 0.0, 0.0, 0.1])
@@ -110,3 +111,11 @@ def test_locomo_data_to_memrank_eval(tmp_path: Path) -> None:
     rows = {r["profile"] for r in json.loads((tmp_path / "report.json").read_text())["rows"]}
     assert rows == {"llamaindex", "tuned", "default"}
 
+
+def test_the_readme_example_line_is_a_valid_labelled_line() -> None:
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
+    section = readme.split("### Tuning weights on your own data", 1)[1]
+    line = section.split("```json\n", 1)[1].split("\n", 1)[0]
+    settings = load_settings(env={})
+    q = query_of_line("README", line, settings.profiles["default"], settings.limits, 0.0)
+    assert q.grades.tolist() == [2.0, 0.0] and q.group == "user-17"
