@@ -46,7 +46,7 @@ def test_prints_the_folds_and_the_weights(tuned: tuple[Path, subprocess.Complete
     assert [line.split("|")[1].strip() for line in lines[3:7]] == ["1", "2", "3", "out of fold"]
     assert any(line.startswith("out of fold recall@5: base ") for line in lines)
     assert "| signal | normalization | default | mine |" in lines
-    assert "| relevance | min_max | 0.257 |" in proc.stdout
+    assert f"| relevance | min_max | {BUILTIN_PROFILES['default'].weight_of('relevance'):g} |" in proc.stdout
     assert lines[-1].startswith("wrote ") and "profile 'mine' (base default)" in lines[-1]
     assert "memrank tune: scoring" in proc.stderr and "memrank tune: fitting" in proc.stderr  # the progress bars
 

@@ -101,9 +101,9 @@ def generative(cands: list[dict[str, Any]], ref: datetime) -> list[tuple[float, 
 
 # The built-in `default` profile (profiles/builtin.py): signals in summation order with their weights,
 # diversity lambda, the covering set's near-duplicate threshold and the lexical share of a context match.
-DEFAULT_WEIGHTS = (("relevance", 0.257), ("lexical", 0.256), ("context", 0.256), ("speaker", 0.154),
-                   ("importance", 0.051), ("recency", 0.026))
-DEFAULT_LAMBDA = 0.95
+DEFAULT_WEIGHTS = (("relevance", 0.223), ("lexical", 0.333), ("context", 0.222), ("speaker", 0.178),
+                   ("importance", 0.044))
+DEFAULT_LAMBDA = 0.9
 DEDUPE = 0.92
 CONTEXT_LEXICAL = 0.25
 WORD = re.compile(r"\w+")
@@ -153,14 +153,15 @@ def default_scores(cands: list[dict[str, Any]], req: dict[str, Any]) -> list[tup
     relevance = min-max of retrieval_score (no facet scores); lexical is 0 because no query word occurs
     in any content (checked); context = best neighbour match (same thread, position +/- 1),
     match = (1 - 0.25) x minmax(relevance) + 0.25 x lexical; speaker = 1 if the query names the
-    speaker. importance and recency are not derived here: the vectors override their weights to 0.
+    speaker. importance is not derived here: the vectors override its weight to 0. (default stems its
+    lexical terms; no query word's stem begins any content word either, so lexical stays 0.)
     """
     assert not any("facetScores" in c or "stageScores" in c for c in cands), "derive.py: no facets or stages"
     assert "embeddingsF32" not in req and not any("embedding" in c for c in cands), "derive.py: no embeddings"
     overrides = req.get("weightOverrides", {})
     weights = [(name, float(overrides.get(name, w))) for name, w in DEFAULT_WEIGHTS]
-    assert all(w == 0 for name, w in weights if name in ("importance", "recency")), \
-        "derive.py does not derive importance or recency: override their weights to 0"
+    assert all(w == 0 for name, w in weights if name == "importance"), \
+        "derive.py does not derive importance: override its weight to 0"
     query = req.get("query", "")
     content_words = {w for c in cands for w in words(c.get("content", ""))}
     assert not set(words(query)) & content_words, "derive.py: lexical is derived only as 0 (no shared word)"
@@ -187,14 +188,14 @@ def default_scores(cands: list[dict[str, Any]], req: dict[str, Any]) -> list[tup
         spk_why = (f"query names {name!r} ({hit!r})" if hit else f"query does not name {name!r}" if name
                    else "no speaker")
         values = {"relevance": rel[i], "lexical": lex[i], "context": ctx, "speaker": spk,
-                  "importance": 0.0, "recency": 0.0}
+                  "importance": 0.0}
         combined = 0.0
         for sig, w in weights:
             combined = combined + w * values[sig]
         wt = dict(weights)
         why = (f"relevance minmax({c.get('retrievalScore', 0.0)}) = {rel[i]!r} x {wt['relevance']:g}; "
                f"lexical 0 (no query word in any content) x {wt['lexical']:g}; context {ctx_why} x {wt['context']:g}; "
-               f"speaker {spk:g} ({spk_why}) x {wt['speaker']:g}; importance x 0, recency x 0; "
+               f"speaker {spk:g} ({spk_why}) x {wt['speaker']:g}; importance x 0; "
                f"combined = {combined!r}")
         out.append((combined, why))
     return out
@@ -548,11 +549,11 @@ def cases() -> list[tuple[str, str, dict[str, Any], dict[str, Any] | None]]:
         "and agent-observer's formula does not read embeddings, so the answer is placement_best_first's",
         rank_request("packed_embeddings", ao, OBSERVER_FIVE, OBSERVER_QUERY, embeddingsF32=pack_f32(PACKED_ROWS),
                      embeddingDim=3))
-    only_new = {"importance": 0, "lexical": 0, "recency": 0, "relevance": 0}  # keys sorted: map bytes agree
+    only_new = {"importance": 0, "lexical": 0, "relevance": 0}  # keys sorted: map bytes agree
     add("default_context_neighbours", "default, only context and speaker weighed (weightOverrides), explicit "
         "lookup: context is the best (1 - 0.25) x minmax(retrieval) among the candidates of the same thread at "
         "position +/- 1 (position 0 set, other thread, position without thread, thread without position get "
-        "none); the query names no speaker; contents share no word, so each final = 0.95 x combined; zeros "
+        "none); the query names no speaker; contents share no word, so each final = 0.9 x combined; zeros "
         "are still selected, ingested_at then id breaking their tie",
         rank_request("default_context_neighbours", "default", [
             cand("s-3", "fact", "Sure thing", 0.75, thread="s", position=3),
@@ -566,7 +567,7 @@ def cases() -> list[tuple[str, str, dict[str, Any], dict[str, Any] | None]]:
             "Where did the ferry leave from?", explicitLookup=True, weightOverrides=only_new))
     add("default_speaker_named", "default, only speaker weighed (weightOverrides), explicit lookup: the query "
         "names a speaker by a whole word of its folded form (NFKD, marks removed, case-folded: 'JOSE' names "
-        "'José'); named speakers score 0.95 x 0.154, the rest 0; ties by id",
+        "'José'); named speakers score 0.9 x 0.178, the rest 0; ties by id",
         rank_request("default_speaker_named", "default", [
             cand("sp-none", "fact", "Weather turned cold", 1.0),
             cand("sp-jose", "fact", "Bought a guitar", 0.1, speaker="José"),

@@ -41,7 +41,7 @@ def test_lians_admission_weights():
 
 
 def test_weight_overrides_change_the_effective_weight():
-    p = profile("default").with_overrides({"recency": 0.9})
+    p = profile("support").with_overrides({"recency": 0.9})
     s = score(_rows(), ctx("parser"), p)
     recency = next(c for c in s.signals if c.name == "recency")
     assert recency.weight == 0.9
