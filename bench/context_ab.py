@@ -1,4 +1,4 @@
-"""Cost of the context and speaker signals on the request path, side by side in one run.
+"""Cost of the context and speaker signals and of lexical stemming on the request path, side by side in one run.
 
     python -m bench.context_ab [--rounds 25]
 
@@ -6,8 +6,9 @@ For 400 and 1,600 candidates with 384-dim embeddings (the bench's seeded
 workload, threads of 20 turns, two speakers, a query naming one), the median
 in-process ``rank()`` time of: ``default`` on candidates carrying
 thread/position/speaker; ``default`` on the same candidates without them
-(both signals return at once); and ``default`` without the two signals. The
-three are called alternately, so machine load hits each alike.
+(both signals return at once); ``default`` without the two signals; and
+``default`` with exact-word lexical (no stemmer). The four are called
+alternately, so machine load hits each alike.
 """
 
 from __future__ import annotations
@@ -31,14 +32,17 @@ def main() -> None:
     args = ap.parse_args()
     d = BUILTIN_PROFILES["default"]
     without = dataclasses.replace(d, signals=tuple(s for s in d.signals if s.name not in ("context", "speaker")))
+    unstemmed = dataclasses.replace(d, lexical_stemmer=None)
     params = RankParams(query=QUERY + " alex", reference_time=REFERENCE_TIME, profile="p", max_items=20)
-    print("| candidates | default, fields set (ms) | default, no fields (ms) | without the two signals (ms) |")
-    print("|---:|---:|---:|---:|")
+    print("| candidates | default, fields set (ms) | default, no fields (ms) | without the two signals (ms) "
+          "| fields set, no stemming (ms) |")
+    print("|---:|---:|---:|---:|---:|")
     for n in (400, 1600):
         w = workload(n, 384)
         rows = [dataclasses.replace(r, thread=f"s{i // 20}", position=i % 20, speaker="alex" if i % 2 else "sam")
                 for i, r in enumerate(w.rows)]
-        cases = [(batch_from_rows(rows), d), (batch_from_rows(list(w.rows)), d), (batch_from_rows(rows), without)]
+        cases = [(batch_from_rows(rows), d), (batch_from_rows(list(w.rows)), d), (batch_from_rows(rows), without),
+                 (batch_from_rows(rows), unstemmed)]
         times: list[list[float]] = [[] for _ in cases]
         for _ in range(args.rounds):
             for k, (b, p) in enumerate(cases):

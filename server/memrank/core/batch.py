@@ -53,9 +53,10 @@ class Batch:
     embeddings: np.ndarray | None  # float32 (n, d), None when no candidate has one
     stage_scores: Mapping[str, np.ndarray]  # stage name -> float64, NaN where missing
     metadata: tuple[Mapping[str, str], ...]
-    # Values derived from the columns on first use (the text indexes, ``core.text.buffers``): they live exactly
+    # Values derived from the columns on first use (the text indexes, ``core.text.buffers``; the lexical presence
+    # matrix of a query, ``signals.lexical``): they live exactly
     # as long as the batch and never take part in equality. Not an input: nothing outside ``core`` writes it.
-    derived: dict[str, Any] = field(default_factory=dict, init=False, repr=False, compare=False)
+    derived: dict[Any, Any] = field(default_factory=dict, init=False, repr=False, compare=False)
     threads: tuple[str, ...]  # "" = no thread (or the empty-named one, for a candidate with a position)
     positions: np.ndarray  # float64 turn index within the thread (integers up to 2^53 are exact), NaN = unset
     speakers: tuple[str, ...]  # "" = unknown

@@ -81,13 +81,26 @@ def lexical(batch: Batch, ctx: ScoringContext, profile: Profile, population: np.
     query_terms = terms(ctx.query)
     if not query_terms or batch.n == 0:
         return RawSignal(np.zeros(batch.n), Same(batch.n, "no query terms"))
-    if profile.lexical_stemmer:
-        hits, query_terms = _stemmed_presence(query_terms, token_index(batch), profile.lexical_stemmer)
-    else:
-        hits = _presence(query_terms, token_index(batch))
+    hits, query_terms = _hits(batch, query_terms, profile.lexical_stemmer)
     idf = smooth_idf(hits, population)
     values = np.clip(hits.astype(np.float64) @ idf / math.fsum(idf.tolist()), 0.0, 1.0)
     return RawSignal(values, Lazy(batch.n, lambda i: _reason(hits[i].tolist(), query_terms)))
+
+
+def _hits(batch: Batch, query_terms: list[str], stemmer: str | None) -> tuple[np.ndarray, list[str]]:
+    """The presence matrix and its column labels, found once per batch, query and stemmer: the context
+    signal's neighbour match and a lexical blend read the same matrix (it does not depend on the gates)."""
+    key = ("lexical hits", stemmer, tuple(query_terms))
+    found = batch.derived.get(key)
+    if found is None:
+        if stemmer:
+            found = _stemmed_presence(query_terms, token_index(batch), stemmer)
+        else:
+            found = (_presence(query_terms, token_index(batch)), query_terms)
+        found[0].setflags(write=False)
+        batch.derived[key] = found
+    hits, labels = found
+    return hits, list(labels)
 
 
 def _reason(row: list[bool], query_terms: list[str]) -> tuple[str, ...]:
