@@ -12,8 +12,9 @@ from hypothesis import strategies as st
 from memrank.core.errors import ConfigError
 from memrank.core.signals.lexical import lexical
 from memrank.core.text.buffers import token_index_of
-from memrank.core.text.normalize import tokens
+from memrank.core.text.normalize import terms, tokens
 from memrank.core.text.stem import LANGUAGES, matching, stem
+from memrank.core.text.stopwords import BY_LANGUAGE
 from memrank.profiles.model import profile_from_mapping
 from tests.unit.core.build import batch, ctx, profile, run
 
@@ -91,3 +92,18 @@ def test_matching_agrees_with_stemming_every_word(contents, query):
     slow = np.array([[any(stem("english", w) == s and w.encode()[:2] == s.encode()[:2] for w in tokens(c))
                       for s in stems] for c in contents], dtype=bool).reshape(len(contents), len(stems))
     assert (fast == slow).all()
+
+
+def test_the_stemmer_language_brings_its_stop_words():
+    # German: "wo", "ist", "das" are stop words there, so the query's only term is "haus" (stem haus), found in
+    # c0 only: 1.0 and 0. Without the German list the three words would be terms found nowhere (IDF share < 1).
+    b = batch({"content": "Zwei Häuser am See"}, {"content": "Ein Boot"})
+    assert terms("Wo ist das Haus?", BY_LANGUAGE["german"]) == ["haus"]
+    got = run(lexical, b, ctx("Wo ist das Haus?"), profile(lexical_stemmer="german"))
+    assert got.values.tolist() == [1.0, 0.0]
+    # English has no extra list: "the" is already an English stop word, "house" stays.
+    assert "english" not in BY_LANGUAGE and terms("Where is the house?") == ["house"]
+    # Negations are kept, as in English (Portuguese "no" is "em o", in the: a stop word there; "não" is kept).
+    negations = {"german": "nicht", "french": "pas", "spanish": "no", "italian": "non", "portuguese": "não",
+                 "dutch": "niet"}
+    assert all(word not in BY_LANGUAGE[language] for language, word in negations.items())

@@ -18,7 +18,8 @@ in [0, 1]; 0 for every candidate when the query has no terms.
 With ``profile.lexical_stemmer`` set to a Snowball language (``text.stem``),
 a query term is found in a memory when some word of the memory has the same
 stem ("painting" finds "painted"), query terms sharing a stem count once,
-and IDF counts the memories holding any form of it. Unset (every built-in
+and IDF counts the memories holding any form of it; the query also loses
+that language's stop words (``text.stopwords``). Unset (every built-in
 profile but ``default``): exact words, as above.
 """
 
@@ -36,6 +37,7 @@ from memrank.core.text.buffers import token_index, token_index_of
 from memrank.core.text.index import WordIndex
 from memrank.core.text.normalize import terms
 from memrank.core.text.stem import matching, stem
+from memrank.core.text.stopwords import BY_LANGUAGE
 from memrank.profiles.model import Profile
 
 _SHOWN_TERMS = 5
@@ -78,7 +80,7 @@ def smooth_idf(hits: np.ndarray, population: np.ndarray) -> np.ndarray:
 
 def lexical(batch: Batch, ctx: ScoringContext, profile: Profile, population: np.ndarray) -> RawSignal:
     """IDF-weighted share of the query terms found in each memory."""
-    query_terms = terms(ctx.query)
+    query_terms = terms(ctx.query, BY_LANGUAGE.get(profile.lexical_stemmer or "", frozenset()))
     if not query_terms or batch.n == 0:
         return RawSignal(np.zeros(batch.n), Same(batch.n, "no query terms"))
     hits, query_terms = _hits(batch, query_terms, profile.lexical_stemmer)

@@ -85,8 +85,10 @@ def ascii_words(text: str) -> list[str]:
     return text.encode("ascii").translate(_ASCII_NON_WORD).decode("ascii").split()
 
 
-def terms(text: str) -> list[str]:
+def terms(text: str, extra_stop_words: frozenset[str] = frozenset()) -> list[str]:
     """Tokens without stop words, in order, duplicates removed."""
+    if extra_stop_words:
+        return list(dict.fromkeys(t for t in tokens(text) if t not in STOP_WORDS and t not in extra_stop_words))
     return list(dict.fromkeys(t for t in tokens(text) if t not in STOP_WORDS))
 
 
