@@ -8,7 +8,9 @@ The memory is scored alone (a batch of one) under the admission profile
     REJECT  below, or gated
 
 score = the combined score clipped to [0, 1]. Gates at admission: safety,
-EXPIRED and ZERO_IMPORTANCE reject; FUTURE_EVENT and NOT_YET_VALID do not
+EXPIRED and (in a profile with ``gate_zero_importance``; not
+``lians-admission``, whose seed has no such gate) ZERO_IMPORTANCE reject;
+FUTURE_EVENT and NOT_YET_VALID do not
 apply (a reminder of a future event is worth storing) and the reasons say
 so. Reserved metadata keys (leading "_") are ignored and named in the reasons.
 """

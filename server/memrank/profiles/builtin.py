@@ -98,14 +98,14 @@ _PROFILES = (
         signals=(SignalSpec("relevance", 0.35), SignalSpec("confidence", 0.15), SignalSpec("importance", 0.15),
                  SignalSpec("trust", 0.10), SignalSpec("freshness", 0.10), SignalSpec("stability", 0.10),
                  SignalSpec("safety", 0.05)),
-        formula="blend", retrieval_blend=0.8, lexical_blend=0.5, compatibility=True,
+        formula="blend", retrieval_blend=0.8, lexical_blend=0.5, compatibility=True, gate_zero_importance=False,
     ),
     Profile(
         name="lians-admission",
         description="seven-component quality, admission weights (no relevance)",
         signals=(SignalSpec("importance", 0.25), SignalSpec("stability", 0.20), SignalSpec("confidence", 0.20),
                  SignalSpec("trust", 0.15), SignalSpec("safety", 0.15), SignalSpec("freshness", 0.05)),
-        compatibility=True,
+        compatibility=True, gate_zero_importance=False,
     ),
 )
 

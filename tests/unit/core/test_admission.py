@@ -29,7 +29,10 @@ def test_gated_memories_are_rejected_with_the_reason():
     r = score_admission(batch({**GOOD, "safety": int(Safety.QUARANTINED)}), ctx(), ADM)
     assert r.decision == AdmissionDecision.REJECT and r.gate == DropReason.SAFETY_GATED
     assert r.reasons[:2] == ("rejected: gated (SAFETY_GATED)", "safety gated: status QUARANTINED: 0")
-    assert score_admission(batch({"content": "thanks!"}), ctx(), ADM).gate == DropReason.ZERO_IMPORTANCE
+    # lians-admission follows its seed: no zero-importance gate; a profile that has one rejects by it.
+    assert score_admission(batch({"content": "thanks!"}), ctx(), ADM).gate == DropReason.KEPT
+    gating = replace(ADM, gate_zero_importance=True)
+    assert score_admission(batch({"content": "thanks!"}), ctx(), gating).gate == DropReason.ZERO_IMPORTANCE
     assert score_admission(batch({**GOOD, "valid_to": REF}), ctx(), ADM).gate == DropReason.EXPIRED
 
 
