@@ -1,6 +1,7 @@
 """Built-in profiles: four compatibility profiles and memrank's own presets.
 
-Compatibility profiles reproduce a reference formula (DESIGN.md) and apply
+Compatibility profiles reproduce a reference formula (README, "Profiles" and
+"Where the profiles come from") and apply
 no threshold and no diversity pass (diversity_lambda 1):
 
 - ``agent-observer``: the Go scoreMemory, raw values summed:
