@@ -24,9 +24,11 @@ def test_no_facets_means_retrieval_score():
     assert run(retrieval, b).values.tolist() == [0.3, 0.7]
 
 
-def test_max_fusion_takes_the_largest_raw_facet_and_names_it():
+def test_max_fusion_takes_the_largest_facet_clipped_to_one_and_names_it():
+    # bm25 2.0 and 5.0 are beyond the [0, 1] scale max compares on: clipped to 1 (c0: max(1, 0.9); c1:
+    # max(1, 0.1); c2 has dense 0.4 only).
     got = run(relevance, _facets(), p=profile(fusion="max"))
-    assert got.values.tolist() == [2.0, 5.0, 0.4]
+    assert got.values.tolist() == [1.0, 1.0, 0.4]
     assert [r[0].rsplit(": ", 1)[1] for r in got.reasons] == ["bm25", "bm25", "dense"]
 
 

@@ -25,7 +25,10 @@ ROW = st.fixed_dictionaries({
 })
 CASE = st.tuples(st.lists(ROW, max_size=10), TEXT, st.sampled_from(sorted(BUILTIN_PROFILES)), st.booleans())
 BOUNDED = {"lexical", "substring_match", "recency", "importance", "kind_prior", "access", "access_log", "trust",
-           "confidence", "stability", "freshness", "safety", "retrieval"}
+           "confidence", "stability", "freshness", "safety", "retrieval", "relevance", "context", "speaker"}
+# The most a combined score can reach: 1 for every profile but generative-agents, whose seed sums three
+# min-max normalised signals with weight 1 each.
+COMBINED_MAX = {name: 3.0 if name == "generative-agents" else 1.0 for name in BUILTIN_PROFILES}
 
 
 def _score(rows, query, name, lookup):
@@ -136,3 +139,25 @@ def test_take_is_the_batch_of_those_rows(rows, data):
     assert got.facets.keys() >= want.facets.keys()
     for k, v in want.facets.items():
         assert np.array_equal(got.facets[k], v, equal_nan=True)
+
+
+@settings(max_examples=200, deadline=None)
+@given(CASE)
+def test_every_combined_score_is_within_its_profiles_range(case):
+    # Facet scores anywhere in the accepted [-1e6, 1e6] (raw BM25 of 40 included) never push a score out.
+    s = _score(*case)
+    top = COMBINED_MAX[case[2]]
+    assert np.all((s.combined >= 0.0) & (s.combined <= top + 1e-12)), (case[2], s.combined)
+
+
+def test_lians_recall_with_a_raw_bm25_facet_stays_bounded():
+    # The reproduction: one candidate, retrieval 0.5, facet bm25 = 40. max fusion clips the facet to 1,
+    # relevance = 0.5 x 1 + 0.5 x lexical; lexical: query "deploy alpha" vs "The user deploys alpha service":
+    # "alpha" found, "deploy" not ("deploys" is another word): N = 1, both idf = ln(2/2) + 1 = 1 and
+    # ln(2/1) + 1, lexical = 1 / (1 + ln 2 + 1).
+    b = batch({"content": "The user deploys alpha service", "retrieval_score": 0.5, "facet_scores": {"bm25": 40.0}})
+    s = score(b, ctx("deploy alpha"), BUILTIN_PROFILES["lians-recall"])
+    rel = next(c for c in s.signals if c.name == "relevance")
+    lex = 1.0 / (1.0 + np.log(2.0) + 1.0)
+    assert float(rel.raw[0]) == __import__("pytest").approx(0.5 * 1.0 + 0.5 * lex, abs=1e-12)
+    assert 0.0 <= float(s.combined[0]) <= 1.0

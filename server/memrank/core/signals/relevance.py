@@ -4,7 +4,9 @@ With no facet scores in the batch, relevance is ``retrieval_score``. With
 facets (at most 4), the profile's ``fusion`` combines them; a candidate
 without a facet gets nothing from it (and 0 when it has none at all):
 
-- ``max``: the largest raw facet score (facets must share a scale).
+- ``max``: the largest facet score, each clipped to [0, 1] first (facets must
+  share that scale; an unbounded one such as raw BM25 wants ``weighted`` or
+  ``rrf``, which read only its ranks or its min-max).
 - ``weighted``: sum_f w_f x minmax_f / sum_f w_f, each facet min-max
   normalised over the population candidates that have it; w_f comes from
   ``profile.facet_weights`` (1.0 for facets it does not name), so the value
@@ -14,7 +16,7 @@ without a facet gets nothing from it (and 0 when it has none at all):
 
 The strongest facet (largest part of the fused value; ties: facet name
 order) is named in the reasons. With ``profile.lexical_blend`` = b > 0 the
-result is (1 - b) x fused + b x lexical.
+result is (1 - b) x fused + b x lexical. Every fusion gives a value in [0, 1].
 """
 
 from __future__ import annotations
@@ -42,8 +44,8 @@ def _parts(batch: Batch, profile: Profile, population: np.ndarray) -> np.ndarray
     names = list(batch.facets)
     raw = np.stack([batch.facets[f] for f in names], axis=1)
     has = ~np.isnan(raw)
-    if profile.fusion == "max":
-        return raw
+    if profile.fusion == "max":  # facets on a [0, 1] scale compared as they are; beyond it clipped, so relevance
+        return np.clip(raw, 0.0, 1.0)  # stays in [0, 1] (an unbounded score such as raw BM25 wants weighted or rrf)
     parts = np.full(raw.shape, np.nan)
     for j, name in enumerate(names):
         pop = population & has[:, j]
