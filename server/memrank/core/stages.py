@@ -47,6 +47,9 @@ def blend_stage_scores(batch: Batch, profile: Profile, current: np.ndarray, elig
 
     The stage score is min-max normalised over the eligible candidates that
     carry it; a candidate without it keeps its score. Stages run in name order.
+    A stage score the profile gives no weight is not silently lost: it gets a
+    record of its own whose output is its input ("ignored"), after the
+    weighed ones.
     """
     for name in sorted(profile.stage_weights):
         if name not in batch.stage_scores:
@@ -61,3 +64,6 @@ def blend_stage_scores(batch: Batch, profile: Profile, current: np.ndarray, elig
         yield StageLog(f"rerank:{name}", f"blend caller scores {name!r} with weight {w:g}", f"caller:{name}",
                        current.copy(), out)
         current = out
+    for name in sorted(set(batch.stage_scores) - set(profile.stage_weights)):
+        yield StageLog(f"rerank:{name}", f"ignored: profile {profile.name!r} gives caller scores {name!r} no weight "
+                       f"(stage_weights)", f"caller:{name}", current.copy(), current.copy())
