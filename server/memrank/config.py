@@ -37,6 +37,7 @@ ENV_KEYS: Mapping[str, str] = MappingProxyType({
     "MEMRANK_MAX_MESSAGE_BYTES": "server.max_message_bytes",
     "MEMRANK_MAX_CONCURRENT_RPCS": "server.max_concurrent_rpcs",
     "MEMRANK_THREAD_POOL_SIZE": "server.thread_pool_size",
+    "MEMRANK_REQUEST_READ_TIMEOUT_SECONDS": "server.request_read_timeout_seconds",
     "MEMRANK_MAX_CANDIDATES": "limits.max_candidates",
     "MEMRANK_PROVENANCE_KEY_FILE": "security.provenance_key_file",
     "MEMRANK_RECEIPT_KEY_FILE": "security.receipt_key_file",
@@ -61,9 +62,11 @@ class ServerSettings:
     log_level: str
     grace_period_seconds: float
     max_message_bytes: int
-    max_concurrent_rpcs: int
+    max_concurrent_rpcs: int  # RankingService calls whose request has arrived, running or waiting for a thread
     thread_pool_size: int
     health_address: str | None = None  # optional plaintext listener serving only grpc.health.v1 (probes)
+    # Bounds on what one client can hold (defaults.yaml gives the values and the reasons).
+    request_read_timeout_seconds: float = 10.0  # from the call's start until its request message is in
 
 
 @dataclass(frozen=True)
@@ -218,6 +221,7 @@ def _check_server(s: ServerSettings) -> None:
         ("server.max_message_bytes", s.max_message_bytes, 1024, 1 << 30),
         ("server.max_concurrent_rpcs", s.max_concurrent_rpcs, 1, 100_000),
         ("server.thread_pool_size", s.thread_pool_size, 1, 1024),
+        ("server.request_read_timeout_seconds", s.request_read_timeout_seconds, 0.1, 3600),
     ]
     for key, value, lo, hi in checks:
         if not lo <= value <= hi:

@@ -57,3 +57,23 @@ def test_missing_key_file_is_reported_with_the_key(tmp_path: Path) -> None:
     s = load_settings(env={"MEMRANK_PROVENANCE_KEY_FILE": str(tmp_path / "absent")})
     with pytest.raises(ConfigError, match=r"security\.provenance_key_file: cannot read"):
         s.provenance_key()
+
+
+
+def test_the_request_read_timeout_has_a_default_and_comes_from_file_and_env(tmp_path: Path) -> None:
+    assert load_settings(env={}).server.request_read_timeout_seconds == 10
+    f = tmp_path / "c.yaml"
+    f.write_text("server:\n  request_read_timeout_seconds: 3\n")
+    assert load_settings(str(f), env={}).server.request_read_timeout_seconds == 3
+    s = load_settings(str(f), env={"MEMRANK_REQUEST_READ_TIMEOUT_SECONDS": "2.5"})
+    assert s.server.request_read_timeout_seconds == 2.5
+
+
+@pytest.mark.parametrize(
+    ("value", "message"),
+    [("0", "server.request_read_timeout_seconds: 0.0 is outside [0.1, 3600]"),
+     ("soon", "server.request_read_timeout_seconds: expected float, got 'soon'")],
+)
+def test_a_bad_request_read_timeout_is_refused_naming_the_key(value: str, message: str) -> None:
+    with pytest.raises(ConfigError, match=re.escape(message)):
+        load_settings(env={"MEMRANK_REQUEST_READ_TIMEOUT_SECONDS": value})

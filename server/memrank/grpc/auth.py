@@ -11,7 +11,7 @@ import hashlib
 import hmac
 import logging
 import threading
-from collections.abc import Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -104,36 +104,35 @@ def _bearer(metadata: Iterable[tuple[str, Any]] | None) -> str | None:
     return None
 
 
-def _refuse(request: object, context: grpc.ServicerContext) -> None:
-    context.abort(grpc.StatusCode.UNAUTHENTICATED, REFUSAL)
+async def _refuse(_requests: object, context: grpc.aio.ServicerContext) -> None:
+    await context.abort(grpc.StatusCode.UNAUTHENTICATED, REFUSAL)
 
 
-def _refusal_like(handler: grpc.RpcMethodHandler | None) -> grpc.RpcMethodHandler:
-    """A handler of the same shape as ``handler`` that refuses (unknown methods get a unary one)."""
-    if handler is not None and handler.request_streaming and handler.response_streaming:
-        return grpc.stream_stream_rpc_method_handler(_refuse)
-    if handler is not None and handler.request_streaming:
-        return grpc.stream_unary_rpc_method_handler(_refuse)
-    if handler is not None and handler.response_streaming:
-        return grpc.unary_stream_rpc_method_handler(_refuse)
-    return grpc.unary_unary_rpc_method_handler(_refuse)
+# Request-streaming, whatever the method: grpc hands the call over at once, and the refusal is
+# sent without waiting for (or reading) the request, taking no concurrency slot and no thread.
+_REFUSAL = grpc.stream_unary_rpc_method_handler(_refuse)
 
 
-class BearerAuthInterceptor(grpc.ServerInterceptor):  # type: ignore[misc]  # grpc ships no types
-    """Lets a call through when its ``authorization: Bearer <token>`` is accepted or its method is open."""
+class BearerAuthInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[misc]  # grpc ships no types
+    """Lets a call through when its ``authorization: Bearer <token>`` is accepted or its method is open.
+
+    It runs on the event loop as each call arrives, before the request is read.
+    """
 
     def __init__(self, tokens: TokenFile, is_open: Callable[[str], bool]) -> None:
         self._tokens = tokens
         self._is_open = is_open
 
-    def intercept_service(self, continuation: Callable[[grpc.HandlerCallDetails], grpc.RpcMethodHandler | None],
-                          handler_call_details: grpc.HandlerCallDetails) -> grpc.RpcMethodHandler | None:
-        """Continue, or refuse with UNAUTHENTICATED."""
+    async def intercept_service(
+        self, continuation: Callable[[grpc.HandlerCallDetails], Awaitable[grpc.RpcMethodHandler | None]],
+        handler_call_details: grpc.HandlerCallDetails,
+    ) -> grpc.RpcMethodHandler | None:
+        """Continue, or refuse with UNAUTHENTICATED (unknown methods too: they reveal nothing)."""
         method = handler_call_details.method
         if self._is_open(method):
-            return continuation(handler_call_details)
+            return await continuation(handler_call_details)
         token = _bearer(handler_call_details.invocation_metadata)
         if token and self._tokens.accepts(token):
-            return continuation(handler_call_details)
+            return await continuation(handler_call_details)
         log.info("rpc unauthenticated", extra={"method": method[:200], "token_present": token is not None})
-        return _refusal_like(continuation(handler_call_details))
+        return _REFUSAL

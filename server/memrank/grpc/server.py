@@ -1,7 +1,14 @@
-"""The gRPC server: service + health + reflection, graceful shutdown, worker processes."""
+"""The gRPC server: service + health + reflection, graceful shutdown, worker processes.
+
+Each server runs on an asyncio event loop of its own thread (grpc.aio): the loop
+reads requests and answers health and reflection itself, and RankingService work
+runs on the handler pool behind the concurrency limit (see ``intake``), so no
+caller can hold what health checks or other callers need.
+"""
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import multiprocessing
 import os
@@ -10,11 +17,10 @@ import signal
 import tempfile
 import threading
 import time
-from collections.abc import Callable
-from concurrent import futures
+from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, replace
 from types import FrameType
-from typing import Any
+from typing import Any, TypeVar
 
 import grpc
 from google.protobuf import descriptor_pool, message_factory
@@ -24,10 +30,11 @@ from grpc_reflection.v1alpha import reflection
 from prometheus_client import CollectorRegistry
 
 from memrank._gen.v1 import ranking_service_pb2 as svc_pb
-from memrank.config import Settings, SettingsSource
+from memrank.config import ServerSettings, Settings, SettingsSource
 from memrank.core.errors import ConfigError, FieldViolation, InvalidRequest
 from memrank.grpc.auth import BearerAuthInterceptor, TokenFile, open_matcher
 from memrank.grpc.errors import abort_with
+from memrank.grpc.intake import CallContext, Handle, Intake
 from memrank.grpc.service import RankingService
 from memrank.grpc.tls import server_credentials
 from memrank.logs import setup_logging
@@ -37,6 +44,7 @@ from memrank.metrics.recorder import FlushFirst
 
 log = logging.getLogger("memrank.server")
 SERVICE_NAME = svc_pb.DESCRIPTOR.services_by_name["RankingService"].full_name
+T = TypeVar("T")
 
 
 # After NOT_SERVING, the server keeps taking calls until none arrived for QUIET_SECONDS (at most
@@ -45,24 +53,26 @@ QUIET_SECONDS = 0.25
 MAX_QUIESCE_SECONDS = 5.0
 
 
-class _Arrivals(grpc.ServerInterceptor):  # type: ignore[misc]  # grpc ships no types
+class _Arrivals(grpc.aio.ServerInterceptor):  # type: ignore[misc]  # grpc ships no types
     """When the server last took a call off the transport (interceptors run as each call is accepted)."""
 
     def __init__(self) -> None:
         self.last = time.monotonic()
 
-    def intercept_service(self, continuation: Callable[[grpc.HandlerCallDetails], grpc.RpcMethodHandler | None],
-                          handler_call_details: grpc.HandlerCallDetails) -> grpc.RpcMethodHandler | None:
+    async def intercept_service(
+        self, continuation: Callable[[grpc.HandlerCallDetails], Coroutine[Any, Any, grpc.RpcMethodHandler | None]],
+        handler_call_details: grpc.HandlerCallDetails,
+    ) -> grpc.RpcMethodHandler | None:
         """Note the time and continue."""
         self.last = time.monotonic()
-        return continuation(handler_call_details)
+        return await continuation(handler_call_details)
 
     def quiesce(self, limit: float) -> float:
         """Wait until no call arrived for QUIET_SECONDS or ``limit`` passed; return the seconds waited.
 
         grpc cancels calls that reached the transport but were not yet taken by the
-        server's (GIL-bound) accept loop when stop() begins; a busy server can hold
-        several. Waiting for a quiet moment lets them be taken, and given the grace.
+        server's accept loop when stop() begins; a busy server can hold several.
+        Waiting for a quiet moment lets them be taken, and given the grace.
         """
         start = time.monotonic()
         while time.monotonic() - self.last < QUIET_SECONDS and time.monotonic() - start < limit:
@@ -70,42 +80,60 @@ class _Arrivals(grpc.ServerInterceptor):  # type: ignore[misc]  # grpc ships no 
         return time.monotonic() - start
 
 
+class _Loop:
+    """An asyncio event loop running on its own thread; the servers of one Running live on it."""
+
+    def __init__(self) -> None:
+        self.loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self.loop.run_forever, name="memrank-grpc-loop", daemon=True)
+        self._thread.start()
+
+    def run(self, coro: Coroutine[Any, Any, T]) -> T:
+        """Run a coroutine on the loop and wait for its result."""
+        return asyncio.run_coroutine_threadsafe(coro, self.loop).result()
+
+    @property
+    def closed(self) -> bool:
+        """True once close() ran."""
+        return bool(self.loop.is_closed())
+
+    def close(self) -> None:
+        """Stop the loop and its thread."""
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self._thread.join()
+        self.loop.close()
+
+
 @dataclass
 class Running:
     """A started server and what is needed to stop it."""
 
-    server: grpc.Server
+    server: grpc.aio.Server
     port: int
-    health: health.HealthServicer
-    health_server: grpc.Server | None = None  # the plaintext health-only listener (server.health_address)
+    health: health.aio.HealthServicer
+    loop: _Loop
+    intake: Intake
+    health_server: grpc.aio.Server | None = None  # the plaintext health-only listener (server.health_address)
     health_port: int = 0
     arrivals: _Arrivals | None = None
 
     def stop(self, grace: float) -> None:
         """Flip health to NOT_SERVING, let arriving calls settle, stop accepting, give in-flight calls
-        the rest of ``grace`` seconds."""
-        self.health.enter_graceful_shutdown()
+        the rest of ``grace`` seconds. A second call does nothing."""
+        if self.loop.closed:
+            return
+        self.loop.run(self.health.enter_graceful_shutdown())
         waited = self.arrivals.quiesce(min(grace / 2, MAX_QUIESCE_SECONDS)) if self.arrivals and grace > 0 else 0.0
-        self.server.stop(max(grace - waited, 0.0)).wait()
+        self.loop.run(self.server.stop(max(grace - waited, 0.0)))
         if self.health_server is not None:  # probes see NOT_SERVING until the drain is over
-            self.health_server.stop(0).wait()
+            self.loop.run(self.health_server.stop(0))
+        self.intake.close()
+        self.loop.close()
 
 
 def create_server(settings: Settings, registry: CollectorRegistry | None = None, reuse_port: bool = False) -> Running:
     """Build and start a server on settings.server.address (port 0 picks a free port)."""
     s = settings.server
-    options = [
-        ("grpc.max_receive_message_length", s.max_message_bytes),
-        ("grpc.max_send_message_length", s.max_message_bytes),
-        # Explicit: two servers never share a port by accident, only workers that ask for it.
-        ("grpc.so_reuseport", 1 if reuse_port else 0),
-    ]
-    arrivals = _Arrivals()
-    server = grpc.server(
-        futures.ThreadPoolExecutor(max_workers=s.thread_pool_size, thread_name_prefix="memrank-rpc"),
-        options=options, maximum_concurrent_rpcs=s.max_concurrent_rpcs,
-        interceptors=[arrivals, *_interceptors(settings)],
-    )
     registry = registry if registry is not None else CollectorRegistry()
     # One process: signal metrics are recorded after the reply, and a scrape first waits for them.
     # Workers of a supervisor record inline: the supervisor reads their files at any moment.
@@ -113,21 +141,52 @@ def create_server(settings: Settings, registry: CollectorRegistry | None = None,
     flush = FlushFirst()
     if after_reply:
         registry.register(flush)  # before every family, so it runs first
-    service = RankingService(settings, Metrics(registry), after_reply=after_reply)
+    metrics = Metrics(registry)
+    service = RankingService(settings, metrics, after_reply=after_reply)
     flush.target = service.deferred
-    _add_ranking_service(service, server)
-    health_servicer = health.HealthServicer()
+    intake = Intake(s.thread_pool_size, s.max_concurrent_rpcs, s.request_read_timeout_seconds, metrics.observe_call)
+    loop = _Loop()
+    try:
+        return loop.run(_start(settings, service, intake, loop, reuse_port))
+    except BaseException:
+        intake.close()
+        loop.close()
+        raise
+
+
+async def _start(settings: Settings, service: RankingService, intake: Intake, loop: _Loop,
+                 reuse_port: bool) -> Running:
+    """Build, bind and start the listeners (on the loop: grpc.aio servers belong to the loop that makes them)."""
+    s = settings.server
+    arrivals = _Arrivals()
+    server = grpc.aio.server(options=[*_message_options(s), *_connection_options(s, reuse_port)],
+                             interceptors=[arrivals, *_interceptors(settings)])
+    _add_ranking_service(service, intake, server)
+    health_servicer = health.aio.HealthServicer()
     health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
     reflection.enable_server_reflection(
         (SERVICE_NAME, health_pb2.DESCRIPTOR.services_by_name["Health"].full_name, reflection.SERVICE_NAME), server,
         pool=_MethodAwarePool(descriptor_pool.Default()),
     )
     port = _bind(server, "server.address", s.address, server_credentials(settings.security))
-    server.start()
     health_server, health_port = _health_listener(settings, health_servicer, reuse_port)
+    await server.start()
+    if health_server is not None:
+        await health_server.start()
     for name in ("", SERVICE_NAME):
-        health_servicer.set(name, health_pb2.HealthCheckResponse.SERVING)
-    return Running(server, port, health_servicer, health_server, health_port, arrivals)
+        await health_servicer.set(name, health_pb2.HealthCheckResponse.SERVING)
+    return Running(server, port, health_servicer, loop, intake, health_server, health_port, arrivals)
+
+
+def _message_options(s: ServerSettings) -> list[tuple[str, int]]:
+    return [("grpc.max_receive_message_length", s.max_message_bytes),
+            ("grpc.max_send_message_length", s.max_message_bytes)]
+
+
+def _connection_options(s: ServerSettings, reuse_port: bool) -> list[tuple[str, int]]:
+    """Channel arguments of every listener."""
+    # Explicit: two servers never share a port by accident, only workers that ask for it.
+    return [("grpc.so_reuseport", 1 if reuse_port else 0)]
 
 
 class _MethodAwarePool:
@@ -151,49 +210,31 @@ class _MethodAwarePool:
         return getattr(self._pool, name)
 
 
-@dataclass(frozen=True)
-class _Undecodable:
-    """Request bytes that do not parse as the method's request message."""
-
-    error: str
-
-
-def _lenient(parse: Callable[[bytes], Message]) -> Callable[[bytes], Message | _Undecodable]:
-    def parse_or_mark(data: bytes) -> Message | _Undecodable:
+def _handle(name: str, parse: Callable[[bytes], Message], method: Callable[[Message, Any], Message]) -> Handle:
+    """Parse, call, serialise; request bytes that do not parse are INVALID_ARGUMENT with a field
+    violation (grpc itself answers INTERNAL)."""
+    def handle(data: bytes, context: CallContext) -> bytes:
         try:
-            return parse(data)
-        except DecodeError as exc:
-            return _Undecodable(str(exc)[:200])
-
-    return parse_or_mark
-
-
-def _refuse_undecodable(name: str, method: Callable[[Message, grpc.ServicerContext], Message],
-                        ) -> Callable[[Message | _Undecodable, grpc.ServicerContext], Message]:
-    def handle(request: Message | _Undecodable, context: grpc.ServicerContext) -> Message:
-        if isinstance(request, _Undecodable):
+            request = parse(data)
+        except DecodeError:
             abort_with(context, InvalidRequest([FieldViolation("request", f"not a valid {name} encoding")]))
-        return method(request, context)
+        return bytes(method(request, context).SerializeToString())
 
     return handle
 
 
-def _add_ranking_service(servicer: RankingService, server: grpc.Server) -> None:
-    """Register the service like the generated helper, except that request bytes which do not
-    parse are INVALID_ARGUMENT with a field violation (grpc itself answers INTERNAL)."""
+def _add_ranking_service(servicer: RankingService, intake: Intake, server: grpc.aio.Server) -> None:
+    """Register the service like the generated helper, each method behind the intake."""
     handlers = {}
     for m in svc_pb.DESCRIPTOR.services_by_name["RankingService"].methods:
-        request_cls = message_factory.GetMessageClass(m.input_type)
-        handlers[m.name] = grpc.unary_unary_rpc_method_handler(
-            _refuse_undecodable(m.input_type.full_name, getattr(servicer, m.name)),
-            request_deserializer=_lenient(request_cls.FromString),
-            response_serializer=lambda msg: msg.SerializeToString(),
-        )
+        parse = message_factory.GetMessageClass(m.input_type).FromString
+        handlers[m.name] = intake.method_handler(m.name, _handle(m.input_type.full_name, parse,
+                                                                 getattr(servicer, m.name)))
     server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler(SERVICE_NAME, handlers),))
     server.add_registered_method_handlers(SERVICE_NAME, handlers)
 
 
-def _interceptors(settings: Settings) -> list[grpc.ServerInterceptor]:
+def _interceptors(settings: Settings) -> list[grpc.aio.ServerInterceptor]:
     """The bearer-token check when security.auth_token_file is set."""
     sec = settings.security
     if not sec.auth_token_file:
@@ -201,26 +242,26 @@ def _interceptors(settings: Settings) -> list[grpc.ServerInterceptor]:
     return [BearerAuthInterceptor(TokenFile(sec.auth_token_file), open_matcher(sec.auth_open_methods))]
 
 
-def _bind(server: grpc.Server, key: str, address: str, credentials: grpc.ServerCredentials | None) -> int:
-    port = (server.add_secure_port(address, credentials) if credentials is not None
-            else server.add_insecure_port(address))
+def _bind(server: grpc.aio.Server, key: str, address: str, credentials: grpc.ServerCredentials | None) -> int:
+    try:
+        port = (server.add_secure_port(address, credentials) if credentials is not None
+                else server.add_insecure_port(address))
+    except RuntimeError:  # grpc.aio raises where grpc returned 0
+        port = 0
     if port == 0:
         raise ConfigError(f"{key}: cannot bind {address!r} (in use or not a local address)")
     return int(port)
 
 
-def _health_listener(settings: Settings, servicer: health.HealthServicer,
-                     reuse_port: bool) -> tuple[grpc.Server | None, int]:
+def _health_listener(settings: Settings, servicer: health.aio.HealthServicer,
+                     reuse_port: bool) -> tuple[grpc.aio.Server | None, int]:
     """A plaintext listener serving only grpc.health.v1 (Kubernetes grpc probes cannot speak TLS)."""
     address = settings.server.health_address
     if not address:
         return None, 0
-    server = grpc.server(futures.ThreadPoolExecutor(max_workers=2, thread_name_prefix="memrank-health"),
-                         options=[("grpc.so_reuseport", 1 if reuse_port else 0)])
+    server = grpc.aio.server(options=_connection_options(settings.server, reuse_port))
     health_pb2_grpc.add_HealthServicer_to_server(servicer, server)
-    port = _bind(server, "server.health_address", address, None)
-    server.start()
-    return server, port
+    return server, _bind(server, "server.health_address", address, None)
 
 
 def _wait_for_signal() -> int:

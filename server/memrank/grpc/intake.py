@@ -1,0 +1,129 @@
+"""How a RankingService call gets from the transport to a handler thread.
+
+The server runs on an asyncio event loop (grpc.aio). A call's request message is
+read there, so a client that sends its headers and holds the body back costs a
+coroutine and its buffer, never a handler thread or a concurrency slot, and the
+loop keeps answering health checks. A request that has not fully arrived
+``server.request_read_timeout_seconds`` after the call began ends with
+DEADLINE_EXCEEDED. Once the request is in, the call takes one of
+``server.max_concurrent_rpcs`` slots (none left: RESOURCE_EXHAUSTED at once) and
+goes to the handler pool (``server.thread_pool_size`` threads), where it is parsed,
+handled and serialised; the slot is given back when that thread is done with it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import threading
+import time
+from collections.abc import Callable, Sequence
+from concurrent import futures
+from typing import Any
+
+import grpc
+
+log = logging.getLogger("memrank.rpc")
+
+
+class Aborted(Exception):
+    """A handler thread's abort, carried to the event loop, which sends the status."""
+
+    def __init__(self, code: grpc.StatusCode, details: str, trailing_metadata: Sequence[tuple[str, Any]] = ()):
+        super().__init__(details)
+        self.code = code
+        self.details = details
+        self.trailing_metadata = tuple(trailing_metadata)
+
+
+class CallContext:
+    """What a handler uses of grpc.ServicerContext, for a call run on the handler pool."""
+
+    def __init__(self, metadata: Sequence[tuple[str, Any]], time_remaining: float | None) -> None:
+        self._metadata = tuple(metadata)
+        self._deadline = None if time_remaining is None else time.monotonic() + time_remaining
+        self.ended = threading.Event()  # set by the loop when the call is over (cancelled, deadline, server stop)
+
+    def is_active(self) -> bool:
+        """False once the client cancelled, its deadline passed or the server ended the call."""
+        return not self.ended.is_set() and (self._deadline is None or time.monotonic() < self._deadline)
+
+    def time_remaining(self) -> float | None:
+        """Seconds until the client's deadline (None: no deadline)."""
+        return None if self._deadline is None else max(0.0, self._deadline - time.monotonic())
+
+    def invocation_metadata(self) -> tuple[tuple[str, Any], ...]:
+        """The call's request metadata."""
+        return self._metadata
+
+    def abort(self, code: grpc.StatusCode, details: str = "") -> None:
+        """End the call with this status (raises)."""
+        raise Aborted(code, details)
+
+    def abort_with_status(self, status: grpc.Status) -> None:
+        """End the call with this status and its trailing metadata (raises)."""
+        raise Aborted(status.code, status.details, status.trailing_metadata)
+
+
+Handle = Callable[[bytes, CallContext], bytes]
+
+
+class Intake:
+    """The read timeout, the concurrency slots and the handler pool of one server."""
+
+    def __init__(self, threads: int, max_concurrent: int, read_timeout: float,
+                 observe: Callable[[str, str], None] | None = None) -> None:
+        self._pool = futures.ThreadPoolExecutor(max_workers=threads, thread_name_prefix="memrank-rpc")
+        self._slots = threading.BoundedSemaphore(max_concurrent)
+        self._max = max_concurrent
+        self._read_timeout = read_timeout
+        self._observe = observe or (lambda _method, _code: None)
+
+    def method_handler(self, method: str, handle: Handle) -> grpc.RpcMethodHandler:
+        """A handler for a unary method: its request is read here, then ``handle`` runs on the pool.
+
+        Registered as request-streaming so that grpc hands the call over before the
+        message arrives (for a unary handler it would wait for it, without a limit).
+        """
+        async def serve(_requests: Any, context: grpc.aio.ServicerContext) -> bytes:
+            data = await self._read(method, context)
+            return await self._run(method, handle, data, context)
+
+        return grpc.stream_unary_rpc_method_handler(serve)
+
+    def close(self) -> None:
+        """Stop the pool once the calls on it are done."""
+        self._pool.shutdown(wait=True, cancel_futures=True)
+
+    async def _read(self, method: str, context: grpc.aio.ServicerContext) -> bytes:
+        try:
+            data = await asyncio.wait_for(context.read(), self._read_timeout)
+        except TimeoutError:
+            self._observe(method, "DEADLINE_EXCEEDED")
+            log.info("rpc cut off: request not received in time",
+                     extra={"method": method, "seconds": self._read_timeout})
+            await context.abort(grpc.StatusCode.DEADLINE_EXCEEDED, f"request not received within "
+                                f"{self._read_timeout:g} s (server.request_read_timeout_seconds)")
+        if data is grpc.aio.EOF:
+            await context.abort(grpc.StatusCode.INVALID_ARGUMENT, f"{method} takes one request message, got none")
+        return bytes(data)
+
+    async def _run(self, method: str, handle: Handle, data: bytes, context: grpc.aio.ServicerContext) -> bytes:
+        if not self._slots.acquire(blocking=False):
+            self._observe(method, "RESOURCE_EXHAUSTED")
+            await context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED,
+                                f"more than {self._max} calls in progress (server.max_concurrent_rpcs)")
+        call = CallContext(context.invocation_metadata() or (), context.time_remaining())
+        try:
+            job = self._pool.submit(handle, data, call)
+        except RuntimeError:  # the pool is shut down: the server is stopping
+            self._slots.release()
+            raise
+        job.add_done_callback(lambda _job: self._slots.release())  # when the thread is done, not the call
+        try:
+            return await asyncio.wrap_future(job)
+        except Aborted as stop:
+            await context.abort(stop.code, stop.details, stop.trailing_metadata)
+        finally:
+            call.ended.set()  # a thread still working on a call that is over stops at its next stage
+        raise AssertionError("unreachable")  # abort raised

@@ -1,0 +1,220 @@
+"""Hostile clients: held-back requests, unauthenticated floods, slow senders.
+
+Issue 19 §1: every call counted against server.max_concurrent_rpcs (and, in the
+thread-per-call server, held a handler thread) from the moment it was accepted, so
+64 calls that send their headers and hold the request back made Rank and
+grpc.health.v1.Health/Check answer RESOURCE_EXHAUSTED, without a token. Each test
+here starts a real server on loopback with settings read the way `memrank serve`
+reads them (MEMRANK_* variables).
+"""
+
+from __future__ import annotations
+
+import socket
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import replace
+from pathlib import Path
+
+import grpc
+import pytest
+from grpc_health.v1 import health_pb2, health_pb2_grpc
+
+from memrank._gen.v1 import ranking_service_pb2_grpc as pb_grpc
+from memrank.config import Settings, load_settings
+from memrank.grpc.server import create_server
+from tests.integration.conftest import start_serve, stop
+from tests.reliability import h2
+from tests.reliability.conftest import accounted, rank_request
+
+TOKEN = "hostile-suite-token"
+RANK = "/memrank.v1.RankingService/Rank"
+HEALTH_CHECK = "/grpc.health.v1.Health/Check"
+REQUEST = rank_request(5)
+
+
+def _settings(env: dict[str, object]) -> Settings:
+    """Settings from MEMRANK_* variables, on a free loopback port, metrics off."""
+    s = load_settings(env={k: str(v) for k, v in env.items()})
+    return replace(s, server=replace(s.server, address="127.0.0.1:0", metrics_port=0))
+
+
+@pytest.fixture()
+def tokens(tmp_path: Path) -> Path:
+    path = tmp_path / "tokens"
+    path.write_text(f"{TOKEN}\n")
+    return path
+
+
+def _channel(target: str) -> grpc.Channel:
+    """A channel with a connection of its own (not shared with other channels to the same target)."""
+    return grpc.insecure_channel(target, options=[("grpc.use_local_subchannel_pool", 1)])
+
+
+def _metadata(token: str | None) -> tuple[tuple[str, str], ...] | None:
+    return (("authorization", f"Bearer {token}"),) if token else None
+
+
+class HeldBack:
+    """The issue's reproduction: calls that send their headers, then hold the request back until closed."""
+
+    def __init__(self, target: str, calls: int, method: str = RANK, token: str | None = None,
+                 connections: int = 1) -> None:
+        self._release = threading.Event()
+        self.channels = [_channel(target) for _ in range(connections)]
+        for channel in self.channels:  # connected first: a burst sent before the server's SETTINGS arrive
+            grpc.channel_ready_future(channel).result(timeout=5)  # is refused beyond its stream limit
+        self.ended: list[tuple[float, grpc.Future]] = []  # (monotonic time, call) as calls end
+        self.calls = []
+        for channel in self.channels:
+            call = channel.stream_unary(method)
+            for _ in range(calls):
+                future = call.future(self._body(), metadata=_metadata(token), timeout=60)
+                future.add_done_callback(lambda f: self.ended.append((time.monotonic(), f)))
+                self.calls.append(future)
+
+    def _body(self) -> Iterator[bytes]:
+        self._release.wait(60)
+        yield from ()
+
+    def codes(self, timeout: float) -> list[grpc.StatusCode]:
+        """Each call's status code, waiting at most ``timeout`` seconds for all of them."""
+        deadline = time.monotonic() + timeout
+        return [c.exception(timeout=max(0.0, deadline - time.monotonic())).code() for c in self.calls]
+
+    def close(self) -> None:
+        for call in self.calls:
+            call.cancel()
+        self._release.set()
+        for channel in self.channels:
+            channel.close()
+
+
+def _health(target: str) -> str:
+    """Health/Check's answer on a fresh connection, or the status code name."""
+    with _channel(target) as channel:
+        try:
+            reply = health_pb2_grpc.HealthStub(channel).Check(health_pb2.HealthCheckRequest(), timeout=2)
+        except grpc.RpcError as err:
+            return str(err.code().name)
+    return str(health_pb2.HealthCheckResponse.ServingStatus.Name(reply.status))
+
+
+def _rank(target: str, token: str | None) -> str:
+    """A well-behaved Rank on a fresh connection: "OK" (every candidate accounted for) or the status code name."""
+    with _channel(target) as channel:
+        try:
+            reply = pb_grpc.RankingServiceStub(channel).Rank(REQUEST, metadata=_metadata(token), timeout=5)
+        except grpc.RpcError as err:
+            return str(err.code().name)
+    return "OK" if accounted(REQUEST, reply) else "LOST"
+
+
+# (auth on, the attacker's token): no auth; auth and a valid token; auth and no token.
+ATTACKERS = [pytest.param(False, None, id="auth-off"), pytest.param(True, TOKEN, id="with-token"),
+             pytest.param(True, None, id="without-token")]
+
+
+@pytest.mark.parametrize(("auth", "attacker_token"), ATTACKERS)
+def test_held_back_requests_leave_health_serving_and_other_callers_answered(
+        tokens: Path, auth: bool, attacker_token: str | None) -> None:
+    # No stream limit in the way: all 64 reach the server, as many as it has slots (and 8 times its threads).
+    env: dict[str, object] = {"MEMRANK_MAX_STREAMS_PER_CONNECTION": 1000}
+    running = create_server(_settings(env | ({"MEMRANK_AUTH_TOKEN_FILE": tokens} if auth else {})))
+    target = f"127.0.0.1:{running.port}"
+    held = HeldBack(target, 64, token=attacker_token)
+    try:
+        time.sleep(0.5)  # the 64 calls are open on the server
+        assert [_health(target) for _ in range(3)] == ["SERVING"] * 3
+        assert [_rank(target, TOKEN if auth else None) for _ in range(3)] == ["OK"] * 3
+    finally:
+        held.close()
+        running.stop(0)
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@pytest.mark.parametrize("attacker_token", [TOKEN, None], ids=["with-token", "without-token"])
+def test_held_back_requests_starve_no_worker_of_two(tmp_path: Path, tokens: Path, attacker_token: str | None) -> None:
+    port = _free_port()
+    proc = start_serve(tmp_path, "--address", f"127.0.0.1:{port}", "--metrics-port", "0", "--workers", "2",
+                       env={"MEMRANK_AUTH_TOKEN_FILE": str(tokens), "MEMRANK_MAX_STREAMS_PER_CONNECTION": "1000"})
+    target = f"127.0.0.1:{port}"
+    held = None
+    try:
+        deadline = time.monotonic() + 30
+        while sum(1 for line in proc.lines() if line["msg"] == "serving") < 2:
+            assert time.monotonic() < deadline, "workers did not start"
+            time.sleep(0.1)
+        # 4 connections of 64 held-back calls: the kernel spreads connections over both workers.
+        held = HeldBack(target, 64, token=attacker_token, connections=4)
+        time.sleep(1.0)
+        # Fresh connections land on either worker: every one answers.
+        assert [_health(target) for _ in range(8)] == ["SERVING"] * 8
+        assert [_rank(target, TOKEN) for _ in range(8)] == ["OK"] * 8
+    finally:
+        if held is not None:
+            held.close()
+        assert stop(proc) == 0
+
+
+def test_unauthenticated_calls_are_refused_before_their_request_arrives(tokens: Path) -> None:
+    # One slot and one handler thread: a refusal that took either would stall the rest.
+    running = create_server(_settings({"MEMRANK_AUTH_TOKEN_FILE": tokens, "MEMRANK_MAX_CONCURRENT_RPCS": 1,
+                                       "MEMRANK_THREAD_POOL_SIZE": 1}))
+    target = f"127.0.0.1:{running.port}"
+    held = HeldBack(target, 20)
+    try:
+        # Refused while their requests are still held back: the server never waited for them.
+        assert held.codes(timeout=3) == [grpc.StatusCode.UNAUTHENTICATED] * 20
+        assert _rank(target, TOKEN) == "OK"
+    finally:
+        held.close()
+        running.stop(0)
+
+
+def test_a_request_not_sent_within_the_read_timeout_is_cut_off() -> None:
+    running = create_server(_settings({"MEMRANK_REQUEST_READ_TIMEOUT_SECONDS": 0.5, "MEMRANK_MAX_CONCURRENT_RPCS": 1,
+                                       "MEMRANK_THREAD_POOL_SIZE": 1}))
+    target = f"127.0.0.1:{running.port}"
+    start = time.monotonic()
+    held = HeldBack(target, 3)
+    try:
+        assert _rank(target, None) == "OK"  # the held-back calls hold neither the one slot nor the one thread
+        errors = [c.exception(timeout=5) for c in held.calls]
+        assert 0.45 <= max(t for t, _ in held.ended) - start < 3
+        assert {e.code() for e in errors} == {grpc.StatusCode.DEADLINE_EXCEEDED}
+        assert all("server.request_read_timeout_seconds" in e.details() for e in errors)
+    finally:
+        held.close()
+        running.stop(0)
+
+
+def _stream_end(conn: h2.Connection, stream: int, timeout: float) -> h2.Frame | None:
+    """The frame that ends ``stream`` (trailers or RST_STREAM), None when the connection closed first."""
+    deadline = time.monotonic() + timeout
+    while True:
+        frame = conn.read(max(0.0, deadline - time.monotonic()))
+        if frame is None or (frame.stream == stream and (
+                frame.type == h2.RST_STREAM or (frame.type == h2.HEADERS and frame.flags & h2.END_STREAM))):
+            return frame
+
+
+def test_a_request_trickled_in_part_is_cut_off_at_the_read_timeout() -> None:
+    running = create_server(_settings({"MEMRANK_REQUEST_READ_TIMEOUT_SECONDS": 0.5}))
+    conn = h2.Connection(running.port)
+    try:
+        conn.start_call(1, RANK)
+        # A gRPC message prefix promising 1,000 bytes, then 3 of them.
+        conn.send(h2.DATA, 0, 1, b"\x00" + (1000).to_bytes(4, "big") + b"\x0a\x01q")
+        start = time.monotonic()
+        assert _stream_end(conn, 1, timeout=3) is not None
+        assert 0.4 <= time.monotonic() - start < 3
+    finally:
+        conn.close()
+        running.stop(0)
