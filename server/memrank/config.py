@@ -38,6 +38,12 @@ ENV_KEYS: Mapping[str, str] = MappingProxyType({
     "MEMRANK_MAX_CONCURRENT_RPCS": "server.max_concurrent_rpcs",
     "MEMRANK_THREAD_POOL_SIZE": "server.thread_pool_size",
     "MEMRANK_REQUEST_READ_TIMEOUT_SECONDS": "server.request_read_timeout_seconds",
+    "MEMRANK_MAX_STREAMS_PER_CONNECTION": "server.max_streams_per_connection",
+    "MEMRANK_MAX_CONNECTION_IDLE_SECONDS": "server.max_connection_idle_seconds",
+    "MEMRANK_MAX_CONNECTION_AGE_SECONDS": "server.max_connection_age_seconds",
+    "MEMRANK_MAX_CONNECTION_AGE_GRACE_SECONDS": "server.max_connection_age_grace_seconds",
+    "MEMRANK_KEEPALIVE_TIME_SECONDS": "server.keepalive_time_seconds",
+    "MEMRANK_KEEPALIVE_TIMEOUT_SECONDS": "server.keepalive_timeout_seconds",
     "MEMRANK_MAX_CANDIDATES": "limits.max_candidates",
     "MEMRANK_PROVENANCE_KEY_FILE": "security.provenance_key_file",
     "MEMRANK_RECEIPT_KEY_FILE": "security.receipt_key_file",
@@ -67,6 +73,12 @@ class ServerSettings:
     health_address: str | None = None  # optional plaintext listener serving only grpc.health.v1 (probes)
     # Bounds on what one client can hold (defaults.yaml gives the values and the reasons).
     request_read_timeout_seconds: float = 10.0  # from the call's start until its request message is in
+    max_streams_per_connection: int = 32  # HTTP/2 SETTINGS_MAX_CONCURRENT_STREAMS
+    max_connection_idle_seconds: float = 300.0  # no call for this long: GOAWAY; 0 = off
+    max_connection_age_seconds: float = 1800.0  # any connection: GOAWAY after this long; 0 = off
+    max_connection_age_grace_seconds: float = 30.0  # calls in flight at the age limit get this long
+    keepalive_time_seconds: float = 60.0  # ping a quiet connection this often...
+    keepalive_timeout_seconds: float = 20.0  # ...and close it when the ping is not answered within this
 
 
 @dataclass(frozen=True)
@@ -222,6 +234,12 @@ def _check_server(s: ServerSettings) -> None:
         ("server.max_concurrent_rpcs", s.max_concurrent_rpcs, 1, 100_000),
         ("server.thread_pool_size", s.thread_pool_size, 1, 1024),
         ("server.request_read_timeout_seconds", s.request_read_timeout_seconds, 0.1, 3600),
+        ("server.max_streams_per_connection", s.max_streams_per_connection, 1, 100_000),
+        ("server.max_connection_idle_seconds", s.max_connection_idle_seconds, 0, 86_400),
+        ("server.max_connection_age_seconds", s.max_connection_age_seconds, 0, 31_536_000),
+        ("server.max_connection_age_grace_seconds", s.max_connection_age_grace_seconds, 0, 3600),
+        ("server.keepalive_time_seconds", s.keepalive_time_seconds, 0.1, 86_400),
+        ("server.keepalive_timeout_seconds", s.keepalive_timeout_seconds, 0.1, 3600),
     ]
     for key, value, lo, hi in checks:
         if not lo <= value <= hi:

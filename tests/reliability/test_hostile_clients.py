@@ -1,4 +1,4 @@
-"""Hostile clients: held-back requests, unauthenticated floods, slow senders.
+"""Hostile clients: held-back requests, unauthenticated floods, slow senders, idle and vanished peers.
 
 Issue 19 §1: every call counted against server.max_concurrent_rpcs (and, in the
 thread-per-call server, held a handler thread) from the moment it was accepted, so
@@ -215,6 +215,98 @@ def test_a_request_trickled_in_part_is_cut_off_at_the_read_timeout() -> None:
         start = time.monotonic()
         assert _stream_end(conn, 1, timeout=3) is not None
         assert 0.4 <= time.monotonic() - start < 3
+    finally:
+        conn.close()
+        running.stop(0)
+
+
+def test_one_connection_carries_at_most_max_streams_per_connection_calls() -> None:
+    running = create_server(_settings({"MEMRANK_MAX_STREAMS_PER_CONNECTION": 4,
+                                       "MEMRANK_REQUEST_READ_TIMEOUT_SECONDS": 0.5}))
+    target = f"127.0.0.1:{running.port}"
+    conn = h2.Connection(running.port)
+    held = None
+    try:
+        settings = conn.read_until(h2.SETTINGS, timeout=3)
+        assert settings is not None and settings.settings()[h2.MAX_CONCURRENT_STREAMS] == 4
+        start = time.monotonic()
+        held = HeldBack(target, 8)  # one connection: 4 reach the server, 4 wait in the client
+        codes = held.codes(timeout=5)
+        timeline = [(round(t - start, 2), c.code()) for t, c in held.ended]
+        first = [code for t, code in timeline if t < 0.8 and code != grpc.StatusCode.UNAVAILABLE]
+        assert first == [grpc.StatusCode.DEADLINE_EXCEEDED] * 4, timeline
+        # A waiting call started the moment another ends can be refused (REFUSED_STREAM: UNAVAILABLE, retried
+        # by the clients): the server still counts the stream that ended.
+        assert set(codes) <= {grpc.StatusCode.DEADLINE_EXCEEDED, grpc.StatusCode.UNAVAILABLE}
+    finally:
+        conn.close()
+        if held is not None:
+            held.close()
+        running.stop(0)
+
+
+def test_a_connection_without_calls_is_closed_after_the_idle_time() -> None:
+    running = create_server(_settings({"MEMRANK_MAX_CONNECTION_IDLE_SECONDS": 0.5}))
+    idle, busy = h2.Connection(running.port), h2.Connection(running.port)
+    try:
+        busy.start_call(1, HEALTH_CHECK)  # a call in flight (its request never comes): not idle
+        start = time.monotonic()
+        assert idle.read_until(h2.GOAWAY, timeout=3) is not None
+        assert 0.4 <= time.monotonic() - start < 3
+        assert idle.closed_within(2)
+        assert not busy.closed_within(1)
+    finally:
+        idle.close()
+        busy.close()
+        running.stop(0)
+
+
+def test_a_connection_is_closed_at_its_maximum_age_after_the_grace() -> None:
+    running = create_server(_settings({"MEMRANK_MAX_CONNECTION_AGE_SECONDS": 0.5,
+                                       "MEMRANK_MAX_CONNECTION_AGE_GRACE_SECONDS": 0.5,
+                                       "MEMRANK_MAX_CONNECTION_IDLE_SECONDS": 0}))
+    conn = h2.Connection(running.port)
+    try:
+        start = time.monotonic()
+        conn.start_call(1, HEALTH_CHECK)  # a call that never sends its request (no read timeout for health)
+        assert conn.read_until(h2.GOAWAY, timeout=3) is not None
+        told = time.monotonic() - start
+        assert 0.4 <= told < 2  # grpc jitters the age by up to 10%
+        assert conn.closed_within(3)
+        assert time.monotonic() - start - told >= 0.4  # the call in flight got the grace
+    finally:
+        conn.close()
+        running.stop(0)
+
+
+def test_a_peer_that_stops_answering_pings_is_disconnected() -> None:
+    running = create_server(_settings({"MEMRANK_KEEPALIVE_TIME_SECONDS": 0.3,
+                                       "MEMRANK_KEEPALIVE_TIMEOUT_SECONDS": 0.3}))
+    live, dead = h2.Connection(running.port), h2.Connection(running.port, answer_pings=False)
+    try:
+        assert not live.closed_within(1.5)  # pinged although it has no call; answering, it stays
+        assert live.pings >= 2
+        start = time.monotonic()  # the dead peer's first ping went out at about 0.3 s, long unanswered
+        assert dead.closed_within(2)
+        assert dead.pings >= 1 and time.monotonic() - start < 1
+    finally:
+        live.close()
+        dead.close()
+        running.stop(0)
+
+
+def test_a_ping_flood_is_refused_with_too_many_pings() -> None:
+    """grpc's ping policy, kept: pings more often than every 5 minutes without data are strikes."""
+    running = create_server(_settings({}))
+    conn = h2.Connection(running.port)
+    try:
+        assert conn.read_until(h2.SETTINGS, timeout=3) is not None
+        for _ in range(4):  # the first is allowed, three strikes close the connection
+            conn.send(h2.PING, 0, 0, b"8 bytes!")
+            time.sleep(0.05)
+        goaway = conn.read_until(h2.GOAWAY, timeout=3)
+        assert goaway is not None and goaway.payload[8:] == b"too_many_pings"
+        assert conn.closed_within(2)
     finally:
         conn.close()
         running.stop(0)

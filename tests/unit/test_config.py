@@ -59,21 +59,39 @@ def test_missing_key_file_is_reported_with_the_key(tmp_path: Path) -> None:
         s.provenance_key()
 
 
-
-def test_the_request_read_timeout_has_a_default_and_comes_from_file_and_env(tmp_path: Path) -> None:
-    assert load_settings(env={}).server.request_read_timeout_seconds == 10
+def test_client_bounds_have_documented_defaults_and_come_from_file_and_env(tmp_path: Path) -> None:
+    s = load_settings(env={}).server
+    assert (s.request_read_timeout_seconds, s.max_streams_per_connection, s.max_connection_idle_seconds,
+            s.max_connection_age_seconds, s.max_connection_age_grace_seconds, s.keepalive_time_seconds,
+            s.keepalive_timeout_seconds) == (10, 32, 300, 1800, 30, 60, 20)
     f = tmp_path / "c.yaml"
-    f.write_text("server:\n  request_read_timeout_seconds: 3\n")
-    assert load_settings(str(f), env={}).server.request_read_timeout_seconds == 3
-    s = load_settings(str(f), env={"MEMRANK_REQUEST_READ_TIMEOUT_SECONDS": "2.5"})
-    assert s.server.request_read_timeout_seconds == 2.5
+    f.write_text("server:\n  request_read_timeout_seconds: 3\n  max_connection_age_seconds: 0\n")
+    s = load_settings(str(f), env={"MEMRANK_REQUEST_READ_TIMEOUT_SECONDS": "2.5",
+                                   "MEMRANK_MAX_STREAMS_PER_CONNECTION": "8",
+                                   "MEMRANK_MAX_CONNECTION_IDLE_SECONDS": "0",
+                                   "MEMRANK_MAX_CONNECTION_AGE_GRACE_SECONDS": "5",
+                                   "MEMRANK_KEEPALIVE_TIME_SECONDS": "30",
+                                   "MEMRANK_KEEPALIVE_TIMEOUT_SECONDS": "10"}).server
+    assert (s.request_read_timeout_seconds, s.max_streams_per_connection, s.max_connection_idle_seconds,
+            s.max_connection_age_seconds, s.max_connection_age_grace_seconds, s.keepalive_time_seconds,
+            s.keepalive_timeout_seconds) == (2.5, 8, 0, 0, 5, 30, 10)
 
 
 @pytest.mark.parametrize(
-    ("value", "message"),
-    [("0", "server.request_read_timeout_seconds: 0.0 is outside [0.1, 3600]"),
-     ("soon", "server.request_read_timeout_seconds: expected float, got 'soon'")],
+    ("var", "value", "message"),
+    [
+        ("MEMRANK_REQUEST_READ_TIMEOUT_SECONDS", "0",
+         "server.request_read_timeout_seconds: 0.0 is outside [0.1, 3600]"),
+        ("MEMRANK_MAX_STREAMS_PER_CONNECTION", "0", "server.max_streams_per_connection: 0 is outside [1, 100000]"),
+        ("MEMRANK_MAX_STREAMS_PER_CONNECTION", "1.5", "server.max_streams_per_connection: expected int, got '1.5'"),
+        ("MEMRANK_MAX_CONNECTION_IDLE_SECONDS", "-1", "server.max_connection_idle_seconds: -1.0 is outside [0, 86400]"),
+        ("MEMRANK_MAX_CONNECTION_AGE_SECONDS", "inf", "server.max_connection_age_seconds: expected a finite number"),
+        ("MEMRANK_MAX_CONNECTION_AGE_GRACE_SECONDS", "7200",
+         "server.max_connection_age_grace_seconds: 7200.0 is outside [0, 3600]"),
+        ("MEMRANK_KEEPALIVE_TIME_SECONDS", "0.01", "server.keepalive_time_seconds: 0.01 is outside [0.1, 86400]"),
+        ("MEMRANK_KEEPALIVE_TIMEOUT_SECONDS", "soon", "server.keepalive_timeout_seconds: expected float, got 'soon'"),
+    ],
 )
-def test_a_bad_request_read_timeout_is_refused_naming_the_key(value: str, message: str) -> None:
+def test_client_bounds_out_of_range_are_refused_naming_the_key(var: str, value: str, message: str) -> None:
     with pytest.raises(ConfigError, match=re.escape(message)):
-        load_settings(env={"MEMRANK_REQUEST_READ_TIMEOUT_SECONDS": value})
+        load_settings(env={var: value})

@@ -184,9 +184,30 @@ def _message_options(s: ServerSettings) -> list[tuple[str, int]]:
 
 
 def _connection_options(s: ServerSettings, reuse_port: bool) -> list[tuple[str, int]]:
-    """Channel arguments of every listener."""
-    # Explicit: two servers never share a port by accident, only workers that ask for it.
-    return [("grpc.so_reuseport", 1 if reuse_port else 0)]
+    """Channel arguments bounding what one client's connections can hold (grpc core's names)."""
+    options = [
+        # Explicit: two servers never share a port by accident, only workers that ask for it.
+        ("grpc.so_reuseport", 1 if reuse_port else 0),
+        ("grpc.max_concurrent_streams", s.max_streams_per_connection),
+        ("grpc.keepalive_time_ms", _ms(s.keepalive_time_seconds)),
+        ("grpc.keepalive_timeout_ms", _ms(s.keepalive_timeout_seconds)),
+        # grpc 1.85 closes a connection whose ping goes unanswered after the ping timeout (1 min by
+        # default), not after keepalive_timeout_ms alone.
+        ("grpc.http2.ping_timeout_ms", _ms(s.keepalive_timeout_seconds)),
+        # Ping connections without calls too (else only those with a call in flight are pinged). A
+        # server's pings are not limited by grpc.http2.max_pings_without_data (a client setting).
+        ("grpc.keepalive_permit_without_calls", 1),
+        ("grpc.max_connection_age_grace_ms", _ms(s.max_connection_age_grace_seconds)),
+    ]
+    if s.max_connection_idle_seconds > 0:
+        options.append(("grpc.max_connection_idle_ms", _ms(s.max_connection_idle_seconds)))
+    if s.max_connection_age_seconds > 0:
+        options.append(("grpc.max_connection_age_ms", _ms(s.max_connection_age_seconds)))
+    return options
+
+
+def _ms(seconds: float) -> int:
+    return max(1, round(seconds * 1000))
 
 
 class _MethodAwarePool:
