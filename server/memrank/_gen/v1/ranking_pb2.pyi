@@ -201,7 +201,7 @@ class Budget(_message.Message):
     def __init__(self, max_tokens: _Optional[int] = ..., max_items: _Optional[int] = ...) -> None: ...
 
 class RankRequest(_message.Message):
-    __slots__ = ("request_id", "query", "reference_time", "profile", "candidates", "layers", "budget", "placement", "explicit_lookup", "weight_overrides", "min_score", "explain", "shadow_profile", "embeddings_f32", "embedding_dim")
+    __slots__ = ("request_id", "query", "reference_time", "profile", "candidates", "layers", "budget", "placement", "explicit_lookup", "weight_overrides", "min_score", "explain", "shadow_profile", "embeddings_f32", "embedding_dim", "relevance_threshold")
     class WeightOverridesEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -224,6 +224,7 @@ class RankRequest(_message.Message):
     SHADOW_PROFILE_FIELD_NUMBER: _ClassVar[int]
     EMBEDDINGS_F32_FIELD_NUMBER: _ClassVar[int]
     EMBEDDING_DIM_FIELD_NUMBER: _ClassVar[int]
+    RELEVANCE_THRESHOLD_FIELD_NUMBER: _ClassVar[int]
     request_id: str
     query: str
     reference_time: _timestamp_pb2.Timestamp
@@ -239,7 +240,8 @@ class RankRequest(_message.Message):
     shadow_profile: str
     embeddings_f32: bytes
     embedding_dim: int
-    def __init__(self, request_id: _Optional[str] = ..., query: _Optional[str] = ..., reference_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., profile: _Optional[str] = ..., candidates: _Optional[_Iterable[_Union[Candidate, _Mapping]]] = ..., layers: _Optional[_Iterable[_Union[LayerPolicy, _Mapping]]] = ..., budget: _Optional[_Union[Budget, _Mapping]] = ..., placement: _Optional[_Union[Placement, str]] = ..., explicit_lookup: _Optional[bool] = ..., weight_overrides: _Optional[_Mapping[str, float]] = ..., min_score: _Optional[float] = ..., explain: _Optional[_Union[ExplainLevel, str]] = ..., shadow_profile: _Optional[str] = ..., embeddings_f32: _Optional[bytes] = ..., embedding_dim: _Optional[int] = ...) -> None: ...
+    relevance_threshold: float
+    def __init__(self, request_id: _Optional[str] = ..., query: _Optional[str] = ..., reference_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., profile: _Optional[str] = ..., candidates: _Optional[_Iterable[_Union[Candidate, _Mapping]]] = ..., layers: _Optional[_Iterable[_Union[LayerPolicy, _Mapping]]] = ..., budget: _Optional[_Union[Budget, _Mapping]] = ..., placement: _Optional[_Union[Placement, str]] = ..., explicit_lookup: _Optional[bool] = ..., weight_overrides: _Optional[_Mapping[str, float]] = ..., min_score: _Optional[float] = ..., explain: _Optional[_Union[ExplainLevel, str]] = ..., shadow_profile: _Optional[str] = ..., embeddings_f32: _Optional[bytes] = ..., embedding_dim: _Optional[int] = ..., relevance_threshold: _Optional[float] = ...) -> None: ...
 
 class SignalScore(_message.Message):
     __slots__ = ("name", "raw", "normalized", "weight", "contribution", "reasons")

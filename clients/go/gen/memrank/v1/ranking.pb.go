@@ -905,9 +905,17 @@ type RankRequest struct {
 	// Values per row of embeddings_f32, in 1..4096 (limits.max_embedding_dim,
 	// the limit of Candidate.embedding). Required with embeddings_f32. Unset
 	// (0): no packed embeddings, and embeddings_f32 must be empty.
-	EmbeddingDim  uint32 `protobuf:"varint,15,opt,name=embedding_dim,json=embeddingDim,proto3" json:"embedding_dim,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	EmbeddingDim uint32 `protobuf:"varint,15,opt,name=embedding_dim,json=embeddingDim,proto3" json:"embedding_dim,omitempty"`
+	// Absolute relevance floor, in [0, 1]: a candidate whose retrieval_score is
+	// below it is dropped with DROP_REASON_BELOW_THRESHOLD before any
+	// normalisation (so the best of a bad batch is not made a perfect score);
+	// when every candidate is below it the selection is empty ("nothing
+	// relevant"). Compared with retrieval_score, the caller's own absolute
+	// score: a caller whose retrieval_score is already normalised per batch
+	// should send 0. Unset: the profile's relevance_threshold (default: 0.1).
+	RelevanceThreshold *float64 `protobuf:"fixed64,16,opt,name=relevance_threshold,json=relevanceThreshold,proto3,oneof" json:"relevance_threshold,omitempty"`
+	unknownFields      protoimpl.UnknownFields
+	sizeCache          protoimpl.SizeCache
 }
 
 func (x *RankRequest) Reset() {
@@ -1041,6 +1049,13 @@ func (x *RankRequest) GetEmbeddingsF32() []byte {
 func (x *RankRequest) GetEmbeddingDim() uint32 {
 	if x != nil {
 		return x.EmbeddingDim
+	}
+	return 0
+}
+
+func (x *RankRequest) GetRelevanceThreshold() float64 {
+	if x != nil && x.RelevanceThreshold != nil {
+		return *x.RelevanceThreshold
 	}
 	return 0
 }
@@ -2607,7 +2622,7 @@ const file_memrank_v1_ranking_proto_rawDesc = "" +
 	"\x06Budget\x12\x1d\n" +
 	"\n" +
 	"max_tokens\x18\x01 \x01(\rR\tmaxTokens\x12\x1b\n" +
-	"\tmax_items\x18\x02 \x01(\rR\bmaxItems\"\x85\x06\n" +
+	"\tmax_items\x18\x02 \x01(\rR\bmaxItems\"\xd3\x06\n" +
 	"\vRankRequest\x12\x1d\n" +
 	"\n" +
 	"request_id\x18\x01 \x01(\tR\trequestId\x12\x14\n" +
@@ -2627,12 +2642,14 @@ const file_memrank_v1_ranking_proto_rawDesc = "" +
 	"\aexplain\x18\f \x01(\x0e2\x18.memrank.v1.ExplainLevelR\aexplain\x12%\n" +
 	"\x0eshadow_profile\x18\r \x01(\tR\rshadowProfile\x12%\n" +
 	"\x0eembeddings_f32\x18\x0e \x01(\fR\rembeddingsF32\x12#\n" +
-	"\rembedding_dim\x18\x0f \x01(\rR\fembeddingDim\x1aB\n" +
+	"\rembedding_dim\x18\x0f \x01(\rR\fembeddingDim\x124\n" +
+	"\x13relevance_threshold\x18\x10 \x01(\x01H\x01R\x12relevanceThreshold\x88\x01\x01\x1aB\n" +
 	"\x14WeightOverridesEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\x01R\x05value:\x028\x01B\f\n" +
 	"\n" +
-	"_min_score\"\xa9\x01\n" +
+	"_min_scoreB\x16\n" +
+	"\x14_relevance_threshold\"\xa9\x01\n" +
 	"\vSignalScore\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x10\n" +
 	"\x03raw\x18\x02 \x01(\x01R\x03raw\x12\x1e\n" +
