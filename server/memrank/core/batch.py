@@ -195,4 +195,5 @@ class RankParams:
     weight_overrides: Mapping[str, float] = field(default_factory=dict)
     min_score: float | None = None
     explain: ExplainLevel = ExplainLevel.UNSPECIFIED
+    relevance_threshold: float | None = None  # None: the profile's
     shadow_profile: str = ""

@@ -7,7 +7,8 @@ first that applies (its reasons list every one that applies, in order):
 2. ``FUTURE_EVENT``   event_time > reference_time
 3. ``NOT_YET_VALID``  reference_time < valid_from
 4. ``EXPIRED``        reference_time >= valid_to
-5. ``BELOW_THRESHOLD`` raw relevance < profile.relevance_threshold (before normalisation)
+5. ``BELOW_THRESHOLD`` retrieval_score < the relevance threshold (the request's, else the profile's;
+   before any normalisation: the caller's absolute score, so a batch of weak matches returns nothing)
 6. ``ZERO_IMPORTANCE`` effective importance == 0, unless the query is an explicit
    lookup or the profile sets ``gate_zero_importance`` False
 
@@ -89,12 +90,12 @@ def temporal_gates(gates: GateSet, batch: Batch, reference_time: float, skip: fr
             gates.add(reason, mask, _formatter(template, delta))
 
 
-def threshold_gate(gates: GateSet, relevance_raw: np.ndarray, threshold: float | None) -> None:
-    """Gate raw relevance below the profile's threshold."""
+def threshold_gate(gates: GateSet, retrieval: np.ndarray, threshold: float | None) -> None:
+    """Gate the candidates whose retrieval_score is below the relevance threshold."""
     if threshold is None:
         return
-    gates.add(DropReason.BELOW_THRESHOLD, relevance_raw < threshold,
-              lambda i: f"below threshold: raw relevance {float(relevance_raw[i]):.6g} < {threshold:g}")
+    gates.add(DropReason.BELOW_THRESHOLD, retrieval < threshold,
+              lambda i: f"below threshold: retrieval_score {float(retrieval[i]):.6g} < {threshold:g}")
 
 
 def zero_importance_gate(gates: GateSet, importance: np.ndarray, reasons: Sequence[tuple[str, ...]]) -> None:

@@ -6,7 +6,7 @@ Steps, for one batch under one profile:
    returned; the rest is the *population* that batch-relative signals
    (facet fusion, lexical IDF) are computed over;
 2. every signal the profile lists is computed raw (``signals.SIGNALS``);
-3. the relevance threshold (on raw relevance) and the zero-importance gate
+3. the relevance threshold (on retrieval_score, the caller's absolute score) and the zero-importance gate
    run (precedence in ``core.gates``);
 4. each signal is normalised by its profile normaliser over the ungated
    candidates (gated ones get 0);
@@ -61,7 +61,7 @@ def score_gated(batch: Batch, ctx: ScoringContext, profile: Profile, skip: froze
     for spec in profile.signals:
         raw(spec.name)
     if profile.relevance_threshold is not None and DropReason.BELOW_THRESHOLD not in skip:
-        threshold_gate(gates, raw("relevance").values, profile.relevance_threshold)
+        threshold_gate(gates, batch.retrieval, profile.relevance_threshold)
     gate_zero = profile.gate_zero_importance and not ctx.explicit_lookup and DropReason.ZERO_IMPORTANCE not in skip
     if gate_zero or "importance" in raws:
         importance = raw("importance")

@@ -45,11 +45,11 @@ def test_precedence_is_safety_then_temporal_then_threshold_then_importance():
     assert codes == [D.BELOW_THRESHOLD]
 
 
-def test_threshold_applies_to_raw_relevance_before_normalisation():
+def test_threshold_applies_to_retrieval_score_before_normalisation():
     rows = [{"retrieval_score": r, "importance": 0.5} for r in (0.1, 0.5, 0.9)]
     codes, reasons, s = _gates(rows, p=profile("default", relevance_threshold=0.3))
     assert codes == [D.BELOW_THRESHOLD, 0, 0]
-    assert reasons[0] == ("below threshold: raw relevance 0.1 < 0.3",)
+    assert reasons[0] == ("below threshold: retrieval_score 0.1 < 0.3",)
     rel = s.signals[0]
     assert rel.name == "relevance" and rel.normalization == "min_max"
     # the population is c1, c2 only: min-max over [0.5, 0.9]
@@ -80,3 +80,13 @@ def test_gated_candidates_score_zero_and_leave_the_population(name):
         if c.normalization == "min_max" and c.name in ("relevance", "retrieval"):
             assert c.normalized[:2].tolist() == [0.0, 1.0]  # min-max over c0, c1 only
     assert not np.isnan(s.combined).any()
+
+
+def test_the_threshold_reads_the_callers_absolute_score_not_the_fused_relevance():
+    # With facets, default's relevance is a min-max fusion: the best of a weak batch gets 1. The threshold
+    # reads retrieval_score instead, so five weak matches (0.02 .. 0.06) are all dropped.
+    rows = [{"retrieval_score": r, "facet_scores": {"dense": r}, "content": "Lima is far away from here"}
+            for r in (0.02, 0.03, 0.04, 0.05, 0.06)]
+    codes, _, s = _gates(rows, p=profile("default", relevance_threshold=0.1))
+    assert codes == [D.BELOW_THRESHOLD] * 5
+    assert next(c for c in s.signals if c.name == "relevance").raw.max() == 1.0  # fused: the best is 1
