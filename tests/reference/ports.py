@@ -38,13 +38,30 @@ def go_fields(s: str) -> list[str]:
     return words
 
 
+def go_lower(s: str) -> str:
+    """strings.ToLower: unicode.ToLower per code point (the simple mapping, no final sigma), read from
+    Python's table one character at a time; the one character whose full mapping is longer is "İ" (Go: "i").
+    A lone surrogate is U+FFFD, as Go writes a code point with no UTF-8 form."""
+    if s.isascii():
+        return s.lower()
+    out = []
+    for ch in s:
+        if "\ud800" <= ch <= "\udfff":
+            out.append("\ufffd")
+        elif ch == "\u0130":
+            out.append("i")
+        else:
+            out.append(ch.lower())  # one character alone: no final-sigma context
+    return "".join(out)
+
+
 def agent_observer_score(task: str, kind: str, content: str, retrieval_score: float, access_count: int) -> float:
     """The Go scoreMemory, one memory at a time."""
     score = GO_KIND_PRIOR.get(kind, 0.0)
     score += 0.30 * retrieval_score
-    words = go_fields(task.lower())
+    words = go_fields(go_lower(task))
     if len(words) > 0:
-        lowered = content.lower()
+        lowered = go_lower(content)
         matched = 0
         for w in words:
             if len(w.encode("utf-8")) >= 3 and w in lowered:

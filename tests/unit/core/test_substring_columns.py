@@ -7,16 +7,17 @@ from hypothesis import strategies as st
 
 from memrank.core.signals.substring import _column_hits
 from memrank.core.text.buffers import ascii_joined
+from memrank.core.text.golang import to_lower
 from tests.unit.core.build import batch
 
 
 def per_content(texts: list[str], task_words: list[str]) -> list[int]:
-    """The definition: one ``in`` per content and listed word, on the lower-cased content."""
-    return [sum(w in t.lower() for w in task_words) for t in texts]
+    """The definition: one ``in`` per content and listed word, on the content lower-cased as Go does."""
+    return [sum(w in to_lower(t) for w in task_words) for t in texts]
 
 
 # Pieces that make words of 1 to 30 bytes (across the 8-byte chunks), case changes, characters whose lower
-# case is longer ("İ"), a final sigma (lower-cased by context), lone surrogates, NUL and separators.
+# case is shorter ("İ"), capital and small sigmas, lone surrogates, NUL and separators.
 ALPHABET = ["a", "b", "ab", "ba", "A", "B", " ", "\0", "é", "x", "İ", "Σ", "ς", "σ", "\ud83d", "abcdefgh", "\t"]
 WORD_PIECES = ["a", "b", "x", "ab", "\0", "é", "σ", "ς", "i̇", "\ud83d", "abcdefgh", "bcdefgha"]
 ASCII = ["a", "b", "ab", "A", " ", "x", "\0", "abcdefgh", "Abcdefgh", ".", "\n"]

@@ -2,7 +2,6 @@ from memrank.core.text.normalize import (
     MAX_TOKENS,
     SAMPLE_CHARS,
     STOP_WORDS,
-    go_fields,
     is_pleasantry,
     sample,
     terms,
@@ -39,14 +38,6 @@ def test_tokens_are_capped_to_head_and_tail():
 def test_terms_drop_stop_words_and_duplicates_in_order():
     assert terms("The cat and THE dog, the cat") == ["cat", "dog"]
     assert {"the", "and", "is"} <= STOP_WORDS and "not" not in STOP_WORDS
-
-
-def test_go_fields_splits_on_go_white_space_only():
-    # U+001C is white space for Python's str.split() but not for Go's unicode.IsSpace.
-    assert go_fields(" a\u00a0b\x1cc  d\u3000e\x85f\n") == ["a", "b\x1cc", "d", "e", "f"]
-    python_split = str.split
-    assert python_split("a\x1cb") == ["a", "b"]
-    assert go_fields("   ") == []
 
 
 def test_pleasantries_are_whole_messages_of_thanks_and_greetings():

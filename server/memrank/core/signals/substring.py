@@ -10,11 +10,11 @@ stop words count, every word weighs the same, repeated task words count
 each time, and short words (< 3 bytes) still count in the denominator.
 The whole content is searched (no head/tail sample), as in Go.
 
-Lower-casing uses Python's ``str.lower()``; it differs from Go's
-``strings.ToLower`` for a few characters (Python applies the full Unicode
-mappings: "İ" becomes "i̇" with a combining dot where Go gives "i", and a
-word-final capital sigma becomes "ς" where Go gives "σ"). Splitting follows
-Go's ``unicode.IsSpace`` exactly (``text.go_fields``).
+Lower-casing, splitting and matching are Go's (``text.golang``): each code
+point lower-cased by itself ("İ" gives "i", a word-final "Σ" gives "σ"),
+fields split on ``unicode.IsSpace``, and a match is a byte match of UTF-8
+(on valid UTF-8, the same as a match of code points). A lone surrogate, which
+only a Python caller of the core can send, counts as U+FFFD, as in Go.
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ from memrank.core.reasons import Lazy
 from memrank.core.scores import ScoringContext
 from memrank.core.signals.base import RawSignal, same_reason
 from memrank.core.text.buffers import ascii_joined
-from memrank.core.text.normalize import go_fields
+from memrank.core.text.golang import fields, lower_utf8, to_lower
 from memrank.profiles.model import Profile
 
 MIN_WORD_BYTES = 3
@@ -37,7 +37,7 @@ _LOW = np.array([(1 << (8 * k)) - 1 for k in range(9)], dtype=np.uint64)  # the 
 
 def task_words(query: str) -> list[str]:
     """Task words as the Go scorer sees them: Fields of the lower-cased query."""
-    return go_fields(query.lower())
+    return fields(to_lower(query))
 
 
 def _hits(lowered: str, words: list[str]) -> int:
@@ -49,7 +49,7 @@ def substring_match(batch: Batch, ctx: ScoringContext, profile: Profile, populat
     words = task_words(ctx.query)
     if not words:
         return RawSignal(np.zeros(batch.n), same_reason(batch.n, "no task words: 0"))
-    candidates = [w for w in words if len(w.encode("utf-8", "surrogatepass")) >= MIN_WORD_BYTES]
+    candidates = [w for w in words if len(w.encode("utf-8")) >= MIN_WORD_BYTES]  # to_lower left no surrogate
     hits = _column_hits(batch.contents, candidates, ascii_joined(batch))
     values = hits / len(words)
     return RawSignal(values, Lazy(batch.n, lambda i: (f"{int(hits[i])} of {len(words)} task words found as "
@@ -58,9 +58,10 @@ def substring_match(batch: Batch, ctx: ScoringContext, profile: Profile, populat
 
 def _column_hits(contents: tuple[str, ...], words: list[str],
                  joined: tuple[bytes, np.ndarray] | None = None) -> np.ndarray:
-    """Per content, how many of the words occur in its lower-cased text (a word counts each time it is listed).
+    """Per content, how many of the words occur in its text lower-cased as Go does (a word counts each time
+    it is listed).
 
-    The lower-cased contents are joined by spaces into one UTF-8 buffer (lone surrogates kept), searched
+    The lower-cased contents (``golang.lower_utf8``) are joined by spaces into one UTF-8 buffer, searched
     once per distinct word with numpy: the positions where the word's first two bytes stand, narrowed by
     comparing its bytes 8 at a time, then mapped to the content that holds them. UTF-8 is self-synchronising,
     so a byte match of a word is a match of its characters; a task word holds no space (it is a field of the
@@ -80,8 +81,8 @@ def _column_hits(contents: tuple[str, ...], words: list[str],
         if text.isascii():
             buf = text.lower().encode("ascii")
             lengths = np.fromiter(map(len, contents), dtype=np.int64, count=n)
-        else:  # each content alone (str.lower of a final sigma looks at its neighbours)
-            parts = [c.lower().encode("utf-8", "surrogatepass") for c in contents]
+        else:  # each content alone: lower-casing can change a character's length in bytes ("İ" 2, "i" 1)
+            parts = [lower_utf8(c) for c in contents]
             buf = b" ".join(parts)
             lengths = np.fromiter(map(len, parts), dtype=np.int64, count=n)
         starts = np.zeros(n, dtype=np.int64)
@@ -96,7 +97,7 @@ def _column_hits(contents: tuple[str, ...], words: list[str],
             hits += times  # "" is in every string
             continue
         if b" " in raw:
-            lowered = [c.lower() for c in contents]
+            lowered = [to_lower(c) for c in contents]
             hits += times * np.fromiter([word in c for c in lowered], dtype=np.float64, count=n)
             continue
         at = np.flatnonzero(pairs == int.from_bytes(raw[:2], "little") if len(raw) >= 2 else padded[:size] == raw[0])

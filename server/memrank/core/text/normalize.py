@@ -42,11 +42,6 @@ _PUNCT = str.maketrans({c: " " for c in PUNCT_CHARS})
 # The same mapping for ASCII text as a bytes table (bytes.translate is much faster than str.translate).
 _ASCII_PUNCT = bytes(32 if chr(b) in PUNCT_CHARS else b for b in range(256))
 
-# Go's unicode.IsSpace set, which strings.Fields splits on. Python's
-# str.split() also splits on U+001C..U+001F, so the compatibility code must
-# not use it.
-_GO_SPACE = re.compile("[\t\n\v\f\r \x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]+")
-
 # A whole message that is only greetings, thanks or acknowledgements.
 _PLEASANTRY = re.compile(
     r"^(?:(?:hi|hello|hey|yo|good (?:morning|afternoon|evening|night)|thanks?(?: you)?(?: so much| a lot)?"
@@ -90,11 +85,6 @@ def terms(text: str, extra_stop_words: frozenset[str] = frozenset()) -> list[str
     if extra_stop_words:
         return list(dict.fromkeys(t for t in tokens(text) if t not in STOP_WORDS and t not in extra_stop_words))
     return list(dict.fromkeys(t for t in tokens(text) if t not in STOP_WORDS))
-
-
-def go_fields(text: str) -> list[str]:
-    """Split like Go's strings.Fields: on runs of Unicode white space, no empty fields."""
-    return [w for w in _GO_SPACE.split(text) if w]
 
 
 def is_pleasantry(text: str) -> bool:
