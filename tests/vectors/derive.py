@@ -47,16 +47,27 @@ def ts_key(text: str | None) -> float:
 
 # --- agent-observer: the Go scoreMemory, term by term -------------------------------------------
 
+GO_SPACE = "\t\n\v\f\r \x85\xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a" \
+    "\u2028\u2029\u202f\u205f\u3000"  # unicode.IsSpace
+
+
+def go_lower(text: str) -> str:
+    """strings.ToLower: unicode.ToLower (the simple mapping) per code point. Python's lower() of one
+    character alone is that mapping (no final-sigma context), but for "İ", whose simple mapping is "i"."""
+    return "".join("i" if ch == "\u0130" else ch.lower() for ch in text)
+
+
 def go_fields(text: str) -> list[str]:
-    """strings.Fields(strings.ToLower(text)) for ASCII white space (all the vectors use)."""
-    return text.lower().split()
+    """strings.Fields(strings.ToLower(text)): runs of non-space characters."""
+    spaced = "".join(" " if ch in GO_SPACE else ch for ch in go_lower(text))
+    return [w for w in spaced.split(" ") if w]
 
 
 def observer(c: dict[str, Any], query: str) -> tuple[float, str]:
     """kind prior + 0.30 x retrieval + 0.25 x matched/all task words + min(access/50, 0.10)."""
     prior = KIND_PRIOR.get(c.get("kind", ""), 0.0)
     words = go_fields(query)
-    content = c.get("content", "").lower()
+    content = go_lower(c.get("content", ""))
     matched = [w for w in words if len(w.encode("utf-8")) >= 3 and w in content]
     frac = len(matched) / len(words) if words else 0.0
     access = min(c.get("accessCount", 0) / 50, 0.10)
@@ -433,6 +444,20 @@ def cases() -> list[tuple[str, str, dict[str, Any], dict[str, Any] | None]]:
             cand("u-ne", "fact", "Il est né à Paris", 0.5),
             cand("u-jp", "fact", "日本語の会話", 0.6),
             cand("u-none", "fact", "plain ascii", 0.5)], "né 日本 ok"))
+    add("observer_go_lowercase", "agent-observer: Go's strings.ToLower maps each code point alone: 'İ' to 'i' "
+        "(not 'i' + U+0307), 'Σ' to 'σ' even at a word's end (no final 'ς'); U+3000 separates task words",
+        rank_request("observer_go_lowercase", ao, [
+            cand("l-istanbul", "fact", "Trip to istanbul", 0.1),
+            cand("l-odos", "fact", "η οδοσ", 0.1),
+            cand("l-final", "fact", "η οδος", 0.1),
+            cand("l-dotted", "fact", "i\u0307stanbul trips", 0.2)], "İstanbul\u3000trip ΟΔΟΣ"))
+    add("observer_retrieval_unbounded", "agent-observer takes any finite retrieval_score, as Go's scoreMemory "
+        "takes any float64: 1.5 and negatives score 0.30 x the value; a negative final score is ranked, not "
+        "dropped (min_score unset: none)",
+        rank_request("observer_retrieval_unbounded", ao, [
+            cand("r-high", "failure", "Dialog crashed", 1.5),
+            cand("r-neg", "fact", "İstanbul", -0.5),
+            cand("r-very-neg", "", "nothing here", -2.0, accessCount=3)], "fix the dialog"))
     add("observer_access", "agent-observer: access bonus min(access_count/50, 0.10)",
         rank_request("observer_access", ao, [
             cand("a-0", "fact", "x", 0.5), cand("a-1", "fact", "x", 0.5, accessCount=1),
@@ -578,8 +603,10 @@ def cases() -> list[tuple[str, str, dict[str, Any], dict[str, Any] | None]]:
     add("error_nan_retrieval", "NaN retrieval_score is refused, naming the candidate field",
         rank_request("error_nan_retrieval", ao, [two[0], {**two[1], "retrievalScore": "NaN"}]),
         {"code": "INVALID_ARGUMENT", "field": "candidates[1].retrieval_score"})
-    add("error_retrieval_out_of_range", "retrieval_score 1.5 is outside [0, 1]",
-        rank_request("error_retrieval_out_of_range", ao, [two[0], two[1], {**cand("ok-2"), "retrievalScore": 1.5}]),
+    add("error_retrieval_out_of_range", "retrieval_score 1.5 is outside [0, 1], refused under every profile "
+        "whose formula is not agent-observer's (see observer_retrieval_unbounded)",
+        rank_request("error_retrieval_out_of_range", "default", [two[0], two[1],
+                                                                 {**cand("ok-2"), "retrievalScore": 1.5}]),
         {"code": "INVALID_ARGUMENT", "field": "candidates[2].retrieval_score"})
     add("error_retrieval_infinite", "-Infinity retrieval_score is refused",
         rank_request("error_retrieval_infinite", ao, [two[0], {**two[1], "retrievalScore": "-Infinity"}]),

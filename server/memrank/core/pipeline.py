@@ -90,7 +90,9 @@ def _min_score_gate(profile: Profile, params: RankParams, layers: tuple[LayerSpe
     # Column at a time: the bar of each candidate, then one comparison (same values as max() per candidate).
     bar_of = {name: max(min_score, layer_min.get(name, 0.0) or 0.0) for name in set(layer_of)}
     bars = np.fromiter(map(bar_of.__getitem__, layer_of), dtype=np.float64, count=len(layer_of))
-    for i in np.flatnonzero((drop == 0) & (current < bars)).tolist():
+    # A bar of 0 is no minimum (the proto's "0 = none"): agent-observer's negative scores (a negative
+    # retrieval_score, as Go's scoreMemory takes it) are ranked, not dropped.
+    for i in np.flatnonzero((drop == 0) & (bars > 0.0) & (current < bars)).tolist():
         drop[i] = DropReason.BELOW_MIN_SCORE
         notes[i] = (f"score {current[i]:.6g} below the minimum {bars[i]:.6g}",)
 

@@ -44,7 +44,7 @@ def handle_rank(
     ``alive`` (the call's ``is_active``) is asked between stages: a cancelled call or
     one past its deadline stops there with ``CallAbandoned`` instead of running on.
     """
-    columns = validate_rank_request(request, settings.limits)
+    columns = validate_rank_request(request, settings.limits, profiles=settings.profiles)
     _still_wanted(alive, "validated")
     batch, params = convert.request_to_domain(request, now, columns)  # the columns validation read
     _still_wanted(alive, "converted")

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 
 import numpy as np
 from google.protobuf.timestamp_pb2 import Timestamp
@@ -12,6 +12,7 @@ from memrank._gen.v1 import ranking_pb2 as pb
 from memrank.config import Limits
 from memrank.core.errors import FieldViolation, InvalidRequest, LimitExceeded
 from memrank.grpc.columns import TIME_FIELDS, CandidateColumns
+from memrank.profiles.model import Profile
 
 # Timestamp's documented range: 0001-01-01T00:00:00Z .. 9999-12-31T23:59:59Z.
 MIN_SECONDS, MAX_SECONDS = -62_135_596_800, 253_402_300_799
@@ -20,6 +21,8 @@ MAX_REQUEST_ID_BYTES = 128
 MAX_LAYER_NAME_BYTES = 128
 MAX_POSITION = 2**53  # the largest integer float64 (the Batch column) holds exactly with all below it
 MAX_VIOLATIONS = 20  # a hostile request does not get a megabyte of error details
+UNIT = (0.0, 1.0)  # retrieval_score's range, except under the Go scorer's formula:
+ANY = (-math.inf, math.inf)  # any finite value (scoreMemory multiplies any float64 by 0.30)
 
 
 def _finite(x: float) -> bool:
@@ -46,7 +49,8 @@ def _check_scores(path: str, scores: Iterable[tuple[str, float]], bound: float |
             yield FieldViolation(f'{path}["{name}"]', f"must be within [-{bound:g}, {bound:g}], got {value}")
 
 
-def _check_candidate(i: int, c: pb.Candidate, limits: Limits) -> Iterator[FieldViolation]:
+def _check_candidate(i: int, c: pb.Candidate, limits: Limits,
+                     retrieval: tuple[float, float] = UNIT) -> Iterator[FieldViolation]:
     p = f"candidates[{i}]"
     if not c.id:
         yield FieldViolation(f"{p}.id", "must be non-empty")
@@ -62,8 +66,9 @@ def _check_candidate(i: int, c: pb.Candidate, limits: Limits) -> Iterator[FieldV
         yield FieldViolation(f"{p}.position", f"must be in [0, {MAX_POSITION}] (2^53), got {c.position}")
     if len(c.speaker.encode()) > limits.max_speaker_bytes:
         yield FieldViolation(f"{p}.speaker", f"at most {limits.max_speaker_bytes} bytes (limits.max_speaker_bytes)")
-    if not _finite(c.retrieval_score) or not 0.0 <= c.retrieval_score <= 1.0:
-        yield FieldViolation(f"{p}.retrieval_score", f"must be finite and in [0, 1], got {c.retrieval_score}")
+    if not _finite(c.retrieval_score) or not retrieval[0] <= c.retrieval_score <= retrieval[1]:
+        yield FieldViolation(f"{p}.retrieval_score", f"must be finite and in [0, 1], got {c.retrieval_score}"
+                             if retrieval == UNIT else f"must be finite, got {c.retrieval_score}")
     if c.HasField("importance") and (not _finite(c.importance) or not 0.0 <= c.importance <= 1.0):
         yield FieldViolation(f"{p}.importance", f"must be finite and in [0, 1], got {c.importance}")
     yield from _check_scores(f"{p}.facet_scores", c.facet_scores.items(), MAX_FACET_ABS)
@@ -89,12 +94,13 @@ def _check_candidate(i: int, c: pb.Candidate, limits: Limits) -> Iterator[FieldV
         yield FieldViolation(f"{p}.embedding", "values must be finite")
 
 
-def _check_candidates(req: pb.RankRequest, limits: Limits) -> Iterator[FieldViolation]:
+def _check_candidates(req: pb.RankRequest, limits: Limits,
+                      retrieval: tuple[float, float]) -> Iterator[FieldViolation]:
     seen: dict[str, int] = {}
     dim: tuple[int, int] | None = None
     facets: set[str] = set()
     for i, c in enumerate(req.candidates):
-        yield from _check_candidate(i, c, limits)
+        yield from _check_candidate(i, c, limits, retrieval)
         if c.id in seen:
             yield FieldViolation(f"candidates[{i}].id", f"duplicate of candidates[{seen[c.id]}].id ({c.id!r})")
         elif c.id:
@@ -129,7 +135,8 @@ def _check_layers(req: pb.RankRequest, limits: Limits) -> Iterator[FieldViolatio
 
 
 def _check_request(req: pb.RankRequest, limits: Limits, candidates: bool = True,
-                   cols: CandidateColumns | None = None) -> Iterator[FieldViolation]:
+                   cols: CandidateColumns | None = None,
+                   retrieval: tuple[float, float] = UNIT) -> Iterator[FieldViolation]:
     if len(req.request_id.encode()) > MAX_REQUEST_ID_BYTES:
         yield FieldViolation("request_id", f"at most {MAX_REQUEST_ID_BYTES} bytes")
     if req.HasField("reference_time"):
@@ -144,7 +151,7 @@ def _check_request(req: pb.RankRequest, limits: Limits, candidates: bool = True,
     yield from _check_layers(req, limits)
     yield from _check_packed(cols if cols is not None else CandidateColumns.of(req), limits)
     if candidates:
-        yield from _check_candidates(req, limits)
+        yield from _check_candidates(req, limits, retrieval)
 
 
 def _check_packed(cols: CandidateColumns, limits: Limits) -> Iterator[FieldViolation]:
@@ -189,11 +196,12 @@ def _first(violations: Iterator[FieldViolation]) -> list[FieldViolation]:
     return out
 
 
-def validate_rank_request(req: pb.RankRequest, limits: Limits,
-                          cols: CandidateColumns | None = None) -> CandidateColumns:
+def validate_rank_request(req: pb.RankRequest, limits: Limits, cols: CandidateColumns | None = None,
+                          profiles: Mapping[str, Profile] | None = None) -> CandidateColumns:
     """Raise LimitExceeded or InvalidRequest naming every bad field (up to MAX_VIOLATIONS).
 
-    Returns the candidate columns it read, for ``convert.request_to_domain`` to reuse.
+    ``profiles`` (the server's) decide the range of ``retrieval_score`` (``retrieval_range``); without
+    them it is [0, 1]. Returns the candidate columns it read, for ``convert.request_to_domain`` to reuse.
     """
     if len(req.candidates) > limits.max_candidates:
         raise LimitExceeded([FieldViolation("candidates", f"{len(req.candidates)} candidates; at most "
@@ -206,11 +214,28 @@ def validate_rank_request(req: pb.RankRequest, limits: Limits,
                                             "(limits.max_query_bytes)")])
     if cols is None:
         cols = CandidateColumns.of(req)
+    retrieval = retrieval_range(req, profiles)
     # The fast path proves only the candidate rules; request-level fields are always checked.
-    violations = _first(_check_request(req, limits, candidates=not _clearly_valid(cols, limits), cols=cols))
+    violations = _first(_check_request(req, limits, candidates=not _clearly_valid(cols, limits, retrieval),
+                                       cols=cols, retrieval=retrieval))
     if violations:
         raise InvalidRequest(violations)
     return cols
+
+
+def retrieval_range(req: pb.RankRequest, profiles: Mapping[str, Profile] | None) -> tuple[float, float]:
+    """[0, 1]; any finite value when the profile and the shadow profile (if any) use the Go scorer's formula.
+
+    Go's ``scoreMemory`` adds 0.30 x relevance for any float64 relevance (1.5, -2), so ``agent-observer``
+    (formula ``agent_observer``) takes any finite ``retrieval_score``; NaN and infinities are still refused,
+    as they would leave the order undefined. Every other profile reads it as a score in [0, 1].
+    """
+    if profiles is None:
+        return UNIT
+    named = [req.profile or "default", *([req.shadow_profile] if req.shadow_profile else [])]
+    if all(name in profiles and profiles[name].formula == "agent_observer" for name in named):
+        return ANY
+    return UNIT
 
 
 def _utf8_within(texts: list[str], limit: int) -> bool:
@@ -229,7 +254,7 @@ def _in_unit(values: np.ndarray) -> bool:
     return not values.size or bool(values.min() >= 0.0 and values.max() <= 1.0)
 
 
-def _clearly_valid(cols: CandidateColumns, limits: Limits) -> bool:
+def _clearly_valid(cols: CandidateColumns, limits: Limits, retrieval: tuple[float, float] = UNIT) -> bool:
     """True when every candidate rule holds, checked a column at a time.
 
     A fast path only: False means "not proven", and the per-candidate checks
@@ -246,7 +271,8 @@ def _clearly_valid(cols: CandidateColumns, limits: Limits) -> bool:
     if not _utf8_within(cols.threads, limits.max_thread_bytes) or \
             not _utf8_within(cols.speakers, limits.max_speaker_bytes):
         return False
-    if not _in_unit(cols.retrieval) or not _in_unit(cols.importance_values):
+    in_range = _in_unit(cols.retrieval) if retrieval == UNIT else bool(np.isfinite(cols.retrieval).all())
+    if not in_range or not _in_unit(cols.importance_values):
         return False
     positions = cols.position_values  # int64: compared exactly, never through float64
     if positions.size and not (positions.min() >= 0 and positions.max() <= MAX_POSITION):
