@@ -1,0 +1,3 @@
+module memrank.test/goobserver
+
+go 1.21
