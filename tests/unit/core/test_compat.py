@@ -87,6 +87,19 @@ def test_agent_observer_go_white_space_and_empty_task():
     assert score(b, ctx("  \u3000 "), AO).combined[0] == pytest.approx(0.30 * 0.5, abs=1e-12)
 
 
+def test_agent_observer_lower_cases_as_go():
+    # The reproductions: Go's strings.ToLower maps "İ" to "i" (Python: "i" + U+0307) and "Σ" to "σ"
+    # even at a word's end (Python: "ς"); retrieval 0.1, kind fact.
+    b = batch({"kind": "fact", "content": "trip to istanbul", "retrieval_score": 0.1},
+              {"kind": "fact", "content": "η οδοσ", "retrieval_score": 0.1},
+              {"kind": "fact", "content": "i\u0307stanbul", "retrieval_score": 0.1})
+    assert score(b, ctx("İstanbul trip"), AO).combined[0] == pytest.approx(0.30 + 0.30 * 0.1 + 0.25 * 2 / 2,
+                                                                          abs=1e-12)  # Go: 0.58
+    s = score(b, ctx("ΟΔΟΣ"), AO)
+    assert s.combined[1] == pytest.approx(0.30 + 0.30 * 0.1 + 0.25 * 1 / 1, abs=1e-12)
+    assert score(b, ctx("İstanbul"), AO).combined[2] == pytest.approx(0.30 + 0.30 * 0.1, abs=1e-12)
+
+
 def test_generative_agents_hand_computed():
     b = batch({"retrieval_score": 0.9, "importance": 0.2, "last_accessed_at": REF - 10 * HOUR},
               {"retrieval_score": 0.5, "importance": 0.8, "created_at": REF - 100 * HOUR},
