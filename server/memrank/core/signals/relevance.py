@@ -44,8 +44,10 @@ def _parts(batch: Batch, profile: Profile, population: np.ndarray) -> np.ndarray
     names = list(batch.facets)
     raw = np.stack([batch.facets[f] for f in names], axis=1)
     has = ~np.isnan(raw)
-    if profile.fusion == "max":  # facets on a [0, 1] scale compared as they are; beyond it clipped, so relevance
-        return np.clip(raw, 0.0, 1.0)  # stays in [0, 1] (an unbounded score such as raw BM25 wants weighted or rrf)
+    if profile.fusion == "max":
+        # Facets on a [0, 1] scale are compared as they are; beyond it clipped, so relevance stays in [0, 1]
+        # (an unbounded score such as raw BM25 wants weighted or rrf).
+        return np.asarray(np.clip(raw, 0.0, 1.0), dtype=np.float64)
     parts = np.full(raw.shape, np.nan)
     for j, name in enumerate(names):
         pop = population & has[:, j]
