@@ -55,8 +55,9 @@ def rank_request(rng: np.random.Generator, low: float, high: float, n: int = 20,
               "kind": KINDS[i % 4], "layer": LAYERS[i % 4], "accessCount": int(i % 7)}
              for i, s in enumerate(scores)]
     cands.append({"id": "unsafe", "content": "x", "retrievalScore": 0.9, "safety": "SAFETY_STATUS_UNSAFE"})
+    # relevanceThreshold 0: the low end of the range must reach the signal histograms, not default's floor.
     return {"query": "tea trains", "referenceTime": "2026-06-01T12:00:00Z", "candidates": cands,
-            "budget": {"maxTokens": 120, "maxItems": 8}, **extra}
+            "budget": {"maxTokens": 120, "maxItems": 8}, "relevanceThreshold": 0, **extra}
 
 
 def send_traffic(target: str, rng: np.random.Generator, requests: int, low: float, high: float,

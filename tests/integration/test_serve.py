@@ -113,7 +113,8 @@ def test_two_workers_share_one_port_and_both_drain(tmp_path: Path) -> None:
         with RankingClient(f"127.0.0.1:{port}", retries=10) as client:
             assert client.health() == "SERVING"
             for i in range(20):
-                resp = client.rank({"candidates": [{"id": "a", "retrievalScore": 0.1 * (i % 10), "importance": 0.5}]})
+                resp = client.rank({"candidates": [{"id": "a", "retrievalScore": 0.1 + 0.09 * (i % 10),
+                                                    "importance": 0.5}]})  # at or above default's floor
                 assert [m.id for m in resp.selected] == ["a"]
     finally:
         assert stop(proc) == 0

@@ -112,9 +112,10 @@ def generative(cands: list[dict[str, Any]], ref: datetime) -> list[tuple[float, 
 
 # The built-in `default` profile (profiles/builtin.py): signals in summation order with their weights,
 # diversity lambda, the covering set's near-duplicate threshold and the lexical share of a context match.
-DEFAULT_WEIGHTS = (("relevance", 0.223), ("lexical", 0.333), ("context", 0.222), ("speaker", 0.178),
-                   ("importance", 0.044))
+DEFAULT_WEIGHTS = (("relevance", 0.193), ("lexical", 0.288), ("context", 0.288), ("speaker", 0.154),
+                   ("importance", 0.077))
 DEFAULT_LAMBDA = 0.9
+DEFAULT_THRESHOLD = 0.1  # relevance floor on retrieval_score (the request's relevanceThreshold wins)
 DEDUPE = 0.92
 CONTEXT_LEXICAL = 0.25
 WORD = re.compile(r"\w+")
@@ -158,7 +159,8 @@ def jaccard(a: set[str], b: set[str]) -> float:
     return len(a & b) / len(a | b) if a | b else 0.0
 
 
-def default_scores(cands: list[dict[str, Any]], req: dict[str, Any]) -> list[tuple[float, str]]:
+def default_scores(cands: list[dict[str, Any]], req: dict[str, Any],
+                   population: list[dict[str, Any]] | None = None) -> list[tuple[float, str]]:
     """combined = sum of weight x signal in profile order, weights after weightOverrides.
 
     relevance = min-max of retrieval_score (no facet scores); lexical is 0 because no query word occurs
@@ -167,6 +169,8 @@ def default_scores(cands: list[dict[str, Any]], req: dict[str, Any]) -> list[tup
     speaker. importance is not derived here: the vectors override its weight to 0. (default stems its
     lexical terms; no query word's stem begins any content word either, so lexical stays 0.)
     """
+    if not cands:
+        return []
     assert not any("facetScores" in c or "stageScores" in c for c in cands), "derive.py: no facets or stages"
     assert "embeddingsF32" not in req and not any("embedding" in c for c in cands), "derive.py: no embeddings"
     overrides = req.get("weightOverrides", {})
@@ -176,21 +180,25 @@ def default_scores(cands: list[dict[str, Any]], req: dict[str, Any]) -> list[tup
     query = req.get("query", "")
     content_words = {w for c in cands for w in words(c.get("content", ""))}
     assert not set(words(query)) & content_words, "derive.py: lexical is derived only as 0 (no shared word)"
+    # The relevance column is min-max over the candidates that passed every gate; a neighbour's match is
+    # computed before the relevance threshold, over every candidate the safety and temporal gates kept.
+    pop = cands if population is None else population
     lex = [0.0] * len(cands)
     rel = min_max([c.get("retrievalScore", 0.0) for c in cands])
-    match = [(1 - CONTEXT_LEXICAL) * r + CONTEXT_LEXICAL * x for r, x in zip(rel, lex, strict=True)]
+    pop_rel = min_max([c.get("retrievalScore", 0.0) for c in pop])
+    match = [(1 - CONTEXT_LEXICAL) * r for r in pop_rel]  # lexical is 0 for every candidate
     out = []
     for i, c in enumerate(cands):
         ctx, ctx_why = 0.0, "no position: no neighbours"
         if "position" in c:
             thread, pos = c.get("thread", ""), int(c["position"])
-            near = [j for j, d in enumerate(cands) if "position" in d and d.get("thread", "") == thread
+            near = [j for j, d in enumerate(pop) if "position" in d and d.get("thread", "") == thread
                     and abs(int(d["position"]) - pos) == 1]
             if near:
                 j = max(near, key=lambda k: match[k])
                 ctx = match[j]
-                ctx_why = (f"best neighbour {cands[j]['id']!r} (thread {thread!r}, position {cands[j]['position']}"
-                           f"): (1-{CONTEXT_LEXICAL})*{rel[j]!r} + {CONTEXT_LEXICAL}*{lex[j]!r} = {ctx!r}")
+                ctx_why = (f"best neighbour {pop[j]['id']!r} (thread {thread!r}, position {pop[j]['position']}"
+                           f"): (1-{CONTEXT_LEXICAL})*{pop_rel[j]!r} + {CONTEXT_LEXICAL}*0 = {ctx!r}")
             else:
                 ctx_why = f"no neighbour (thread {thread!r}, position {pos} +/- 1)"
         name = c.get("speaker", "")
@@ -350,7 +358,16 @@ def expect(req: dict[str, Any]) -> tuple[dict[str, Any], dict[str, str]]:
     elif req["profile"] == "default":
         assert req.get("explicitLookup"), "derive.py: default vectors set explicitLookup (no zero-importance gate)"
         assert "budget" not in req and "layers" not in req, "derive.py: default vectors have no budgets"
-        scored = default_scores(eligible, req)
+        floor = float(req.get("relevanceThreshold", DEFAULT_THRESHOLD))
+        population = eligible
+        eligible = []
+        for c in population:
+            if c.get("retrievalScore", 0.0) < floor:
+                dropped[c["id"]] = "DROP_REASON_BELOW_THRESHOLD"
+                why[c["id"]] = f"retrieval_score {c.get('retrievalScore', 0.0)} < relevance threshold {floor}"
+            else:
+                eligible.append(c)
+        scored = default_scores(eligible, req, population)
     else:
         scored = generative(eligible, ref)
     rows = []
@@ -592,13 +609,26 @@ def cases() -> list[tuple[str, str, dict[str, Any], dict[str, Any] | None]]:
             "Where did the ferry leave from?", explicitLookup=True, weightOverrides=only_new))
     add("default_speaker_named", "default, only speaker weighed (weightOverrides), explicit lookup: the query "
         "names a speaker by a whole word of its folded form (NFKD, marks removed, case-folded: 'JOSE' names "
-        "'José'); named speakers score 0.9 x 0.178, the rest 0; ties by id",
+        "'José'); named speakers score 0.9 x 0.154, the rest 0; ties by id",
         rank_request("default_speaker_named", "default", [
             cand("sp-none", "fact", "Weather turned cold", 1.0),
             cand("sp-jose", "fact", "Bought a guitar", 0.1, speaker="José"),
             cand("sp-melanie", "fact", "Painted the fence", 0.9, speaker="Melanie"),
             cand("sp-caroline", "fact", "Researched adoption agencies", 0.2, speaker="Caroline")],
             "What did Caroline and JOSE say?", explicitLookup=True, weightOverrides={"context": 0, **only_new}))
+    weak = [cand(f"peru-{k}", "fact", text, r) for k, (text, r) in enumerate(
+        [("Lima traffic was bad today", 0.02), ("We ate ceviche once", 0.03), ("Machu Picchu photos", 0.06),
+         ("My cousin studies in Cusco", 0.05), ("Alpaca wool sweater", 0.04)])]
+    add("default_nothing_relevant", "default's relevance floor (0.1 on retrieval_score, before any "
+        "normalisation): five weak matches (0.02 .. 0.06) for 'capital of Peru' are all dropped as "
+        "BELOW_THRESHOLD and nothing is selected, instead of the best becoming relevance 1.0",
+        rank_request("default_nothing_relevant", "default", weak, "What is the capital of Peru?",
+                     explicitLookup=True))
+    add("default_threshold_per_request", "the request's relevanceThreshold (0.05) replaces default's floor: "
+        "peru-2 (0.06) and peru-3 (0.05, not below) pass, the rest are BELOW_THRESHOLD; only context and "
+        "speaker are weighed (both 0 here), so the two tie at 0 and id order decides",
+        rank_request("default_threshold_per_request", "default", weak, "What is the capital of Peru?",
+                     explicitLookup=True, relevanceThreshold=0.05, weightOverrides={"context": 0, **only_new}))
     two = [cand("ok-0"), cand("ok-1")]
     add("error_nan_retrieval", "NaN retrieval_score is refused, naming the candidate field",
         rank_request("error_nan_retrieval", ao, [two[0], {**two[1], "retrievalScore": "NaN"}]),

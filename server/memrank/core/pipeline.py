@@ -62,6 +62,13 @@ def assign_layers(batch: Batch, layers: tuple[LayerSpec, ...]) -> tuple[str, ...
     return tuple(map(of.__getitem__, batch.layers))
 
 
+def _request_threshold(profile: Profile, params: RankParams) -> Profile:
+    """The profile with the request's relevance threshold, when the request sets one."""
+    if params.relevance_threshold is None:
+        return profile
+    return replace(profile, relevance_threshold=params.relevance_threshold)
+
+
 def rank(
     batch: Batch,
     params: RankParams,
@@ -70,11 +77,12 @@ def rank(
     provenance_key: bytes | None = None,
 ) -> RankOutcome:
     """Rank one batch: every candidate ends selected or dropped with a reason."""
-    profile = apply_overrides(resolve_profile(profiles, params.profile), params.weight_overrides)
+    profile = _request_threshold(apply_overrides(resolve_profile(profiles, params.profile), params.weight_overrides),
+                                 params)
     outcome = _rank_with(profile, batch, params, params.layers or default_layers, provenance_key)
     if not params.shadow_profile:
         return outcome
-    shadow_profile = resolve_profile(profiles, params.shadow_profile, "shadow_profile")
+    shadow_profile = _request_threshold(resolve_profile(profiles, params.shadow_profile, "shadow_profile"), params)
     shadow = _rank_with(shadow_profile, batch, params, params.layers or default_layers, provenance_key)
     real_ids = [batch.ids[i] for i in outcome.ranked]
     shadow_ids = [batch.ids[i] for i in shadow.ranked]

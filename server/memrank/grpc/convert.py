@@ -95,6 +95,7 @@ def request_to_domain(req: pb.RankRequest, now: float,
         weight_overrides=dict(req.weight_overrides),
         min_score=req.min_score if req.HasField("min_score") else None,
         explain=ExplainLevel(req.explain), shadow_profile=req.shadow_profile,
+        relevance_threshold=req.relevance_threshold if req.HasField("relevance_threshold") else None,
     )
     return batch, params
 

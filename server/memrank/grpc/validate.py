@@ -145,6 +145,9 @@ def _check_request(req: pb.RankRequest, limits: Limits, candidates: bool = True,
     yield from _check_enum("explain", req.explain, pb.ExplainLevel)
     if req.HasField("min_score") and (not _finite(req.min_score) or not 0 <= req.min_score <= 1):
         yield FieldViolation("min_score", f"must be in [0, 1], got {req.min_score}")
+    if req.HasField("relevance_threshold") and (not _finite(req.relevance_threshold)
+                                                or not 0 <= req.relevance_threshold <= 1):
+        yield FieldViolation("relevance_threshold", f"must be in [0, 1], got {req.relevance_threshold}")
     for name, value in sorted(req.weight_overrides.items()):
         if not _finite(value) or not 0 <= value <= 1:
             yield FieldViolation(f'weight_overrides["{name}"]', f"must be in [0, 1], got {value}")

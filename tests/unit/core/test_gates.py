@@ -59,9 +59,10 @@ def test_threshold_applies_to_retrieval_score_before_normalisation():
 
 def test_zero_importance_gate_respects_explicit_lookup_and_the_profile():
     rows = [{"content": "thanks!"}, {"content": "anything", "importance": 0.0}, {"importance": 0.2}]
-    codes, _, _ = _gates(rows, p=profile("default"))
+    no_floor = profile("default", relevance_threshold=None)  # retrieval 0 would be below default's floor first
+    codes, _, _ = _gates(rows, p=no_floor)
     assert codes == [D.ZERO_IMPORTANCE, D.ZERO_IMPORTANCE, 0]
-    codes, _, _ = _gates(rows, p=profile("default"), c=ctx(explicit_lookup=True))
+    codes, _, _ = _gates(rows, p=no_floor, c=ctx(explicit_lookup=True))
     assert codes == [0, 0, 0]
     codes, _, _ = _gates(rows, p=profile("agent-observer"))
     assert codes == [0, 0, 0]

@@ -120,12 +120,12 @@ def _drift_settings(window: int, reference: int) -> Settings:
 def test_drift_gauge_rises_past_the_act_threshold_after_a_relevance_shift() -> None:
     registry, recorder = fresh(_drift_settings(window=40, reference=40))
     rng = np.random.default_rng(3)
-    for _ in range(4):  # 40 reference values, then 40 unshifted in the window
-        recorder.record(outcome(cands(rng.uniform(0.0, 0.5, 20).round(3).tolist())))
+    for _ in range(4):  # 40 reference values, then 40 unshifted in the window (no floor: every value counts)
+        recorder.record(outcome(cands(rng.uniform(0.0, 0.5, 20).round(3).tolist()), relevanceThreshold=0))
     stable = registry.get_sample_value("memrank_signal_drift_psi", {"signal": "relevance", "profile": "default"})
     assert stable is not None and stable < 0.25
     for _ in range(2):
-        recorder.record(outcome(cands(rng.uniform(0.6, 1.0, 20).round(3).tolist())))
+        recorder.record(outcome(cands(rng.uniform(0.6, 1.0, 20).round(3).tolist()), relevanceThreshold=0))
     shifted = registry.get_sample_value("memrank_signal_drift_psi", {"signal": "relevance", "profile": "default"})
     js_value = registry.get_sample_value("memrank_signal_drift_js", {"signal": "relevance", "profile": "default"})
     assert shifted is not None and shifted > 0.25
