@@ -12,6 +12,7 @@ from pathlib import Path
 import yaml
 
 import memrank._process  # noqa: F401  (before numpy loads: one BLAS thread, freed memory kept)
+from memrank import __version__
 from memrank.config import ENV_KEYS, Settings, SettingsSource
 from memrank.core.errors import ConfigError, InvalidRequest
 
@@ -30,6 +31,7 @@ def _parser() -> argparse.ArgumentParser:
         description="memrank: a stateless gRPC ranking sidecar for agent memory. Ranks the candidate memories "
                     "a retriever found, drops what should not reach the prompt, and explains every score.",
     )
+    parser.add_argument("--version", action="version", version=f"memrank {__version__} (wire API memrank.v1)")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     serve = sub.add_parser(
         "serve", help="run the gRPC sidecar", formatter_class=argparse.RawDescriptionHelpFormatter,

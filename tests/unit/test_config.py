@@ -95,3 +95,17 @@ def test_client_bounds_have_documented_defaults_and_come_from_file_and_env(tmp_p
 def test_client_bounds_out_of_range_are_refused_naming_the_key(var: str, value: str, message: str) -> None:
     with pytest.raises(ConfigError, match=re.escape(message)):
         load_settings(env={var: value})
+
+
+def test_version_is_one_source() -> None:
+    # memrank --version, the package metadata and memrank.__version__ agree (pyproject reads the attribute).
+    import importlib.metadata
+    import subprocess
+    import sys
+
+    import memrank
+
+    out = subprocess.run([sys.executable, "-m", "memrank.cli", "--version"], capture_output=True, text=True,
+                         timeout=60)
+    assert out.returncode == 0 and out.stdout.strip() == f"memrank {memrank.__version__} (wire API memrank.v1)"
+    assert importlib.metadata.version("memrank") == memrank.__version__
