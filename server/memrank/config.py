@@ -96,6 +96,10 @@ class Limits:
     max_stage_scores: int
     max_thread_bytes: int
     max_speaker_bytes: int
+    max_kind_bytes: int
+    max_provenance_bytes: int
+    max_metadata_key_bytes: int
+    max_metadata_value_bytes: int
 
 
 @dataclass(frozen=True)

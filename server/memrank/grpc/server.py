@@ -24,6 +24,7 @@ from typing import Any, TypeVar
 
 import grpc
 from google.protobuf import descriptor_pool, message_factory
+from google.protobuf.descriptor import Descriptor
 from google.protobuf.message import DecodeError, Message
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
@@ -37,6 +38,7 @@ from memrank.grpc.errors import abort_with
 from memrank.grpc.intake import CallContext, Handle, Intake
 from memrank.grpc.service import RankingService
 from memrank.grpc.tls import server_credentials
+from memrank.grpc.wire import bad_utf8_field
 from memrank.logs import setup_logging
 from memrank.metrics.declare import Metrics
 from memrank.metrics.http import serve_metrics
@@ -231,14 +233,18 @@ class _MethodAwarePool:
         return getattr(self._pool, name)
 
 
-def _handle(name: str, parse: Callable[[bytes], Message], method: Callable[[Message, Any], Message]) -> Handle:
+def _handle(name: str, parse: Callable[[bytes], Message], method: Callable[[Message, Any], Message],
+            descriptor: Descriptor) -> Handle:
     """Parse, call, serialise; request bytes that do not parse are INVALID_ARGUMENT with a field
-    violation (grpc itself answers INTERNAL)."""
+    violation (grpc itself answers INTERNAL), naming the string field that is not UTF-8 when that is why."""
     def handle(data: bytes, context: CallContext) -> bytes:
         try:
             request = parse(data)
-        except DecodeError:
-            abort_with(context, InvalidRequest([FieldViolation("request", f"not a valid {name} encoding")]))
+        except DecodeError as exc:
+            field = bad_utf8_field(data, descriptor) if "UTF-8" in str(exc) else None
+            violation = FieldViolation(field, "not valid UTF-8 (string fields must be UTF-8)") if field else \
+                FieldViolation("request", f"not a valid {name} encoding")
+            abort_with(context, InvalidRequest([violation]))
         return bytes(method(request, context).SerializeToString())
 
     return handle
@@ -250,7 +256,7 @@ def _add_ranking_service(servicer: RankingService, intake: Intake, server: grpc.
     for m in svc_pb.DESCRIPTOR.services_by_name["RankingService"].methods:
         parse = message_factory.GetMessageClass(m.input_type).FromString
         handlers[m.name] = intake.method_handler(m.name, _handle(m.input_type.full_name, parse,
-                                                                 getattr(servicer, m.name)))
+                                                                 getattr(servicer, m.name), m.input_type))
     server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler(SERVICE_NAME, handlers),))
     server.add_registered_method_handlers(SERVICE_NAME, handlers)
 

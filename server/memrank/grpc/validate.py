@@ -19,6 +19,9 @@ MIN_SECONDS, MAX_SECONDS = -62_135_596_800, 253_402_300_799
 MAX_FACET_ABS = 1e6
 MAX_REQUEST_ID_BYTES = 128
 MAX_LAYER_NAME_BYTES = 128
+MAX_NAME_BYTES = 128  # a facet, stage or weight-override name, a profile name
+MAX_WEIGHT_OVERRIDES = 64
+_SHOWN_CHARS = 40  # a name echoed in an error is cut here: a hostile name is not sent back whole
 MAX_POSITION = 2**53  # the largest integer float64 (the Batch column) holds exactly with all below it
 MAX_VIOLATIONS = 20  # a hostile request does not get a megabyte of error details
 UNIT = (0.0, 1.0)  # retrieval_score's range, except under the Go scorer's formula:
@@ -39,14 +42,31 @@ def _check_enum(path: str, value: int, enum: object) -> Iterator[FieldViolation]
         yield FieldViolation(path, f"unknown enum value {value}")
 
 
+def _shown(name: str) -> str:
+    """A client-chosen name as an error may show it: at most _SHOWN_CHARS characters."""
+    return name if len(name) <= _SHOWN_CHARS else name[:_SHOWN_CHARS] + "..."
+
+
 def _check_scores(path: str, scores: Iterable[tuple[str, float]], bound: float | None) -> Iterator[FieldViolation]:
     for name, value in sorted(scores):
         if not name:
             yield FieldViolation(f"{path}", "names must be non-empty")
+        elif len(name.encode()) > MAX_NAME_BYTES:
+            yield FieldViolation(f"{path}", f"a name of {len(name.encode())} bytes; at most {MAX_NAME_BYTES} bytes")
         elif not _finite(value):
             yield FieldViolation(f'{path}["{name}"]', f"must be finite, got {value}")
         elif bound is not None and abs(value) > bound:
             yield FieldViolation(f'{path}["{name}"]', f"must be within [-{bound:g}, {bound:g}], got {value}")
+
+
+def _check_metadata(path: str, metadata: Mapping[str, str], limits: Limits) -> Iterator[FieldViolation]:
+    for key, value in sorted(metadata.items()):
+        if len(key.encode()) > limits.max_metadata_key_bytes:
+            yield FieldViolation(path, f"a key of {len(key.encode())} bytes; at most {limits.max_metadata_key_bytes} "
+                                       "bytes (limits.max_metadata_key_bytes)")
+        elif len(value.encode()) > limits.max_metadata_value_bytes:
+            yield FieldViolation(f'{path}["{_shown(key)}"]', f"at most {limits.max_metadata_value_bytes} bytes "
+                                                             "(limits.max_metadata_value_bytes)")
 
 
 def _check_candidate(i: int, c: pb.Candidate, limits: Limits,
@@ -66,6 +86,11 @@ def _check_candidate(i: int, c: pb.Candidate, limits: Limits,
         yield FieldViolation(f"{p}.position", f"must be in [0, {MAX_POSITION}] (2^53), got {c.position}")
     if len(c.speaker.encode()) > limits.max_speaker_bytes:
         yield FieldViolation(f"{p}.speaker", f"at most {limits.max_speaker_bytes} bytes (limits.max_speaker_bytes)")
+    if len(c.kind.encode()) > limits.max_kind_bytes:
+        yield FieldViolation(f"{p}.kind", f"at most {limits.max_kind_bytes} bytes (limits.max_kind_bytes)")
+    if len(c.provenance.encode()) > limits.max_provenance_bytes:
+        yield FieldViolation(f"{p}.provenance", f"at most {limits.max_provenance_bytes} bytes "
+                                                "(limits.max_provenance_bytes)")
     if not _finite(c.retrieval_score) or not retrieval[0] <= c.retrieval_score <= retrieval[1]:
         yield FieldViolation(f"{p}.retrieval_score", f"must be finite and in [0, 1], got {c.retrieval_score}"
                              if retrieval == UNIT else f"must be finite, got {c.retrieval_score}")
@@ -78,6 +103,8 @@ def _check_candidate(i: int, c: pb.Candidate, limits: Limits,
     if len(c.metadata) > limits.max_metadata_entries:
         yield FieldViolation(f"{p}.metadata", f"at most {limits.max_metadata_entries} entries "
                                               "(limits.max_metadata_entries)")
+    else:
+        yield from _check_metadata(f"{p}.metadata", c.metadata, limits)
     for name in TIME_FIELDS:
         if c.HasField(name):
             yield from _check_time(f"{p}.{name}", getattr(c, name))
@@ -139,6 +166,11 @@ def _check_request(req: pb.RankRequest, limits: Limits, candidates: bool = True,
                    retrieval: tuple[float, float] = UNIT) -> Iterator[FieldViolation]:
     if len(req.request_id.encode()) > MAX_REQUEST_ID_BYTES:
         yield FieldViolation("request_id", f"at most {MAX_REQUEST_ID_BYTES} bytes")
+    for name in ("profile", "shadow_profile"):
+        if len(getattr(req, name).encode()) > MAX_NAME_BYTES:
+            yield FieldViolation(name, f"at most {MAX_NAME_BYTES} bytes")
+    if len(req.weight_overrides) > MAX_WEIGHT_OVERRIDES:
+        yield FieldViolation("weight_overrides", f"at most {MAX_WEIGHT_OVERRIDES} entries")
     if req.HasField("reference_time"):
         yield from _check_time("reference_time", req.reference_time)
     yield from _check_enum("placement", req.placement, pb.Placement)
@@ -149,7 +181,10 @@ def _check_request(req: pb.RankRequest, limits: Limits, candidates: bool = True,
                                                 or not 0 <= req.relevance_threshold <= 1):
         yield FieldViolation("relevance_threshold", f"must be in [0, 1], got {req.relevance_threshold}")
     for name, value in sorted(req.weight_overrides.items()):
-        if not _finite(value) or not 0 <= value <= 1:
+        if len(name.encode()) > MAX_NAME_BYTES:
+            yield FieldViolation("weight_overrides", f"a name of {len(name.encode())} bytes; at most "
+                                                     f"{MAX_NAME_BYTES} bytes")
+        elif not _finite(value) or not 0 <= value <= 1:
             yield FieldViolation(f'weight_overrides["{name}"]', f"must be in [0, 1], got {value}")
     yield from _check_layers(req, limits)
     yield from _check_packed(cols if cols is not None else CandidateColumns.of(req), limits)
@@ -274,6 +309,9 @@ def _clearly_valid(cols: CandidateColumns, limits: Limits, retrieval: tuple[floa
     if not _utf8_within(cols.threads, limits.max_thread_bytes) or \
             not _utf8_within(cols.speakers, limits.max_speaker_bytes):
         return False
+    if not _utf8_within(cols.kinds, limits.max_kind_bytes) or \
+            not _utf8_within(cols.provenance, limits.max_provenance_bytes):
+        return False
     in_range = _in_unit(cols.retrieval) if retrieval == UNIT else bool(np.isfinite(cols.retrieval).all())
     if not in_range or not _in_unit(cols.importance_values):
         return False
@@ -290,8 +328,9 @@ _SAFETIES = frozenset(pb.SafetyStatus.values())
 
 
 def _scores_valid(maps: list[dict[str, float]]) -> bool:
-    """Every name non-empty and every value finite and within +-MAX_FACET_ABS."""
-    if not all(k for m in maps for k in m):
+    """Every name non-empty and of at most MAX_NAME_BYTES, every value finite and within +-MAX_FACET_ABS."""
+    names = [k for m in maps for k in m]
+    if not all(names) or not _utf8_within(names, MAX_NAME_BYTES):
         return False
     values = np.array([v for m in maps for v in m.values()], dtype=np.float64)
     return not values.size or bool(np.abs(values).max() <= MAX_FACET_ABS)  # NaN fails the comparison
@@ -303,6 +342,10 @@ def _maps_valid(cols: CandidateColumns, limits: Limits) -> bool:
         return True
     if any(len(r.stage_scores) > limits.max_stage_scores or len(r.metadata) > limits.max_metadata_entries
            for r in rows):
+        return False
+    metadata = [r.metadata for r in rows if r.metadata]
+    if not _utf8_within([k for m in metadata for k in m], limits.max_metadata_key_bytes) or \
+            not _utf8_within([v for m in metadata for v in m.values()], limits.max_metadata_value_bytes):
         return False
     facets = [r.facet_scores for r in rows if r.facet_scores]
     if len({k for m in facets for k in m}) > limits.max_facets:
