@@ -95,9 +95,11 @@ def test_dockerignore_keeps_the_context_to_the_package() -> None:
 
 def test_chart_versions_agree() -> None:
     chart = yaml.safe_load((CHART / "Chart.yaml").read_text(encoding="utf-8"))
-    pyproject = (ROOT / "pyproject.toml").read_text(encoding="utf-8")
-    version = re.search(r'^version = "([^"]+)"', pyproject, re.M)
+    # The package version has one source, memrank/__init__.py (pyproject reads it: dynamic = ["version"]).
+    init = (ROOT / "server" / "memrank" / "__init__.py").read_text(encoding="utf-8")
+    version = re.search(r'^__version__ = "([^"]+)"', init, re.M)
     assert version is not None
+    assert 'dynamic = ["version"]' in (ROOT / "pyproject.toml").read_text(encoding="utf-8")
     assert chart["appVersion"] == version[1], "image tag default = the package version"
 
 

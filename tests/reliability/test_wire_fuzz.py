@@ -101,11 +101,14 @@ def test_undecodable_bytes_are_invalid_argument_naming_the_request(server: Runni
     with grpc.insecure_channel(f"127.0.0.1:{server.port}") as channel:
         call = channel.unary_unary("/memrank.v1.RankingService/Rank", request_serializer=None,
                                    response_deserializer=None)
-        for payload in (b"\xff" * 10, b"\x0a\x05\xff\xfe\xfd\xfc\xfb", b"\x2a\x80"):
+        # Malformed bytes name the request; a well-formed string field (1 = request_id) that is not UTF-8 is named.
+        for payload, want in ((b"\xff" * 10, "request: not a valid memrank.v1.RankRequest encoding"),
+                              (b"\x0a\x05\xff\xfe\xfd\xfc\xfb", "request_id: not valid UTF-8"),
+                              (b"\x2a\x80", "request: not a valid memrank.v1.RankRequest encoding")):
             try:
                 call(payload, timeout=10)
             except grpc.RpcError as err:
                 assert err.code() == grpc.StatusCode.INVALID_ARGUMENT  # grpc alone would say INTERNAL
-                assert "not a valid memrank.v1.RankRequest encoding" in (err.details() or "")
+                assert want in (err.details() or ""), err.details()
             else:
                 raise AssertionError(f"{payload!r} was accepted")

@@ -77,11 +77,15 @@ def test_gates_drop_what_they_must_and_only_that(case):
                     or (r["valid_from"] is not None and r["valid_from"] > REF)
                     or (r["valid_to"] is not None and r["valid_to"] <= REF))
         zero = s.importance[i] == 0.0 and BUILTIN_PROFILES[name].gate_zero_importance and not lookup
+        floor = BUILTIN_PROFILES[name].relevance_threshold
+        weak = floor is not None and r["retrieval_score"] < floor
         gate = s.gate[i]
         if unsafe:
             assert gate == DropReason.SAFETY_GATED
         elif temporal:
             assert gate in (DropReason.FUTURE_EVENT, DropReason.NOT_YET_VALID, DropReason.EXPIRED)
+        elif weak:
+            assert gate == DropReason.BELOW_THRESHOLD
         elif zero:
             assert gate == DropReason.ZERO_IMPORTANCE
         else:
