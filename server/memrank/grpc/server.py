@@ -326,12 +326,47 @@ def serve_single(settings: Settings, reuse_port: bool = False, with_metrics: boo
     log.info("stopped", extra={"pid": os.getpid()})
 
 
-def _worker_main(source: SettingsSource, index: int) -> None:
+PARENT_POLL_SECONDS = 0.25  # a worker notices a dead supervisor this fast, then drains as on SIGTERM
+
+
+def _follow_parent(parent: int) -> None:
+    """SIGTERM this worker once its supervisor is gone (killed with -9 it can tell no one): a worker never
+    outlives it and keeps the port the next server binds."""
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(PARENT_POLL_SECONDS)
+        log.warning("supervisor gone; draining", extra={"supervisor": parent, "pid": os.getpid()})
+        os.kill(os.getpid(), signal.SIGTERM)
+
+    threading.Thread(target=watch, name="memrank-parent-watch", daemon=True).start()
+
+
+def _worker_main(source: SettingsSource, index: int, parent: int) -> None:
     settings = source.load()
     settings = replace(settings, server=replace(settings.server, metrics_port=0))
     setup_logging(settings.server.log_level)
     log.info("worker starting", extra={"worker": index, "pid": os.getpid()})
+    _follow_parent(parent)
     serve_single(settings, reuse_port=True, with_metrics=True)
+
+
+METRICS_DIR_PREFIX = "memrank-metrics-"
+
+
+def _clean_stale_metrics_dirs() -> None:
+    """Remove the metrics directories of supervisors that died without cleaning up (kill -9)."""
+    root = tempfile.gettempdir()
+    for name in os.listdir(root):
+        owner = name[len(METRICS_DIR_PREFIX):].split("-", 1)[0]
+        if not name.startswith(METRICS_DIR_PREFIX) or not owner.isdigit():
+            continue
+        try:
+            os.kill(int(owner), 0)
+        except ProcessLookupError:
+            shutil.rmtree(os.path.join(root, name), ignore_errors=True)
+            log.info("removed a dead server's metrics directory", extra={"path": os.path.join(root, name)})
+        except PermissionError:
+            pass  # alive, another user's
 
 
 def worker_count(settings: Settings) -> int:
@@ -363,7 +398,8 @@ def _supervise(settings: Settings, source: SettingsSource) -> None:
 
     # Workers write their samples to mmap files here; the supervisor's /metrics sums them
     # (counters, histograms) or takes the live maximum (drift gauges, multiprocess_mode livemax).
-    mp_dir = tempfile.mkdtemp(prefix="memrank-metrics-")
+    _clean_stale_metrics_dirs()
+    mp_dir = tempfile.mkdtemp(prefix=f"{METRICS_DIR_PREFIX}{os.getpid()}-")
     os.environ["PROMETHEUS_MULTIPROC_DIR"] = mp_dir  # read by prometheus_client in the spawned workers
     registry = CollectorRegistry()
     multiprocess.MultiProcessCollector(registry, path=mp_dir)
@@ -371,7 +407,7 @@ def _supervise(settings: Settings, source: SettingsSource) -> None:
     procs: dict[int, multiprocessing.process.BaseProcess] = {}
 
     def start(i: int) -> None:
-        p = ctx.Process(target=_worker_main, args=(source, i), name=f"memrank-worker-{i}")
+        p = ctx.Process(target=_worker_main, args=(source, i, os.getpid()), name=f"memrank-worker-{i}")
         p.start()
         procs[i] = p
 

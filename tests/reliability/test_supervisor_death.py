@@ -1,0 +1,73 @@
+"""A supervisor killed with -9 takes its workers with it, and its metrics directory is cleaned at the next start."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import tempfile
+import time
+from pathlib import Path
+
+from memrank.client import RankingClient
+from tests.integration.conftest import start_serve, stop
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    try:  # a zombie (exited, not yet reaped by whoever adopted it) is gone for our purpose
+        with open(f"/proc/{pid}/stat", encoding="ascii") as f:
+            return f.read().split(") ", 1)[1].split()[0] != "Z"
+    except (FileNotFoundError, IndexError):
+        return False
+
+
+def _port_free(port: int) -> bool:
+    with socket.socket() as s:
+        try:
+            s.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+    return True
+
+
+def test_workers_exit_within_two_seconds_of_a_killed_supervisor_and_free_the_port(tmp_path: Path) -> None:
+    # A stale directory of a dead server (pid 2^22 + 1 is above Linux's pid_max default): removed at start.
+    stale = Path(tempfile.gettempdir()) / "memrank-metrics-4194305-stale"
+    stale.mkdir(exist_ok=True)
+    port = _free_port()
+    proc = start_serve(tmp_path, "--address", f"127.0.0.1:{port}", "--metrics-port", "0", "--workers", "2")
+    try:
+        with RankingClient(f"127.0.0.1:{port}", retries=10) as client:
+            assert client.health() == "SERVING"
+        deadline = time.monotonic() + 10
+        while len([x for x in proc.lines() if x["msg"] == "worker starting"]) < 2 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        workers = [int(str(x["pid"])) for x in proc.lines() if x["msg"] == "worker starting"]
+        assert len(workers) == 2 and all(_alive(p) for p in workers)
+        assert not stale.exists()
+        proc.popen.send_signal(signal.SIGKILL)
+        proc.popen.wait(5)
+        killed = time.monotonic()
+        while any(_alive(p) for p in workers) and time.monotonic() - killed < 5:
+            time.sleep(0.05)
+        gone_after = time.monotonic() - killed
+        assert not any(_alive(p) for p in workers), "workers outlived their supervisor"
+        assert gone_after <= 2.0, gone_after
+        assert _port_free(port)
+        assert any(x["msg"] == "supervisor gone; draining" for x in proc.lines())
+    finally:
+        if proc.popen.poll() is None:
+            stop(proc)
+        proc.handle.close()
+        if stale.exists():
+            stale.rmdir()
