@@ -63,7 +63,7 @@ class ServerSettings:
 
     address: str
     metrics_port: int
-    metrics_address: str
+    metrics_address: str  # "" = the host of ``address`` (see ``metrics_host``)
     workers: int
     log_level: str
     grace_period_seconds: float
@@ -79,6 +79,13 @@ class ServerSettings:
     max_connection_age_grace_seconds: float = 30.0  # calls in flight at the age limit get this long
     keepalive_time_seconds: float = 60.0  # ping a quiet connection this often...
     keepalive_timeout_seconds: float = 20.0  # ...and close it when the ping is not answered within this
+
+    @property
+    def metrics_host(self) -> str:
+        """The interface /metrics listens on: metrics_address, else the gRPC address's host (brackets off)."""
+        if self.metrics_address:
+            return self.metrics_address
+        return self.address.rpartition(":")[0].strip("[]")
 
 
 @dataclass(frozen=True)

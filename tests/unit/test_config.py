@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -109,3 +110,12 @@ def test_version_is_one_source() -> None:
                          timeout=60)
     assert out.returncode == 0 and out.stdout.strip() == f"memrank {memrank.__version__} (wire API memrank.v1)"
     assert importlib.metadata.version("memrank") == memrank.__version__
+
+
+def test_metrics_listen_where_grpc_listens_unless_told_otherwise() -> None:
+    s = load_settings(env={}).server
+    assert s.metrics_address == "" and s.metrics_host == "0.0.0.0"  # the default address 0.0.0.0:50051
+    assert replace(s, address="127.0.0.1:50051").metrics_host == "127.0.0.1"
+    assert replace(s, address="[::1]:50051").metrics_host == "::1"
+    assert replace(s, address="127.0.0.1:50051", metrics_address="0.0.0.0").metrics_host == "0.0.0.0"
+    assert load_settings(env={"MEMRANK_METRICS_ADDRESS": "127.0.0.2"}).server.metrics_host == "127.0.0.2"

@@ -310,7 +310,7 @@ def serve_single(settings: Settings, reuse_port: bool = False, with_metrics: boo
     """Run one server process until SIGTERM/SIGINT, then drain and return."""
     registry = CollectorRegistry() if with_metrics else None
     running = create_server(settings, registry, reuse_port)
-    exposition = serve_metrics(settings.server.metrics_address, settings.server.metrics_port, registry) \
+    exposition = serve_metrics(settings.server.metrics_host, settings.server.metrics_port, registry) \
         if registry is not None else None
     log.info("serving", extra={"address": settings.server.address, "port": running.port, "pid": os.getpid(),
                                "tls": bool(settings.security.tls_cert_file),
@@ -413,7 +413,7 @@ def _supervise(settings: Settings, source: SettingsSource) -> None:
 
     for i in range(settings.server.workers):
         start(i)
-    exposition = serve_metrics(settings.server.metrics_address, settings.server.metrics_port, registry)
+    exposition = serve_metrics(settings.server.metrics_host, settings.server.metrics_port, registry)
     log.info("supervising", extra={"workers": settings.server.workers, "address": settings.server.address,
                                    "metrics_dir": mp_dir})
     stopping = threading.Event()
