@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -18,6 +19,13 @@ import pytest
 from memrank.client import RankingClient
 from memrank.config import Settings, load_settings
 from memrank.grpc.server import Running, create_server
+
+
+def free_port() -> int:
+    """A loopback port free right now (for tests that must name the port, e.g. several workers)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
 
 
 def loopback_settings(**server: object) -> Settings:

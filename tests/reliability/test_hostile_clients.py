@@ -10,7 +10,6 @@ reads them (MEMRANK_* variables).
 
 from __future__ import annotations
 
-import socket
 import threading
 import time
 from collections.abc import Iterator
@@ -24,7 +23,7 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 from memrank._gen.v1 import ranking_service_pb2_grpc as pb_grpc
 from memrank.config import Settings, load_settings
 from memrank.grpc.server import create_server
-from tests.integration.conftest import start_serve, stop
+from tests.integration.conftest import free_port, start_serve, stop
 from tests.reliability import h2
 from tests.reliability.conftest import accounted, rank_request
 
@@ -133,15 +132,9 @@ def test_held_back_requests_leave_health_serving_and_other_callers_answered(
         running.stop(0)
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 @pytest.mark.parametrize("attacker_token", [TOKEN, None], ids=["with-token", "without-token"])
 def test_held_back_requests_starve_no_worker_of_two(tmp_path: Path, tokens: Path, attacker_token: str | None) -> None:
-    port = _free_port()
+    port = free_port()
     proc = start_serve(tmp_path, "--address", f"127.0.0.1:{port}", "--metrics-port", "0", "--workers", "2",
                        env={"MEMRANK_AUTH_TOKEN_FILE": str(tokens), "MEMRANK_MAX_STREAMS_PER_CONNECTION": "1000"})
     target = f"127.0.0.1:{port}"

@@ -10,13 +10,7 @@ import time
 from pathlib import Path
 
 from memrank.client import RankingClient
-from tests.integration.conftest import start_serve, stop
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+from tests.integration.conftest import free_port, start_serve, stop
 
 
 def _alive(pid: int) -> bool:
@@ -44,7 +38,7 @@ def test_workers_exit_within_two_seconds_of_a_killed_supervisor_and_free_the_por
     # A stale directory of a dead server (pid 2^22 + 1 is above Linux's pid_max default): removed at start.
     stale = Path(tempfile.gettempdir()) / "memrank-metrics-4194305-stale"
     stale.mkdir(exist_ok=True)
-    port = _free_port()
+    port = free_port()
     proc = start_serve(tmp_path, "--address", f"127.0.0.1:{port}", "--metrics-port", "0", "--workers", "2")
     try:
         with RankingClient(f"127.0.0.1:{port}", retries=10) as client:

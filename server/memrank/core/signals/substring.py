@@ -40,10 +40,6 @@ def task_words(query: str) -> list[str]:
     return fields(to_lower(query))
 
 
-def _hits(lowered: str, words: list[str]) -> int:
-    return sum(w in lowered for w in words)
-
-
 def substring_match(batch: Batch, ctx: ScoringContext, profile: Profile, population: np.ndarray) -> RawSignal:
     """Share of task words (>= 3 UTF-8 bytes) found as substrings of the lower-cased content."""
     words = task_words(ctx.query)
