@@ -1,0 +1,100 @@
+"""LangChain: memrank as a document compressor (``memrank[langchain]``, langchain-core only).
+
+    from langchain_classic.retrievers import ContextualCompressionRetriever
+    from memrank.integrations.langchain import MemrankCompressor
+
+    retriever = ContextualCompressionRetriever(
+        base_compressor=MemrankCompressor(target="localhost:50051", top_n=5),
+        base_retriever=vector_store.as_retriever(search_kwargs={"k": 50}))
+    docs = retriever.invoke("what did Caroline decide about the trip?")
+
+The documents come back in placement order, each a copy carrying its rank,
+score, breakdown and reasons in ``metadata["memrank"]``. The mapping of
+metadata to candidate fields is ``memrank.integrations.mapping``'s; a LangChain
+``Document`` has no score of its own, so the retriever's score is read from
+``metadata[keys.score]`` (``"score"``), and with none at all the retriever's
+order gives it (``scores="auto"``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+try:
+    from langchain_core.callbacks import Callbacks
+    from langchain_core.documents import BaseDocumentCompressor, Document
+except ImportError as err:  # pragma: no cover - depends on the installation
+    raise ImportError("memrank.integrations.langchain needs langchain-core: pip install 'memrank[langchain]'") \
+        from err
+from pydantic import ConfigDict, Field, PrivateAttr, SecretStr
+
+from memrank._gen.v1 import ranking_pb2 as pb
+from memrank.grpc.client import RankingClient
+from memrank.integrations.aio import AsyncRankingClient
+from memrank.integrations.connection import Connection
+from memrank.integrations.mapping import Item, MetadataKeys, ScoreMode, build_request, selections
+
+__all__ = ["MemrankCompressor"]
+
+
+class MemrankCompressor(BaseDocumentCompressor):
+    """Ranks, deduplicates and budgets retrieved documents through a memrank sidecar.
+
+    ``target`` is the sidecar's ``host:port`` (or give ``client`` / ``async_client``,
+    e.g. for TLS); ``top_n`` caps the selection (``budget.max_items``; None: memrank's
+    selection alone decides); ``request`` adds RankRequest fields in protobuf JSON
+    form (``referenceTime``, ``placement``, ``budget.maxTokens``, ``weightOverrides``, ...).
+    """
+
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+
+    target: str | None = None
+    client: RankingClient | None = Field(default=None, exclude=True)
+    async_client: AsyncRankingClient | None = Field(default=None, exclude=True)
+    token: SecretStr | None = None
+    timeout: float = 5.0
+    top_n: int | None = None
+    profile: str | None = None
+    scores: ScoreMode = "auto"
+    keys: MetadataKeys = Field(default_factory=MetadataKeys)
+    request: dict[str, Any] = Field(default_factory=dict)
+    _connection: Connection = PrivateAttr()
+
+    def model_post_init(self, context: Any, /) -> None:
+        token = self.token.get_secret_value() if self.token is not None else None
+        self._connection = Connection(self.target, self.client, self.async_client, timeout=self.timeout,
+                                      token=token)
+
+    def _request(self, documents: Sequence[Document], query: str) -> pb.RankRequest:
+        key = self.keys.score
+        items = [Item(d.page_content, d.metadata, d.id, d.metadata.get(key) if key is not None else None)
+                 for d in documents]
+        return build_request(query, items, keys=self.keys, scores=self.scores, top_k=self.top_n,
+                             score_field=f"metadata[{key!r}]", profile=self.profile, request=self.request)
+
+    def _documents(self, documents: Sequence[Document], request: pb.RankRequest,
+                   response: pb.RankResponse) -> list[Document]:
+        return [documents[s.index].model_copy(
+                    update={"metadata": {**documents[s.index].metadata, self.keys.output: s.explanation}})
+                for s in selections(request, response)]
+
+    def compress_documents(self, documents: Sequence[Document], query: str,
+                           callbacks: Callbacks | None = None) -> Sequence[Document]:
+        """The documents memrank selects for ``query``, in placement order."""
+        if not documents:
+            return []
+        request = self._request(documents, query)
+        return self._documents(documents, request, self._connection.rank(request))
+
+    async def acompress_documents(self, documents: Sequence[Document], query: str,
+                                  callbacks: Callbacks | None = None) -> Sequence[Document]:
+        """As compress_documents, over grpc.aio."""
+        if not documents:
+            return []
+        request = self._request(documents, query)
+        return self._documents(documents, request, await self._connection.arank(request))
+
+    def close(self) -> None:
+        """Close the channel opened for ``target`` (a given client is left open)."""
+        self._connection.close()

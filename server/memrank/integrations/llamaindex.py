@@ -1,0 +1,107 @@
+"""LlamaIndex: memrank as a node postprocessor (``memrank[llamaindex]``, llama-index-core only).
+
+    from memrank.integrations.llamaindex import MemrankPostprocessor
+
+    memrank = MemrankPostprocessor(target="localhost:50051", top_n=5)
+    nodes = index.as_retriever(similarity_top_k=50).retrieve("what did Caroline decide?")
+    nodes = memrank.postprocess_nodes(nodes, query_str="what did Caroline decide?")
+
+The nodes come back in placement order with memrank's score as
+``NodeWithScore.score``; each is a copy of its node whose ``metadata["memrank"]``
+holds the rank, score, breakdown and reasons (the key is added to the node's
+``excluded_llm_metadata_keys`` and ``excluded_embed_metadata_keys``, so the
+explanation never reaches a prompt or an embedding). The retriever's score is
+``NodeWithScore.score``; the rest of the mapping is ``memrank.integrations.mapping``'s.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+try:
+    from llama_index.core.bridge.pydantic import ConfigDict, Field, PrivateAttr, SecretStr
+    from llama_index.core.postprocessor.types import BaseNodePostprocessor
+    from llama_index.core.schema import MetadataMode, NodeWithScore, QueryBundle
+except ImportError as err:  # pragma: no cover - depends on the installation
+    raise ImportError("memrank.integrations.llamaindex needs llama-index-core: pip install 'memrank[llamaindex]'") \
+        from err
+
+from memrank._gen.v1 import ranking_pb2 as pb
+from memrank.grpc.client import RankingClient
+from memrank.integrations.aio import AsyncRankingClient
+from memrank.integrations.connection import Connection
+from memrank.integrations.mapping import Item, MetadataKeys, ScoreMode, build_request, selections
+
+__all__ = ["MemrankPostprocessor"]
+
+
+class MemrankPostprocessor(BaseNodePostprocessor):
+    """Ranks, deduplicates and budgets retrieved nodes through a memrank sidecar.
+
+    ``target`` is the sidecar's ``host:port`` (or give ``client`` / ``async_client``,
+    e.g. for TLS); ``top_n`` caps the selection (``budget.max_items``; None: memrank's
+    selection alone decides); ``request`` adds RankRequest fields in protobuf JSON
+    form (``referenceTime``, ``placement``, ``budget.maxTokens``, ``weightOverrides``, ...).
+    No query bundle: ranked without a query (memrank's lexical signals are then 0).
+    """
+
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+
+    target: str | None = None
+    client: RankingClient | None = Field(default=None, exclude=True)
+    async_client: AsyncRankingClient | None = Field(default=None, exclude=True)
+    token: SecretStr | None = None
+    timeout: float = 5.0
+    top_n: int | None = None
+    profile: str | None = None
+    scores: ScoreMode = "auto"
+    keys: MetadataKeys = Field(default_factory=MetadataKeys)
+    request: dict[str, Any] = Field(default_factory=dict)
+    _connection: Connection = PrivateAttr()
+
+    def model_post_init(self, context: Any, /) -> None:
+        token = self.token.get_secret_value() if self.token is not None else None
+        self._connection = Connection(self.target, self.client, self.async_client, timeout=self.timeout,
+                                      token=token)
+
+    @classmethod
+    def class_name(cls) -> str:
+        return "MemrankPostprocessor"
+
+    def _request(self, nodes: list[NodeWithScore], query_bundle: QueryBundle | None) -> pb.RankRequest:
+        items = [Item(n.node.get_content(metadata_mode=MetadataMode.NONE), n.node.metadata, n.node.node_id,
+                      n.score, n.node.embedding) for n in nodes]
+        return build_request(query_bundle.query_str if query_bundle is not None else None, items, keys=self.keys,
+                             scores=self.scores, score_field="NodeWithScore.score", top_k=self.top_n,
+                             profile=self.profile, request=self.request)
+
+    def _nodes(self, nodes: list[NodeWithScore], request: pb.RankRequest,
+               response: pb.RankResponse) -> list[NodeWithScore]:
+        key = self.keys.output
+        out = []
+        for s in selections(request, response):
+            node = nodes[s.index].node.model_copy()
+            node.metadata = {**node.metadata, key: s.explanation}
+            for excluded in ("excluded_llm_metadata_keys", "excluded_embed_metadata_keys"):
+                keys = list(getattr(node, excluded))
+                setattr(node, excluded, keys if key in keys else [*keys, key])
+            out.append(NodeWithScore(node=node, score=s.score))
+        return out
+
+    def _postprocess_nodes(self, nodes: list[NodeWithScore],
+                           query_bundle: QueryBundle | None = None) -> list[NodeWithScore]:
+        if not nodes:
+            return []
+        request = self._request(nodes, query_bundle)
+        return self._nodes(nodes, request, self._connection.rank(request))
+
+    async def _apostprocess_nodes(self, nodes: list[NodeWithScore],
+                                  query_bundle: QueryBundle | None = None) -> list[NodeWithScore]:
+        if not nodes:
+            return []
+        request = self._request(nodes, query_bundle)
+        return self._nodes(nodes, request, await self._connection.arank(request))
+
+    def close(self) -> None:
+        """Close the channel opened for ``target`` (a given client is left open)."""
+        self._connection.close()
