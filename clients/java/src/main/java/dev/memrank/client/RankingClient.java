@@ -1,0 +1,296 @@
+package dev.memrank.client;
+
+import com.google.protobuf.Timestamp;
+import io.grpc.ChannelCredentials;
+import io.grpc.ClientInterceptor;
+import io.grpc.Deadline;
+import io.grpc.Grpc;
+import io.grpc.InsecureChannelCredentials;
+import io.grpc.ManagedChannel;
+import io.grpc.ManagedChannelBuilder;
+import io.grpc.Metadata;
+import io.grpc.Status;
+import io.grpc.StatusRuntimeException;
+import io.grpc.TlsChannelCredentials;
+import io.grpc.health.v1.HealthCheckRequest;
+import io.grpc.health.v1.HealthGrpc;
+import io.grpc.stub.AbstractStub;
+import io.grpc.stub.MetadataUtils;
+import java.io.File;
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Objects;
+import java.util.concurrent.ThreadLocalRandom;
+import java.util.concurrent.TimeUnit;
+import java.util.function.Function;
+import memrank.v1.Ranking.ListProfilesRequest;
+import memrank.v1.Ranking.ListProfilesResponse;
+import memrank.v1.Ranking.RankRequest;
+import memrank.v1.Ranking.RankResponse;
+import memrank.v1.Ranking.ScoreAdmissionRequest;
+import memrank.v1.Ranking.ScoreAdmissionResponse;
+import memrank.v1.RankingServiceGrpc;
+
+/**
+ * A client of one memrank sidecar ({@code memrank.v1.RankingService} over gRPC). Safe for
+ * concurrent use; close it when done.
+ *
+ * <pre>{@code
+ * try (RankingClient client = RankingClient.builder("127.0.0.1:50051").timeout(Duration.ofSeconds(2)).build()) {
+ *   RankResponse resp = client.rank(request);
+ * }
+ * }</pre>
+ *
+ * <p>Each attempt of a call without an explicit {@link Deadline} gets the client's timeout
+ * (default 5 s); an explicit deadline covers all attempts. Only {@code UNAVAILABLE} is retried,
+ * {@code retries} times (default 3), after {@code backoff} (default 50 ms) doubling per attempt
+ * with ±50 % jitter, never past an explicit deadline. A failed call throws {@link
+ * RankingException} with the code, the BadRequest field violations and the ErrorInfo reason.
+ */
+public final class RankingClient implements AutoCloseable {
+  /** Deadline of each attempt of a call that sets none. */
+  public static final Duration DEFAULT_TIMEOUT = Duration.ofSeconds(5);
+  /** How often a call failing with UNAVAILABLE is retried. */
+  public static final int DEFAULT_RETRIES = 3;
+  /** First retry delay; it doubles per attempt, with jitter. */
+  public static final Duration DEFAULT_BACKOFF = Duration.ofMillis(50);
+  /** Largest message sent or received (64 MiB, as the Python client). */
+  public static final int DEFAULT_MAX_MESSAGE_BYTES = 64 << 20;
+
+  private static final Metadata.Key<String> AUTHORIZATION =
+      Metadata.Key.of("authorization", Metadata.ASCII_STRING_MARSHALLER);
+
+  private final ManagedChannel channel;
+  private final RankingServiceGrpc.RankingServiceBlockingStub stub;
+  private final HealthGrpc.HealthBlockingStub health;
+  private final Duration timeout;
+  private final int retries;
+  private final Duration backoff;
+
+  private RankingClient(Builder b) {
+    ManagedChannelBuilder<?> cb = Grpc.newChannelBuilder(b.target, b.credentials)
+        .maxInboundMessageSize(b.maxMessageBytes);
+    if (b.authority != null) {
+      cb.overrideAuthority(b.authority);
+    }
+    List<ClientInterceptor> interceptors = new ArrayList<>(b.interceptors);
+    if (b.token != null && !b.token.isEmpty()) {
+      // For servers with security.auth_token_file: sent on every call, TLS or not.
+      Metadata headers = new Metadata();
+      headers.put(AUTHORIZATION, "Bearer " + b.token);
+      interceptors.add(MetadataUtils.newAttachHeadersInterceptor(headers));
+    }
+    cb.intercept(interceptors);
+    channel = cb.build();
+    stub = RankingServiceGrpc.newBlockingStub(channel).withMaxOutboundMessageSize(b.maxMessageBytes);
+    health = HealthGrpc.newBlockingStub(channel);
+    timeout = b.timeout;
+    retries = b.retries;
+    backoff = b.backoff;
+  }
+
+  /** A builder of a client of the sidecar at {@code target} ("host:port" or any gRPC target). */
+  public static Builder builder(String target) {
+    return new Builder(target);
+  }
+
+  /** A client of the sidecar at {@code target} with the defaults (insecure, 5 s, 3 retries). */
+  public static RankingClient connect(String target) {
+    return builder(target).build();
+  }
+
+  /** Scores, gates, selects and orders the request's candidates. */
+  public RankResponse rank(RankRequest request) {
+    return rank(request, null);
+  }
+
+  /** {@link #rank(RankRequest)} under a deadline covering every attempt ({@code null}: the client's timeout). */
+  public RankResponse rank(RankRequest request, Deadline deadline) {
+    return call(stub, deadline, s -> s.rank(request));
+  }
+
+  /** Scores one memory for admission: ADMIT, HOLD or REJECT. */
+  public ScoreAdmissionResponse scoreAdmission(ScoreAdmissionRequest request) {
+    return scoreAdmission(request, null);
+  }
+
+  /** {@link #scoreAdmission(ScoreAdmissionRequest)} under a deadline covering every attempt. */
+  public ScoreAdmissionResponse scoreAdmission(ScoreAdmissionRequest request, Deadline deadline) {
+    return call(stub, deadline, s -> s.scoreAdmission(request));
+  }
+
+  /** Lists the server's profiles and their weights. */
+  public ListProfilesResponse listProfiles() {
+    return listProfiles(null);
+  }
+
+  /** {@link #listProfiles()} under a deadline covering every attempt. */
+  public ListProfilesResponse listProfiles(Deadline deadline) {
+    return call(stub, deadline, s -> s.listProfiles(ListProfilesRequest.getDefaultInstance()));
+  }
+
+  /** The server's health ({@code grpc.health.v1}): "SERVING", "NOT_SERVING", ... */
+  public String health() {
+    return health("", null);
+  }
+
+  /** The health status name of a service ({@code ""}: the server) under a deadline ({@code null}: the timeout). */
+  public String health(String service, Deadline deadline) {
+    HealthCheckRequest req = HealthCheckRequest.newBuilder().setService(service).build();
+    return call(health, deadline, s -> s.check(req)).getStatus().name();
+  }
+
+  /** The underlying channel, for other services on the same connection. */
+  public ManagedChannel channel() {
+    return channel;
+  }
+
+  /** Closes the channel, waiting up to 5 s for calls in flight. */
+  @Override
+  public void close() {
+    channel.shutdown();
+    try {
+      if (!channel.awaitTermination(5, TimeUnit.SECONDS)) {
+        channel.shutdownNow();
+      }
+    } catch (InterruptedException e) {
+      channel.shutdownNow();
+      Thread.currentThread().interrupt();
+    }
+  }
+
+  /** A protobuf Timestamp of an instant. */
+  public static Timestamp timestamp(Instant at) {
+    return Timestamp.newBuilder().setSeconds(at.getEpochSecond()).setNanos(at.getNano()).build();
+  }
+
+  /** Runs fn under the deadline, retrying UNAVAILABLE with jittered exponential backoff. */
+  private <S extends AbstractStub<S>, T> T call(S stub, Deadline deadline, Function<S, T> fn) {
+    for (int attempt = 0; ; attempt++) {
+      Deadline d = deadline != null ? deadline
+          : timeout.isZero() || timeout.isNegative() ? null : Deadline.after(timeout.toNanos(), TimeUnit.NANOSECONDS);
+      try {
+        return fn.apply(d == null ? stub : stub.withDeadline(d));
+      } catch (StatusRuntimeException err) {
+        if (err.getStatus().getCode() != Status.Code.UNAVAILABLE || attempt >= retries) {
+          throw RankingException.from(err);
+        }
+        long base = backoff.toNanos() << Math.min(attempt, 30);
+        long delay = base / 2 + ThreadLocalRandom.current().nextLong(base + 1);
+        if (deadline != null && deadline.timeRemaining(TimeUnit.NANOSECONDS) <= delay) {
+          throw RankingException.from(err);
+        }
+        try {
+          TimeUnit.NANOSECONDS.sleep(delay);
+        } catch (InterruptedException e) {
+          Thread.currentThread().interrupt();
+          throw RankingException.from(Status.CANCELLED.withDescription("interrupted while waiting to retry")
+              .withCause(e).asRuntimeException());
+        }
+      }
+    }
+  }
+
+  /** Options of a {@link RankingClient}. */
+  public static final class Builder {
+    private final String target;
+    private Duration timeout = DEFAULT_TIMEOUT;
+    private int retries = DEFAULT_RETRIES;
+    private Duration backoff = DEFAULT_BACKOFF;
+    private ChannelCredentials credentials = InsecureChannelCredentials.create();
+    private String token;
+    private String authority;
+    private int maxMessageBytes = DEFAULT_MAX_MESSAGE_BYTES;
+    private final List<ClientInterceptor> interceptors = new ArrayList<>();
+
+    private Builder(String target) {
+      this.target = Objects.requireNonNull(target, "target");
+    }
+
+    /** Deadline of each attempt of a call that sets none (default 5 s; zero: none). */
+    public Builder timeout(Duration timeout) {
+      this.timeout = Objects.requireNonNull(timeout, "timeout");
+      return this;
+    }
+
+    /** How often a call failing with UNAVAILABLE is retried (default 3; 0: never). */
+    public Builder retries(int retries) {
+      if (retries < 0) {
+        throw new IllegalArgumentException("retries must be >= 0, got " + retries);
+      }
+      this.retries = retries;
+      return this;
+    }
+
+    /** The first retry delay; it doubles per attempt, with ±50 % jitter (default 50 ms). */
+    public Builder backoff(Duration backoff) {
+      this.backoff = Objects.requireNonNull(backoff, "backoff");
+      return this;
+    }
+
+    /** Sends {@code authorization: Bearer <token>} on every call (servers with security.auth_token_file). */
+    public Builder token(String token) {
+      this.token = token;
+      return this;
+    }
+
+    /** TLS, trusting the server certificates signed by the CA in a PEM file ({@code null}: the system's CAs). */
+    public Builder tls(File caPem) {
+      try {
+        TlsChannelCredentials.Builder tls = TlsChannelCredentials.newBuilder();
+        if (caPem != null) {
+          tls.trustManager(caPem);
+        }
+        return credentials(tls.build());
+      } catch (IOException e) {
+        throw new UncheckedIOException("memrank: cannot read " + caPem, e);
+      }
+    }
+
+    /** Mutual TLS: trust the CA in {@code caPem} ({@code null}: the system's), present a certificate chain and its PKCS#8 key (PEM). */
+    public Builder mtls(File caPem, File certChainPem, File privateKeyPem) {
+      try {
+        TlsChannelCredentials.Builder tls = TlsChannelCredentials.newBuilder().keyManager(certChainPem, privateKeyPem);
+        if (caPem != null) {
+          tls.trustManager(caPem);
+        }
+        return credentials(tls.build());
+      } catch (IOException e) {
+        throw new UncheckedIOException("memrank: cannot read the TLS files", e);
+      }
+    }
+
+    /** Any channel credentials (default: insecure, for a local sidecar). */
+    public Builder credentials(ChannelCredentials credentials) {
+      this.credentials = Objects.requireNonNull(credentials, "credentials");
+      return this;
+    }
+
+    /** The authority (TLS server name) to use instead of the target's host. */
+    public Builder authority(String authority) {
+      this.authority = authority;
+      return this;
+    }
+
+    /** Largest message sent or received (default 64 MiB). */
+    public Builder maxMessageBytes(int bytes) {
+      this.maxMessageBytes = bytes;
+      return this;
+    }
+
+    /** Client interceptors, run on every attempt. */
+    public Builder intercept(ClientInterceptor... interceptors) {
+      this.interceptors.addAll(List.of(interceptors));
+      return this;
+    }
+
+    /** The client; the connection is made lazily, on the first call. */
+    public RankingClient build() {
+      return new RankingClient(this);
+    }
+  }
+}
