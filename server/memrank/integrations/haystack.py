@@ -18,8 +18,8 @@ reasons. The retriever's score is ``Document.score`` (raw BM25 by default:
 ``memrank.integrations.mapping``'s.
 """
 
-from __future__ import annotations
-
+# No `from __future__ import annotations`: older Haystack (2.12 does) reads run()'s annotations as they are
+# to type its sockets, and a string 'list[Document]' matches no retriever's output.
 from dataclasses import replace
 from typing import Any
 
@@ -76,7 +76,7 @@ class MemrankRanker:
                                token=self.token.to_dict() if self.token is not None else None)
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> MemrankRanker:
+    def from_dict(cls, data: dict[str, Any]) -> "MemrankRanker":
         """The component from its dict form."""
         deserialize_secrets_inplace(data["init_parameters"], keys=["token"])
         ranker: MemrankRanker = default_from_dict(cls, data)

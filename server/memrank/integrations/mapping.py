@@ -47,6 +47,7 @@ The selected documents come back in placement order (the order of
 
 from __future__ import annotations
 
+import contextlib
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, fields
@@ -201,10 +202,8 @@ def _integer(value: Any) -> int | None:
 def _timestamp(value: Any) -> Timestamp | None:
     """A Timestamp from a datetime, a date, epoch seconds or an ISO-8601 string, else None."""
     if isinstance(value, str):
-        try:
+        with contextlib.suppress(ValueError):  # else perhaps epoch seconds as a string
             value = datetime.fromisoformat(value.strip())
-        except ValueError:
-            return None
     if isinstance(value, datetime):
         if value.tzinfo is None:
             value = value.replace(tzinfo=UTC)
