@@ -24,7 +24,7 @@ record Certs(Path cert, Path key) {
     String keytool = Path.of(System.getProperty("java.home"), "bin", "keytool").toString();
     List<Process> running = new ArrayList<>();
     for (String name : names) {
-      running.add(new ProcessBuilder(keytool, "-genkeypair", "-alias", name, "-keyalg", "EC",
+      running.add(new ProcessBuilder(keytool, "-J-XX:TieredStopAtLevel=1", "-J-XX:+UseSerialGC", "-genkeypair", "-alias", name, "-keyalg", "EC",
           "-groupname", "secp256r1", "-sigalg", "SHA256withECDSA", "-dname", "CN=" + name,
           "-ext", "san=ip:127.0.0.1,dns:localhost", "-validity", "2", "-storetype", "PKCS12",
           "-keystore", dir.resolve(name + ".p12").toString(), "-storepass", PASS)

@@ -91,8 +91,14 @@ final class Proxy implements AutoCloseable {
   }
 
   @Override
-  public void close() throws InterruptedException {
-    server.shutdownNow().awaitTermination(5, TimeUnit.SECONDS);
-    upstream.shutdownNow().awaitTermination(5, TimeUnit.SECONDS);
+  public void close() {
+    server.shutdownNow();
+    upstream.shutdownNow();
+    try {
+      server.awaitTermination(5, TimeUnit.SECONDS);
+      upstream.awaitTermination(5, TimeUnit.SECONDS);
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+    }
   }
 }

@@ -206,6 +206,7 @@ class RankingClientTest {
 
   @Test
   void tlsAndMutualTls(@TempDir Path dir) throws Exception {
+    String addr = Live.addr();
     List<Certs> pairs = Certs.make(dir, "server", "client");
     Certs server = pairs.get(0);
     Certs client = pairs.get(1);
@@ -213,7 +214,7 @@ class RankingClientTest {
 
     TlsServerCredentials tls = (TlsServerCredentials) TlsServerCredentials.newBuilder()
         .keyManager(server.cert().toFile(), server.key().toFile()).build();
-    try (Proxy proxy = new Proxy(Live.addr(), tls);
+    try (Proxy proxy = new Proxy(addr, tls);
         RankingClient c = RankingClient.builder(proxy.address()).tls(serverCa).build()) {
       assertEquals(List.of("m1", "m2"), ids(c.rank(Live.good())));
       RankingException e = assertThrows(RankingException.class, () -> c.rank(Live.duplicateId()));
@@ -224,7 +225,7 @@ class RankingClientTest {
         .keyManager(server.cert().toFile(), server.key().toFile())
         .trustManager(client.cert().toFile())
         .clientAuth(TlsServerCredentials.ClientAuth.REQUIRE).build();
-    try (Proxy proxy = new Proxy(Live.addr(), mtls)) {
+    try (Proxy proxy = new Proxy(addr, mtls)) {
       try (RankingClient c = RankingClient.builder(proxy.address())
           .mtls(serverCa, client.cert().toFile(), client.key().toFile()).build()) {
         assertEquals(List.of("m1", "m2"), ids(c.rank(Live.good())));
