@@ -2,14 +2,14 @@
 # Replays the conformance vectors (tests/vectors/*.json) through every client
 # against one live `memrank serve`, plus each client's own tests.
 #
-# Usage: clients/test.sh        (needs go, node/npm, and memrank installed in python3)
+# Usage: clients/test.sh        (needs go, node/npm, Java 17+ with mvn, and memrank installed in python3)
 #
 # Starts the server on a free loopback port, exports MEMRANK_ADDR, runs the Go
-# tests, the TypeScript checks and tests, and the Python vector replay, then
-# checks that the three clients encoded every vector's request to the same
-# bytes and got the same response bytes back (SHA-256 per vector, written to
-# MEMRANK_DIGESTS_DIR by each client's replay), stops the server, and exits
-# non-zero when any step failed.
+# tests, the TypeScript checks and tests, the Java tests (mvn verify) and the
+# Python vector replay, then checks that the four clients encoded every
+# vector's request to the same bytes and got the same response bytes back
+# (SHA-256 per vector, written to MEMRANK_DIGESTS_DIR by each client's
+# replay), stops the server, and exits non-zero when any step failed.
 set -uo pipefail
 HERE="$(cd "$(dirname "$0")" && pwd)"
 ROOT="$(dirname "$HERE")"
@@ -63,6 +63,10 @@ run() {  # run NAME COMMAND...: record pass/fail without stopping the other clie
 run go bash -c "cd '$HERE/go' && go vet ./... && go test -count=1 -v ./... 2>&1 | grep -Ev '^=== (RUN|PAUSE|CONT)' ; exit \${PIPESTATUS[0]}"
 run typescript bash -c "cd '$HERE/typescript' && npm ci --no-audit --no-fund --loglevel=error \
   && npx tsc -p tsconfig.json --noEmit && npm test --silent"
+# Maven prints per-class test counts and anything wrong; its dependencies come from ~/.m2
+# (scripts/ci_clients.sh fetches them first; a first run here downloads them).
+run java bash -c "cd '$HERE/java' && mvn -B -ntp verify 2>&1 \
+  | grep -E '^\[(ERROR|WARNING)\]|Tests run:|BUILD FAILURE' ; exit \${PIPESTATUS[0]}"
 run python bash -c "cd '$ROOT' && python3 -m pytest -q tests/integration/test_vectors.py"
 
 compare_digests() {
@@ -70,7 +74,7 @@ compare_digests() {
 import json, sys
 from pathlib import Path
 folder = Path(sys.argv[1])
-langs = ["go", "typescript", "python"]
+langs = ["go", "typescript", "java", "python"]
 missing = [lang for lang in langs if not (folder / f"{lang}.json").exists()]
 if missing:
     sys.exit(f"no digests from: {', '.join(missing)}")
@@ -81,8 +85,8 @@ bad, nan = [], []
 for name in names:
     for lang in langs:
         mine, ref = dict(got[lang].get(name, {})), dict(got["python"].get(name, {}))
-        # A NaN's payload bits are the language's own (Go: 0x7ff8000000000001, Python
-        # and JavaScript: 0x7ff8000000000000); every one is NaN on the wire, so a
+        # A NaN's payload bits are the language's own (Go: 0x7ff8000000000001, Python,
+        # JavaScript and Java: 0x7ff8000000000000); every one is NaN on the wire, so a
         # request carrying NaN is not byte-compared (its answer still is, by each client).
         if '"NaN"' in (vectors / f"{name}.json").read_text(encoding="utf-8"):
             mine.pop("request", None), ref.pop("request", None)
@@ -101,7 +105,7 @@ run "same bytes in every client" compare_digests
 
 step "summary (vectors replayed against $MEMRANK_ADDR)"
 status=0
-for name in go typescript python "same bytes in every client"; do
+for name in go typescript java python "same bytes in every client"; do
   echo "$name: ${RESULT[$name]}"
   [ "${RESULT[$name]}" = pass ] || status=1
 done

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# CI for the Go and TypeScript clients: installs their toolchains' dependencies
+# CI for the Go, TypeScript and Java clients: installs their toolchains' dependencies
 # from scratch, checks that the generated client code is current, then replays
-# the conformance vectors through the Go, TypeScript and Python clients against
+# the conformance vectors through the Go, TypeScript, Java and Python clients against
 # a live `memrank serve` (clients/test.sh). Called by .ci/run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -12,6 +12,8 @@ step "toolchains"
 go version
 node --version
 echo "npm $(npm --version)"
+java -version 2>&1 | sed -n 1p
+mvn -B -v | sed -n 1p
 if ! python3 -c "import memrank" 2>/dev/null || ! command -v buf >/dev/null; then
   python3 -m pip install --quiet --disable-pip-version-check -e '.[dev]'
 fi
@@ -22,6 +24,11 @@ t=$(date +%s); (cd clients/go && go mod download && go mod verify); elapsed "$t"
 
 step "TypeScript packages (npm ci)"
 t=$(date +%s); (cd clients/typescript && npm ci --no-audit --no-fund --loglevel=error); elapsed "$t"
+
+# Everything `mvn verify` needs (protoc and protoc-gen-grpc-java included), into ~/.m2, and a
+# first build: clients/test.sh then runs the Java tests without fetching or recompiling.
+step "Java client: Maven dependencies and build (from Maven Central)"
+t=$(date +%s); (cd clients/java && mvn -B -q -ntp clean verify -DskipTests); elapsed "$t"
 
 step "vectors match their independent derivation"
 python3 tests/vectors/derive.py --check
