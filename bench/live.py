@@ -61,10 +61,10 @@ def free_port() -> int:
 
 
 @contextmanager
-def serve(workers: int, timeout: float = 60) -> Iterator[Server]:
-    """Run `memrank serve --workers N` on a free loopback port until the block ends."""
+def serve(workers: int, timeout: float = 60, env_extra: dict[str, str] | None = None) -> Iterator[Server]:
+    """Run `memrank serve --workers N` on a free loopback port until the block ends (``env_extra``: MEMRANK_* settings)."""
     port = free_port()
-    env = {k: v for k, v in os.environ.items() if not k.startswith("MEMRANK_")}
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MEMRANK_")} | (env_extra or {})
     with tempfile.TemporaryDirectory() as tmp:
         log = Path(tmp) / "serve.log"
         with log.open("w") as handle:

@@ -53,6 +53,15 @@ ENV_KEYS: Mapping[str, str] = MappingProxyType({
     "MEMRANK_TLS_CA_FILE": "security.tls_client_ca_file",
     "MEMRANK_AUTH_TOKEN_FILE": "security.auth_token_file",
     "MEMRANK_AUTH_OPEN_METHODS": "security.auth_open_methods",
+    "MEMRANK_DECISION_LOG_ENABLED": "decision_log.enabled",
+    "MEMRANK_DECISION_LOG_SINK": "decision_log.sink",
+    "MEMRANK_DECISION_LOG_PATH": "decision_log.path",
+    "MEMRANK_DECISION_LOG_MAX_BYTES": "decision_log.max_bytes",
+    "MEMRANK_DECISION_LOG_BACKUPS": "decision_log.backups",
+    "MEMRANK_DECISION_LOG_SAMPLE_RATE": "decision_log.sample_rate",
+    "MEMRANK_DECISION_LOG_CONTENT": "decision_log.content",
+    "MEMRANK_DECISION_LOG_HASH_KEY_FILE": "decision_log.hash_key_file",
+    "MEMRANK_DECISION_LOG_QUEUE_SIZE": "decision_log.queue_size",
 })
 LOG_LEVELS = ("debug", "info", "warning", "error")
 
@@ -134,6 +143,31 @@ class DriftSettings:
 
 DEFAULT_DRIFT = DriftSettings(window_size=5000, reference_size=5000, reference_file=None)
 
+DECISION_SINKS = ("stdout", "file")
+DECISION_CONTENT = ("omit", "hash", "plain")
+
+
+@dataclass(frozen=True)
+class DecisionLogSettings:
+    """The decision log: which Rank calls are logged, how content is masked, where records go."""
+
+    enabled: bool = False
+    sink: str = "stdout"  # "stdout" | "file"
+    path: str | None = None  # the file of sink "file"
+    max_bytes: int = 100 << 20  # rotate the file before a record would take it past this
+    backups: int = 3  # rotated files kept (path.1 newest)
+    sample_rate: float = 1.0  # in [0, 1], by a hash of request_id
+    content: str = "omit"  # "omit" | "hash" | "plain" (content and query text alike)
+    hash_key_file: str | None = None  # the HMAC-SHA256 key of content "hash"
+    queue_size: int = 256  # records waiting for the writer; beyond it they are dropped and counted
+
+    def hash_key(self) -> bytes | None:
+        """The content HMAC key, read from its file (None when not configured)."""
+        return _read_key("decision_log.hash_key_file", self.hash_key_file)
+
+
+DEFAULT_DECISION_LOG = DecisionLogSettings()
+
 
 @dataclass(frozen=True)
 class Settings:
@@ -146,6 +180,7 @@ class Settings:
     profiles: Mapping[str, Profile]
     policy_version: str
     drift: DriftSettings = DEFAULT_DRIFT
+    decision_log: DecisionLogSettings = DEFAULT_DECISION_LOG
 
     def provenance_key(self) -> bytes | None:
         """The provenance HMAC key, read from its file (None when not configured)."""
@@ -165,6 +200,7 @@ class Settings:
             "profiles": {name: {s.name: s.weight for s in p.signals} for name, p in sorted(self.profiles.items())},
             "policy_version": self.policy_version,
             "drift": asdict(self.drift),
+            "decision_log": asdict(self.decision_log),
         }
 
 
@@ -212,7 +248,13 @@ def _set_dotted(data: dict[str, Any], dotted: str, value: Any) -> None:
 def _coerce(key: str, value: Any, kind: type) -> Any:
     if value is None and kind is str:
         return None
-    if kind is bool or isinstance(value, bool):
+    if kind is bool:
+        if isinstance(value, bool):
+            return value
+        if isinstance(value, str) and value.strip().lower() in ("true", "false", "1", "0", "yes", "no"):
+            return value.strip().lower() in ("true", "1", "yes")
+        raise ConfigError(f"{key}: expected true or false, got {value!r}")
+    if isinstance(value, bool):
         raise ConfigError(f"{key}: expected {kind.__name__}, got {value!r}")
     try:
         out = kind(value)
@@ -228,7 +270,7 @@ def _section(cls: type, key: str, raw: Any) -> Any:
         raise ConfigError(f"{key}: expected a mapping, got {raw!r}")
     values = {}
     for f in fields(cls):
-        kind = {"int": int, "float": float, "str": str, "str | None": str}[str(f.type)]
+        kind = {"int": int, "float": float, "str": str, "str | None": str, "bool": bool}[str(f.type)]
         values[f.name] = _coerce(f"{key}.{f.name}", raw.get(f.name), kind)
     return cls(**values)
 
@@ -294,6 +336,26 @@ def _check_drift(d: DriftSettings) -> None:
             raise ConfigError(f"{key}: {value!r} is outside [10, 10000000]")
     if d.reference_file is not None and not Path(d.reference_file).is_file():
         raise ConfigError(f"drift.reference_file: {d.reference_file!r} is not a readable file")
+
+
+def _check_decision_log(d: DecisionLogSettings) -> None:
+    """Values and pairs; the key file is read when the server starts (errors name the key)."""
+    if d.sink not in DECISION_SINKS:
+        raise ConfigError(f"decision_log.sink: {d.sink!r} is not one of {', '.join(DECISION_SINKS)}")
+    if d.content not in DECISION_CONTENT:
+        raise ConfigError(f"decision_log.content: {d.content!r} is not one of {', '.join(DECISION_CONTENT)}")
+    if not 0.0 <= d.sample_rate <= 1.0:
+        raise ConfigError(f"decision_log.sample_rate: {d.sample_rate!r} is outside [0, 1]")
+    for key, value, lo, hi in (("decision_log.max_bytes", d.max_bytes, 1 << 16, 1 << 40),
+                               ("decision_log.backups", d.backups, 0, 100),
+                               ("decision_log.queue_size", d.queue_size, 1, 1_000_000)):
+        if not lo <= value <= hi:
+            raise ConfigError(f"{key}: {value!r} is outside [{lo}, {hi}]")
+    if d.enabled and d.sink == "file" and not d.path:
+        raise ConfigError("decision_log.path: required with decision_log.sink: file")
+    if d.enabled and d.content == "hash" and not d.hash_key_file:
+        raise ConfigError("decision_log.hash_key_file: required with decision_log.content: hash (an HMAC key, so "
+                          "hashes of guessable text cannot be reversed by hashing guesses)")
 
 
 def _layers(raw: Any) -> tuple[LayerSpec, ...]:
@@ -379,9 +441,12 @@ def load_settings(
     _check_security(security)
     drift = _section(DriftSettings, "drift", data["drift"])
     _check_drift(drift)
+    decision_log = _section(DecisionLogSettings, "decision_log", data["decision_log"])
+    _check_decision_log(decision_log)
     return Settings(
         server=server, limits=limits, security=security, layers=_layers(data["layers"]),
         profiles=_profiles(data.get("profiles") or {}), policy_version=_policy_version(data), drift=drift,
+        decision_log=decision_log,
     )
 
 

@@ -3,6 +3,7 @@ package memrank
 import (
 	"context"
 	"math/rand/v2"
+	"sort"
 	"time"
 
 	memrankv1 "github.com/memrank/memrank/clients/go/gen/memrank/v1"
@@ -93,6 +94,29 @@ func (c *Client) ListProfiles(ctx context.Context) (*ListProfilesResponse, error
 	return call(ctx, c, func(ctx context.Context) (*ListProfilesResponse, error) {
 		return c.stub.ListProfiles(ctx, &memrankv1.ListProfilesRequest{})
 	})
+}
+
+// RecordFeedback labels the candidates of one logged Rank decision (see FeedbackFor). The server
+// writes a memrank.feedback.v1 record to its decision log; FAILED_PRECONDITION when the log is off.
+func (c *Client) RecordFeedback(ctx context.Context, req *RecordFeedbackRequest) (*RecordFeedbackResponse, error) {
+	return call(ctx, c, func(ctx context.Context) (*RecordFeedbackResponse, error) {
+		return c.stub.RecordFeedback(ctx, req)
+	})
+}
+
+// FeedbackFor builds the feedback on the decision resp answered: its decision id (receipt digest)
+// and request id, and one label per candidate id (relevance 0..3), in id order.
+func FeedbackFor(resp *RankResponse, relevance map[string]uint32) *RecordFeedbackRequest {
+	req := &RecordFeedbackRequest{DecisionId: resp.GetReceipt().GetDigest(), RequestId: resp.GetRequestId()}
+	ids := make([]string, 0, len(relevance))
+	for id := range relevance {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	for _, id := range ids {
+		req.Labels = append(req.Labels, &memrankv1.FeedbackLabel{CandidateId: id, Relevance: relevance[id]})
+	}
+	return req
 }
 
 // call runs fn under the default deadline, retrying UNAVAILABLE with backoff.

@@ -20,6 +20,9 @@ type (
 	ScoreAdmissionRequest  = memrankv1.ScoreAdmissionRequest
 	ScoreAdmissionResponse = memrankv1.ScoreAdmissionResponse
 	ListProfilesResponse   = memrankv1.ListProfilesResponse
+	RecordFeedbackRequest  = memrankv1.RecordFeedbackRequest
+	RecordFeedbackResponse = memrankv1.RecordFeedbackResponse
+	FeedbackLabel          = memrankv1.FeedbackLabel
 	Placement              = memrankv1.Placement
 	DropReason             = memrankv1.DropReason
 	SafetyStatus           = memrankv1.SafetyStatus

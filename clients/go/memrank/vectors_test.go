@@ -217,3 +217,46 @@ func TestLiveRPCs(t *testing.T) {
 		t.Errorf("admission without a candidate: want INVALID_ARGUMENT, got %v", err)
 	}
 }
+
+// TestLiveFeedback logs a decision and labels it on the live server at MEMRANK_ADDR (clients/test.sh turns
+// the decision log on; it then finds this feedback, labeler "go", joined to its decision in the log).
+func TestLiveFeedback(t *testing.T) {
+	addr := os.Getenv("MEMRANK_ADDR")
+	if addr == "" {
+		t.Skip("MEMRANK_ADDR is not set")
+	}
+	c, err := memrank.Dial(addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	ctx := context.Background()
+	resp, err := c.Rank(ctx, &memrank.RankRequest{RequestId: "go-feedback", Query: "where does alex live",
+		LogDecision: true, Candidates: []*memrank.Candidate{
+			memrank.NewCandidate("m1", "Alex lives in Berlin.", memrank.RetrievalScore(0.9)),
+			memrank.NewCandidate("m2", "Alex likes tea.", memrank.RetrievalScore(0.4)),
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !resp.GetDecisionLogged() {
+		t.Fatalf("decision not logged (is the server's decision log on?): %v", resp)
+	}
+	req := memrank.FeedbackFor(resp, map[string]uint32{"m2": 0, "m1": 3})
+	req.Labeler = "go"
+	fb, err := c.RecordFeedback(ctx, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(fb.GetFeedbackId()) != 64 || fb.GetLabelCount() != 2 {
+		t.Errorf("feedback: %v", fb)
+	}
+	if got := req.GetLabels(); got[0].GetCandidateId() != "m1" || got[1].GetCandidateId() != "m2" {
+		t.Errorf("labels not in id order: %v", got)
+	}
+	bad := memrank.FeedbackFor(resp, map[string]uint32{"m1": 9})
+	_, err = c.RecordFeedback(ctx, bad)
+	if e, ok := memrank.AsError(err); !ok || e.Code.String() != "InvalidArgument" || !e.HasField("labels[0].relevance") {
+		t.Errorf("relevance 9: want INVALID_ARGUMENT naming labels[0].relevance, got %v", err)
+	}
+}

@@ -4,11 +4,14 @@ import {
   ListProfilesRequestSchema,
   ListProfilesResponseSchema,
   RankRequestSchema,
+  RecordFeedbackRequestSchema,
+  RecordFeedbackResponseSchema,
   RankResponseSchema,
   ScoreAdmissionRequestSchema,
   ScoreAdmissionResponseSchema,
   type ListProfilesResponse,
   type RankResponse,
+  type RecordFeedbackResponse,
   type ScoreAdmissionResponse,
 } from "./gen/memrank/v1/ranking_pb.js";
 import { RankingService } from "./gen/memrank/v1/ranking_service_pb.js";
@@ -72,6 +75,24 @@ export class MemrankClient {
   /** Lists the server's profiles and their weights. */
   listProfiles(options?: CallOptions): Promise<ListProfilesResponse> {
     return this.#call("ListProfiles", ListProfilesRequestSchema, ListProfilesResponseSchema, {}, options);
+  }
+
+  /**
+   * Labels the candidates of one logged Rank decision: `decision` is the Rank response (its receipt digest
+   * and request id are sent) or its decision id; `relevance` maps candidate ids to grades 0..3. The server
+   * writes a memrank.feedback.v1 record to its decision log; FAILED_PRECONDITION when the log is off.
+   */
+  recordFeedback(
+    decision: RankResponse | string,
+    relevance: Record<string, number>,
+    options?: CallOptions & { labeler?: string },
+  ): Promise<RecordFeedbackResponse> {
+    const ids = typeof decision === "string"
+      ? { decisionId: decision }
+      : { decisionId: decision.receipt?.digest ?? "", requestId: decision.requestId };
+    const labels = Object.keys(relevance).sort().map((candidateId) => ({ candidateId, relevance: relevance[candidateId] }));
+    return this.#call("RecordFeedback", RecordFeedbackRequestSchema, RecordFeedbackResponseSchema,
+      { ...ids, labels, labeler: options?.labeler ?? "" }, options);
   }
 
   /** Closes the channel. */

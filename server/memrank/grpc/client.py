@@ -187,6 +187,22 @@ class RankingClient:
         """Score one memory for admission."""
         return self._call(self._stub.ScoreAdmission, _as_message(request, pb.ScoreAdmissionRequest), timeout)
 
+    def record_feedback(self, decision: str | pb.RankResponse, labels: Mapping[str, int], *,
+                        labeler: str = "", timeout: float | None = None) -> pb.RecordFeedbackResponse:
+        """Label the candidates of one logged Rank decision (relevance 0..3 by candidate id).
+
+        ``decision`` is the Rank call's response (its receipt digest and request_id are
+        sent) or its decision id (``response.receipt.digest``). The server writes a
+        memrank.feedback.v1 record to its decision log; FAILED_PRECONDITION when the log is off.
+        """
+        if isinstance(decision, pb.RankResponse):
+            msg = pb.RecordFeedbackRequest(decision_id=decision.receipt.digest, request_id=decision.request_id)
+        else:
+            msg = pb.RecordFeedbackRequest(decision_id=decision)
+        msg.labeler = labeler
+        msg.labels.extend(pb.FeedbackLabel(candidate_id=cid, relevance=grade) for cid, grade in labels.items())
+        return self._call(self._stub.RecordFeedback, msg, timeout)
+
     def list_profiles(self, timeout: float | None = None) -> pb.ListProfilesResponse:
         """The server's profiles."""
         return self._call(self._stub.ListProfiles, pb.ListProfilesRequest(), timeout)

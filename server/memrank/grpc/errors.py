@@ -7,7 +7,7 @@ from google.protobuf import any_pb2
 from google.rpc import code_pb2, error_details_pb2, status_pb2
 from grpc_status import rpc_status
 
-from memrank.core.errors import InvalidRequest, LimitExceeded, MemrankError, UnknownProfile
+from memrank.core.errors import InvalidRequest, LimitExceeded, MemrankError, NotEnabled, Overloaded, UnknownProfile
 
 DOMAIN = "memrank.v1"
 
@@ -16,6 +16,8 @@ STATUS_TABLE: tuple[tuple[type[MemrankError], grpc.StatusCode, int], ...] = (
     (LimitExceeded, grpc.StatusCode.INVALID_ARGUMENT, code_pb2.INVALID_ARGUMENT),
     (UnknownProfile, grpc.StatusCode.INVALID_ARGUMENT, code_pb2.INVALID_ARGUMENT),
     (InvalidRequest, grpc.StatusCode.INVALID_ARGUMENT, code_pb2.INVALID_ARGUMENT),
+    (NotEnabled, grpc.StatusCode.FAILED_PRECONDITION, code_pb2.FAILED_PRECONDITION),
+    (Overloaded, grpc.StatusCode.UNAVAILABLE, code_pb2.UNAVAILABLE),
 )
 
 

@@ -33,6 +33,7 @@ from prometheus_client import CollectorRegistry
 from memrank._gen.v1 import ranking_service_pb2 as svc_pb
 from memrank.config import ServerSettings, Settings, SettingsSource
 from memrank.core.errors import ConfigError, FieldViolation, InvalidRequest
+from memrank.decisions.sink import LOCK_ENV as DECISION_LOCK_ENV
 from memrank.grpc.auth import BearerAuthInterceptor, TokenFile, open_matcher
 from memrank.grpc.errors import abort_with
 from memrank.grpc.intake import CallContext, Handle, Intake
@@ -118,6 +119,7 @@ class Running:
     health_server: grpc.aio.Server | None = None  # the plaintext health-only listener (server.health_address)
     health_port: int = 0
     arrivals: _Arrivals | None = None
+    service: RankingService | None = None
 
     def stop(self, grace: float) -> None:
         """Flip health to NOT_SERVING, let arriving calls settle, stop accepting, give in-flight calls
@@ -130,6 +132,8 @@ class Running:
         if self.health_server is not None:  # probes see NOT_SERVING until the drain is over
             self.loop.run(self.health_server.stop(0))
         self.intake.close()
+        if self.service is not None:
+            self.service.close()  # every answered call's decision record is written before the process ends
         self.loop.close()
 
 
@@ -152,6 +156,7 @@ def create_server(settings: Settings, registry: CollectorRegistry | None = None,
         return loop.run(_start(settings, service, intake, loop, reuse_port))
     except BaseException:
         intake.close()
+        service.close()
         loop.close()
         raise
 
@@ -177,7 +182,7 @@ async def _start(settings: Settings, service: RankingService, intake: Intake, lo
         await health_server.start()
     for name in ("", SERVICE_NAME):
         await health_servicer.set(name, health_pb2.HealthCheckResponse.SERVING)
-    return Running(server, port, health_servicer, loop, intake, health_server, health_port, arrivals)
+    return Running(server, port, health_servicer, loop, intake, health_server, health_port, arrivals, service)
 
 
 def _message_options(s: ServerSettings) -> list[tuple[str, int]]:
@@ -401,6 +406,8 @@ def _supervise(settings: Settings, source: SettingsSource) -> None:
     _clean_stale_metrics_dirs()
     mp_dir = tempfile.mkdtemp(prefix=f"{METRICS_DIR_PREFIX}{os.getpid()}-")
     os.environ["PROMETHEUS_MULTIPROC_DIR"] = mp_dir  # read by prometheus_client in the spawned workers
+    # Workers' decision log writers take this lock around each line on a shared stdout (see decisions.sink).
+    os.environ[DECISION_LOCK_ENV] = os.path.join(mp_dir, "decision-log.lock")
     registry = CollectorRegistry()
     multiprocess.MultiProcessCollector(registry, path=mp_dir)
     ctx = multiprocessing.get_context("spawn")

@@ -12,17 +12,24 @@ import grpc
 from memrank._gen.v1 import ranking_pb2 as pb
 from memrank._gen.v1 import ranking_service_pb2_grpc as pb_grpc
 from memrank.config import Settings
-from memrank.core.errors import MemrankError
+from memrank.core.batch import Batch, RankParams
+from memrank.core.errors import MemrankError, NotEnabled, Overloaded
 from memrank.core.outcome import RankOutcome
 from memrank.core.pipeline import rank
+from memrank.decisions.capture import capture_decision, capture_feedback
+from memrank.decisions.sample import sampled
+from memrank.decisions.writer import DecisionLog
 from memrank.grpc import convert
 from memrank.grpc.admission import admission_to_proto
 from memrank.grpc.errors import abort_with, to_status
+from memrank.grpc.feedback import feedback_id, validate_feedback
 from memrank.grpc.validate import validate_admission_request, validate_rank_request
 from memrank.metrics.declare import Metrics
 from memrank.metrics.recorder import AfterReply, build_recorder
 
 log = logging.getLogger("memrank.rpc")
+# Called with the finished call (request, outcome, batch, params, response, server time); True = logged.
+Decide = Callable[[pb.RankRequest, RankOutcome, Batch, RankParams, pb.RankResponse, float], bool]
 
 
 class CallAbandoned(Exception):
@@ -37,7 +44,7 @@ def _still_wanted(alive: Callable[[], bool] | None, stage: str) -> None:
 def handle_rank(
     request: pb.RankRequest, settings: Settings, now: float, provenance_key: bytes | None,
     observe: Callable[[RankOutcome], None] | None = None, receipt_key: bytes | None = None,
-    alive: Callable[[], bool] | None = None,
+    alive: Callable[[], bool] | None = None, decide: Decide | None = None,
 ) -> pb.RankResponse:
     """Validate, convert, rank and convert back (shared by the servicer and `memrank rank`).
 
@@ -56,6 +63,8 @@ def handle_rank(
                                         "selected": [batch.ids[i] for i in outcome.ranked]})
     response = convert.outcome_to_proto(outcome, batch, params, request.request_id, settings.policy_version,
                                         receipt_key)
+    if decide is not None:  # before the answer leaves: a record of every answered call is queued
+        response.decision_logged = decide(request, outcome, batch, params, response, now)
     if observe is not None:  # once the answer is built (a deferred recorder then overlaps sending it)
         observe(outcome)
     return response
@@ -75,6 +84,24 @@ class RankingService(pb_grpc.RankingServiceServicer):
         # after_reply: signal metrics recorded on a background thread (see AfterReply); else inline.
         self.deferred = AfterReply(recorder) if after_reply else None
         self._record = self.deferred.record if self.deferred is not None else recorder.record
+        d = settings.decision_log
+        self.decisions = DecisionLog(d, metrics) if d.enabled else None
+        self._decide = self._log_decision if self.decisions is not None else None
+
+    def _log_decision(self, request: pb.RankRequest, outcome: RankOutcome, batch: Batch, params: RankParams,
+                      response: pb.RankResponse, now: float) -> bool:
+        """Queue the call's decision record when it is forced or sampled; True when queued."""
+        assert self.decisions is not None
+        d = self.decisions.settings
+        if not request.log_decision and not sampled(request.request_id or response.receipt.digest, d.sample_rate):
+            return False
+        return self.decisions.submit(capture_decision(outcome, batch, params, response, now, d.content,
+                                                      request.log_decision))
+
+    def close(self) -> None:
+        """Write every queued decision record (after the last call is answered)."""
+        if self.decisions is not None:
+            self.decisions.close()
 
     @contextmanager
     def _call(self, method: str, request_id: str, context: grpc.ServicerContext) -> Iterator[None]:
@@ -106,7 +133,7 @@ class RankingService(pb_grpc.RankingServiceServicer):
         """Rank candidate memories."""
         with self._call("Rank", request.request_id, context):
             return handle_rank(request, self._settings, self._clock(), self._provenance_key, self._record,
-                               self._receipt_key, context.is_active)
+                               self._receipt_key, context.is_active, self._decide)
         raise AssertionError("unreachable")  # abort raised
 
     def ScoreAdmission(
@@ -124,4 +151,22 @@ class RankingService(pb_grpc.RankingServiceServicer):
         """List the configured profiles."""
         with self._call("ListProfiles", "", context):
             return convert.profiles_to_proto(self._settings.profiles, self._settings.policy_version)
+        raise AssertionError("unreachable")
+
+    def RecordFeedback(
+        self, request: pb.RecordFeedbackRequest, context: grpc.ServicerContext
+    ) -> pb.RecordFeedbackResponse:
+        """Validate feedback on a logged decision and queue its memrank.feedback.v1 record."""
+        with self._call("RecordFeedback", request.request_id, context):
+            if self.decisions is None:
+                raise NotEnabled("decision_log.enabled is false on this server: feedback would be recorded "
+                                 "nowhere (see the README's decision log section)")
+            validate_feedback(request, self._settings.limits)
+            fid = feedback_id(request)
+            if not self.decisions.submit(capture_feedback(request, fid, self._clock())):
+                raise Overloaded(f"the decision log queue is full ({self._settings.decision_log.queue_size} "
+                                 "records, decision_log.queue_size); retry")
+            for label in request.labels:
+                self._metrics.feedback_labels.labels(relevance=str(label.relevance)).inc()
+            return pb.RecordFeedbackResponse(feedback_id=fid, label_count=len(request.labels))
         raise AssertionError("unreachable")

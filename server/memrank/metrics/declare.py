@@ -71,6 +71,19 @@ class Metrics:
             "reference.", ("signal", "profile"), multiprocess_mode=GAUGE_MODE, registry=r,
         )
 
+        self.decision_log_records = Counter(
+            "memrank_decision_log_records", "Records written to the decision log, by kind (decision, feedback).",
+            ("kind",), registry=r,
+        )
+        self.decision_log_dropped = Counter(
+            "memrank_decision_log_dropped", "Decision log records not written, by reason (queue_full, "
+            "write_error).", ("reason",), registry=r,
+        )
+        self.feedback_labels = Counter(
+            "memrank_feedback_labels", "Feedback labels received by RecordFeedback, by relevance grade (0-3).",
+            ("relevance",), registry=r,
+        )
+
     def observe_call(self, method: str, code: str, seconds: float | None = None) -> None:
         """Count one RPC and, for Rank, its duration."""
         self.requests.labels(method=method, code=code).inc()

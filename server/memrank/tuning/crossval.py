@@ -47,6 +47,8 @@ class CrossValidation:
     weights: np.ndarray
     base_all: float
     tuned_all: float
+    base_held: np.ndarray | None = None  # per query (in fold order), the base's held-out metric
+    tuned_held: np.ndarray | None = None  # per query, the fitted weights' held-out metric (paired with base_held)
 
 
 def effective_folds(dataset: Dataset, folds: int) -> int:
@@ -98,5 +100,6 @@ def cross_validate(dataset: Dataset, metric: Metric, base: np.ndarray, folds: in
         held_tuned.append(held.per_query(w))
     everything = _objective(dataset, queries, metric)
     weights = fit_weights(everything, base, settings, tick)
-    return CrossValidation(tuple(results), float(np.concatenate(held_base).mean()),
-                           float(np.concatenate(held_tuned).mean()), weights, everything(base), everything(weights))
+    base_held, tuned_held = np.concatenate(held_base), np.concatenate(held_tuned)
+    return CrossValidation(tuple(results), float(base_held.mean()), float(tuned_held.mean()), weights,
+                           everything(base), everything(weights), base_held, tuned_held)

@@ -22,6 +22,9 @@ FAMILIES = {
     "memrank_top_margin": "histogram",
     "memrank_signal_drift_psi": "gauge",
     "memrank_signal_drift_js": "gauge",
+    "memrank_decision_log_records": "counter",
+    "memrank_decision_log_dropped": "counter",
+    "memrank_feedback_labels": "counter",
 }
 
 

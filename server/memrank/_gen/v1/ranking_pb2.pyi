@@ -201,7 +201,7 @@ class Budget(_message.Message):
     def __init__(self, max_tokens: _Optional[int] = ..., max_items: _Optional[int] = ...) -> None: ...
 
 class RankRequest(_message.Message):
-    __slots__ = ("request_id", "query", "reference_time", "profile", "candidates", "layers", "budget", "placement", "explicit_lookup", "weight_overrides", "min_score", "explain", "shadow_profile", "embeddings_f32", "embedding_dim", "relevance_threshold")
+    __slots__ = ("request_id", "query", "reference_time", "profile", "candidates", "layers", "budget", "placement", "explicit_lookup", "weight_overrides", "min_score", "explain", "shadow_profile", "embeddings_f32", "embedding_dim", "relevance_threshold", "log_decision")
     class WeightOverridesEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -225,6 +225,7 @@ class RankRequest(_message.Message):
     EMBEDDINGS_F32_FIELD_NUMBER: _ClassVar[int]
     EMBEDDING_DIM_FIELD_NUMBER: _ClassVar[int]
     RELEVANCE_THRESHOLD_FIELD_NUMBER: _ClassVar[int]
+    LOG_DECISION_FIELD_NUMBER: _ClassVar[int]
     request_id: str
     query: str
     reference_time: _timestamp_pb2.Timestamp
@@ -241,7 +242,8 @@ class RankRequest(_message.Message):
     embeddings_f32: bytes
     embedding_dim: int
     relevance_threshold: float
-    def __init__(self, request_id: _Optional[str] = ..., query: _Optional[str] = ..., reference_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., profile: _Optional[str] = ..., candidates: _Optional[_Iterable[_Union[Candidate, _Mapping]]] = ..., layers: _Optional[_Iterable[_Union[LayerPolicy, _Mapping]]] = ..., budget: _Optional[_Union[Budget, _Mapping]] = ..., placement: _Optional[_Union[Placement, str]] = ..., explicit_lookup: _Optional[bool] = ..., weight_overrides: _Optional[_Mapping[str, float]] = ..., min_score: _Optional[float] = ..., explain: _Optional[_Union[ExplainLevel, str]] = ..., shadow_profile: _Optional[str] = ..., embeddings_f32: _Optional[bytes] = ..., embedding_dim: _Optional[int] = ..., relevance_threshold: _Optional[float] = ...) -> None: ...
+    log_decision: bool
+    def __init__(self, request_id: _Optional[str] = ..., query: _Optional[str] = ..., reference_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., profile: _Optional[str] = ..., candidates: _Optional[_Iterable[_Union[Candidate, _Mapping]]] = ..., layers: _Optional[_Iterable[_Union[LayerPolicy, _Mapping]]] = ..., budget: _Optional[_Union[Budget, _Mapping]] = ..., placement: _Optional[_Union[Placement, str]] = ..., explicit_lookup: _Optional[bool] = ..., weight_overrides: _Optional[_Mapping[str, float]] = ..., min_score: _Optional[float] = ..., explain: _Optional[_Union[ExplainLevel, str]] = ..., shadow_profile: _Optional[str] = ..., embeddings_f32: _Optional[bytes] = ..., embedding_dim: _Optional[int] = ..., relevance_threshold: _Optional[float] = ..., log_decision: _Optional[bool] = ...) -> None: ...
 
 class SignalScore(_message.Message):
     __slots__ = ("name", "raw", "normalized", "weight", "contribution", "reasons")
@@ -410,7 +412,7 @@ class ShadowComparison(_message.Message):
     def __init__(self, profile: _Optional[str] = ..., k: _Optional[int] = ..., overlap_at_k: _Optional[float] = ..., kendall_tau: _Optional[float] = ..., selected_ids: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class RankResponse(_message.Message):
-    __slots__ = ("request_id", "selected", "dropped", "allocations", "weights", "reference_time", "scoring_schema", "policy_version", "receipt", "profile", "importance_suggestions", "shadow")
+    __slots__ = ("request_id", "selected", "dropped", "allocations", "weights", "reference_time", "scoring_schema", "policy_version", "receipt", "profile", "importance_suggestions", "shadow", "decision_logged")
     REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
     SELECTED_FIELD_NUMBER: _ClassVar[int]
     DROPPED_FIELD_NUMBER: _ClassVar[int]
@@ -423,6 +425,7 @@ class RankResponse(_message.Message):
     PROFILE_FIELD_NUMBER: _ClassVar[int]
     IMPORTANCE_SUGGESTIONS_FIELD_NUMBER: _ClassVar[int]
     SHADOW_FIELD_NUMBER: _ClassVar[int]
+    DECISION_LOGGED_FIELD_NUMBER: _ClassVar[int]
     request_id: str
     selected: _containers.RepeatedCompositeFieldContainer[RankedMemory]
     dropped: _containers.RepeatedCompositeFieldContainer[DroppedMemory]
@@ -435,7 +438,8 @@ class RankResponse(_message.Message):
     profile: str
     importance_suggestions: _containers.RepeatedCompositeFieldContainer[ImportanceSuggestion]
     shadow: ShadowComparison
-    def __init__(self, request_id: _Optional[str] = ..., selected: _Optional[_Iterable[_Union[RankedMemory, _Mapping]]] = ..., dropped: _Optional[_Iterable[_Union[DroppedMemory, _Mapping]]] = ..., allocations: _Optional[_Iterable[_Union[LayerAllocation, _Mapping]]] = ..., weights: _Optional[_Iterable[_Union[SignalWeight, _Mapping]]] = ..., reference_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., scoring_schema: _Optional[str] = ..., policy_version: _Optional[str] = ..., receipt: _Optional[_Union[Receipt, _Mapping]] = ..., profile: _Optional[str] = ..., importance_suggestions: _Optional[_Iterable[_Union[ImportanceSuggestion, _Mapping]]] = ..., shadow: _Optional[_Union[ShadowComparison, _Mapping]] = ...) -> None: ...
+    decision_logged: bool
+    def __init__(self, request_id: _Optional[str] = ..., selected: _Optional[_Iterable[_Union[RankedMemory, _Mapping]]] = ..., dropped: _Optional[_Iterable[_Union[DroppedMemory, _Mapping]]] = ..., allocations: _Optional[_Iterable[_Union[LayerAllocation, _Mapping]]] = ..., weights: _Optional[_Iterable[_Union[SignalWeight, _Mapping]]] = ..., reference_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., scoring_schema: _Optional[str] = ..., policy_version: _Optional[str] = ..., receipt: _Optional[_Union[Receipt, _Mapping]] = ..., profile: _Optional[str] = ..., importance_suggestions: _Optional[_Iterable[_Union[ImportanceSuggestion, _Mapping]]] = ..., shadow: _Optional[_Union[ShadowComparison, _Mapping]] = ..., decision_logged: _Optional[bool] = ...) -> None: ...
 
 class ScoreAdmissionRequest(_message.Message):
     __slots__ = ("request_id", "candidate", "reference_time", "profile")
@@ -502,3 +506,31 @@ class ListProfilesResponse(_message.Message):
     profiles: _containers.RepeatedCompositeFieldContainer[Profile]
     policy_version: str
     def __init__(self, profiles: _Optional[_Iterable[_Union[Profile, _Mapping]]] = ..., policy_version: _Optional[str] = ...) -> None: ...
+
+class FeedbackLabel(_message.Message):
+    __slots__ = ("candidate_id", "relevance")
+    CANDIDATE_ID_FIELD_NUMBER: _ClassVar[int]
+    RELEVANCE_FIELD_NUMBER: _ClassVar[int]
+    candidate_id: str
+    relevance: int
+    def __init__(self, candidate_id: _Optional[str] = ..., relevance: _Optional[int] = ...) -> None: ...
+
+class RecordFeedbackRequest(_message.Message):
+    __slots__ = ("decision_id", "request_id", "labels", "labeler")
+    DECISION_ID_FIELD_NUMBER: _ClassVar[int]
+    REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
+    LABELS_FIELD_NUMBER: _ClassVar[int]
+    LABELER_FIELD_NUMBER: _ClassVar[int]
+    decision_id: str
+    request_id: str
+    labels: _containers.RepeatedCompositeFieldContainer[FeedbackLabel]
+    labeler: str
+    def __init__(self, decision_id: _Optional[str] = ..., request_id: _Optional[str] = ..., labels: _Optional[_Iterable[_Union[FeedbackLabel, _Mapping]]] = ..., labeler: _Optional[str] = ...) -> None: ...
+
+class RecordFeedbackResponse(_message.Message):
+    __slots__ = ("feedback_id", "label_count")
+    FEEDBACK_ID_FIELD_NUMBER: _ClassVar[int]
+    LABEL_COUNT_FIELD_NUMBER: _ClassVar[int]
+    feedback_id: str
+    label_count: int
+    def __init__(self, feedback_id: _Optional[str] = ..., label_count: _Optional[int] = ...) -> None: ...

@@ -26,7 +26,7 @@ _sym_db = _symbol_database.Default()
 from memrank._gen.v1 import ranking_pb2 as memrank_dot_v1_dot_ranking__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n memrank/v1/ranking_service.proto\x12\nmemrank.v1\x1a\x18memrank/v1/ranking.proto2\xf7\x01\n\x0eRankingService\x12\x39\n\x04Rank\x12\x17.memrank.v1.RankRequest\x1a\x18.memrank.v1.RankResponse\x12W\n\x0eScoreAdmission\x12!.memrank.v1.ScoreAdmissionRequest\x1a\".memrank.v1.ScoreAdmissionResponse\x12Q\n\x0cListProfiles\x12\x1f.memrank.v1.ListProfilesRequest\x1a .memrank.v1.ListProfilesResponseb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n memrank/v1/ranking_service.proto\x12\nmemrank.v1\x1a\x18memrank/v1/ranking.proto2\xd0\x02\n\x0eRankingService\x12\x39\n\x04Rank\x12\x17.memrank.v1.RankRequest\x1a\x18.memrank.v1.RankResponse\x12W\n\x0eScoreAdmission\x12!.memrank.v1.ScoreAdmissionRequest\x1a\".memrank.v1.ScoreAdmissionResponse\x12Q\n\x0cListProfiles\x12\x1f.memrank.v1.ListProfilesRequest\x1a .memrank.v1.ListProfilesResponse\x12W\n\x0eRecordFeedback\x12!.memrank.v1.RecordFeedbackRequest\x1a\".memrank.v1.RecordFeedbackResponseb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -34,5 +34,5 @@ _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'memrank.v1.ranking_service_
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
   _globals['_RANKINGSERVICE']._serialized_start=75
-  _globals['_RANKINGSERVICE']._serialized_end=322
+  _globals['_RANKINGSERVICE']._serialized_end=411
 # @@protoc_insertion_point(module_scope)

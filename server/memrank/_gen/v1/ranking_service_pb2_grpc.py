@@ -52,6 +52,11 @@ class RankingServiceStub:
                 request_serializer=memrank_dot_v1_dot_ranking__pb2.ListProfilesRequest.SerializeToString,
                 response_deserializer=memrank_dot_v1_dot_ranking__pb2.ListProfilesResponse.FromString,
                 _registered_method=True)
+        self.RecordFeedback = channel.unary_unary(
+                '/memrank.v1.RankingService/RecordFeedback',
+                request_serializer=memrank_dot_v1_dot_ranking__pb2.RecordFeedbackRequest.SerializeToString,
+                response_deserializer=memrank_dot_v1_dot_ranking__pb2.RecordFeedbackResponse.FromString,
+                _registered_method=True)
 
 
 class RankingServiceServicer:
@@ -82,6 +87,17 @@ class RankingServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def RecordFeedback(self, request, context):
+        """Records a caller's labels for one logged Rank decision as a
+        memrank.feedback.v1 record in the decision log (memrank keeps no state:
+        the log is where decisions and feedback meet, for `memrank tune --log`).
+        FAILED_PRECONDITION when the server's decision log is off; malformed
+        feedback: INVALID_ARGUMENT naming the field.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_RankingServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -99,6 +115,11 @@ def add_RankingServiceServicer_to_server(servicer, server):
                     servicer.ListProfiles,
                     request_deserializer=memrank_dot_v1_dot_ranking__pb2.ListProfilesRequest.FromString,
                     response_serializer=memrank_dot_v1_dot_ranking__pb2.ListProfilesResponse.SerializeToString,
+            ),
+            'RecordFeedback': grpc.unary_unary_rpc_method_handler(
+                    servicer.RecordFeedback,
+                    request_deserializer=memrank_dot_v1_dot_ranking__pb2.RecordFeedbackRequest.FromString,
+                    response_serializer=memrank_dot_v1_dot_ranking__pb2.RecordFeedbackResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -184,6 +205,33 @@ class RankingService:
             '/memrank.v1.RankingService/ListProfiles',
             memrank_dot_v1_dot_ranking__pb2.ListProfilesRequest.SerializeToString,
             memrank_dot_v1_dot_ranking__pb2.ListProfilesResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def RecordFeedback(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/memrank.v1.RankingService/RecordFeedback',
+            memrank_dot_v1_dot_ranking__pb2.RecordFeedbackRequest.SerializeToString,
+            memrank_dot_v1_dot_ranking__pb2.RecordFeedbackResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -914,8 +914,12 @@ type RankRequest struct {
 	// score: a caller whose retrieval_score is already normalised per batch
 	// should send 0. Unset: the profile's relevance_threshold (default: 0.1).
 	RelevanceThreshold *float64 `protobuf:"fixed64,16,opt,name=relevance_threshold,json=relevanceThreshold,proto3,oneof" json:"relevance_threshold,omitempty"`
-	unknownFields      protoimpl.UnknownFields
-	sizeCache          protoimpl.SizeCache
+	// Log this call's decision record whatever decision_log.sample_rate says
+	// (for traffic the caller will label with RecordFeedback). Ignored, and
+	// RankResponse.decision_logged false, when the server's decision log is off.
+	LogDecision   bool `protobuf:"varint,17,opt,name=log_decision,json=logDecision,proto3" json:"log_decision,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *RankRequest) Reset() {
@@ -1058,6 +1062,13 @@ func (x *RankRequest) GetRelevanceThreshold() float64 {
 		return *x.RelevanceThreshold
 	}
 	return 0
+}
+
+func (x *RankRequest) GetLogDecision() bool {
+	if x != nil {
+		return x.LogDecision
+	}
+	return false
 }
 
 // One signal's part in a score.
@@ -2048,9 +2059,14 @@ type RankResponse struct {
 	// Suggested importance raises for selected memories.
 	ImportanceSuggestions []*ImportanceSuggestion `protobuf:"bytes,11,rep,name=importance_suggestions,json=importanceSuggestions,proto3" json:"importance_suggestions,omitempty"`
 	// Shadow comparison. Unset when no shadow profile was requested.
-	Shadow        *ShadowComparison `protobuf:"bytes,12,opt,name=shadow,proto3" json:"shadow,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Shadow *ShadowComparison `protobuf:"bytes,12,opt,name=shadow,proto3" json:"shadow,omitempty"`
+	// True when this call's decision record was handed to the decision log
+	// (sampled, or RankRequest.log_decision): its decision id is
+	// receipt.digest. False when the log is off, the call was not sampled, or
+	// the log's queue was full (the record was dropped and counted).
+	DecisionLogged bool `protobuf:"varint,13,opt,name=decision_logged,json=decisionLogged,proto3" json:"decision_logged,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *RankResponse) Reset() {
@@ -2165,6 +2181,13 @@ func (x *RankResponse) GetShadow() *ShadowComparison {
 		return x.Shadow
 	}
 	return nil
+}
+
+func (x *RankResponse) GetDecisionLogged() bool {
+	if x != nil {
+		return x.DecisionLogged
+	}
+	return false
 }
 
 // Request of RankingService.ScoreAdmission.
@@ -2559,6 +2582,193 @@ func (x *ListProfilesResponse) GetPolicyVersion() string {
 	return ""
 }
 
+// One candidate's label in a RecordFeedbackRequest.
+type FeedbackLabel struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The candidate's id, as sent in the Rank call (1..limits.max_id_bytes bytes).
+	CandidateId string `protobuf:"bytes,1,opt,name=candidate_id,json=candidateId,proto3" json:"candidate_id,omitempty"`
+	// Graded relevance, 0..3: 0 = not relevant (shown and ignored), 1 =
+	// marginal, 2 = relevant (used in the answer), 3 = essential (cited, or the
+	// answer depends on it). Candidates of the decision without a label count
+	// as 0 when tuning.
+	Relevance     uint32 `protobuf:"varint,2,opt,name=relevance,proto3" json:"relevance,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *FeedbackLabel) Reset() {
+	*x = FeedbackLabel{}
+	mi := &file_memrank_v1_ranking_proto_msgTypes[21]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *FeedbackLabel) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*FeedbackLabel) ProtoMessage() {}
+
+func (x *FeedbackLabel) ProtoReflect() protoreflect.Message {
+	mi := &file_memrank_v1_ranking_proto_msgTypes[21]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use FeedbackLabel.ProtoReflect.Descriptor instead.
+func (*FeedbackLabel) Descriptor() ([]byte, []int) {
+	return file_memrank_v1_ranking_proto_rawDescGZIP(), []int{21}
+}
+
+func (x *FeedbackLabel) GetCandidateId() string {
+	if x != nil {
+		return x.CandidateId
+	}
+	return ""
+}
+
+func (x *FeedbackLabel) GetRelevance() uint32 {
+	if x != nil {
+		return x.Relevance
+	}
+	return 0
+}
+
+// What a caller learned about one Rank decision.
+type RecordFeedbackRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The decision: its decision id (the Rank call's RankResponse.receipt.digest,
+	// 64 lowercase hex digits) or its request_id (RankRequest.request_id), or
+	// both. At least one is required.
+	DecisionId string `protobuf:"bytes,1,opt,name=decision_id,json=decisionId,proto3" json:"decision_id,omitempty"`
+	RequestId  string `protobuf:"bytes,2,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
+	// One label per candidate, ids unique, 1..limits.max_candidates labels.
+	Labels []*FeedbackLabel `protobuf:"bytes,3,rep,name=labels,proto3" json:"labels,omitempty"`
+	// Who labelled ("user", "llm-judge", "gold"...), at most 128 bytes. Optional.
+	Labeler       string `protobuf:"bytes,4,opt,name=labeler,proto3" json:"labeler,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RecordFeedbackRequest) Reset() {
+	*x = RecordFeedbackRequest{}
+	mi := &file_memrank_v1_ranking_proto_msgTypes[22]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RecordFeedbackRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RecordFeedbackRequest) ProtoMessage() {}
+
+func (x *RecordFeedbackRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_memrank_v1_ranking_proto_msgTypes[22]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RecordFeedbackRequest.ProtoReflect.Descriptor instead.
+func (*RecordFeedbackRequest) Descriptor() ([]byte, []int) {
+	return file_memrank_v1_ranking_proto_rawDescGZIP(), []int{22}
+}
+
+func (x *RecordFeedbackRequest) GetDecisionId() string {
+	if x != nil {
+		return x.DecisionId
+	}
+	return ""
+}
+
+func (x *RecordFeedbackRequest) GetRequestId() string {
+	if x != nil {
+		return x.RequestId
+	}
+	return ""
+}
+
+func (x *RecordFeedbackRequest) GetLabels() []*FeedbackLabel {
+	if x != nil {
+		return x.Labels
+	}
+	return nil
+}
+
+func (x *RecordFeedbackRequest) GetLabeler() string {
+	if x != nil {
+		return x.Labeler
+	}
+	return ""
+}
+
+type RecordFeedbackResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// SHA-256 hex of the feedback record's canonical content: the same feedback
+	// sent twice has the same id, so a reader can drop duplicates.
+	FeedbackId string `protobuf:"bytes,1,opt,name=feedback_id,json=feedbackId,proto3" json:"feedback_id,omitempty"`
+	// Labels written to the decision log.
+	LabelCount    uint32 `protobuf:"varint,2,opt,name=label_count,json=labelCount,proto3" json:"label_count,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RecordFeedbackResponse) Reset() {
+	*x = RecordFeedbackResponse{}
+	mi := &file_memrank_v1_ranking_proto_msgTypes[23]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RecordFeedbackResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RecordFeedbackResponse) ProtoMessage() {}
+
+func (x *RecordFeedbackResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_memrank_v1_ranking_proto_msgTypes[23]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RecordFeedbackResponse.ProtoReflect.Descriptor instead.
+func (*RecordFeedbackResponse) Descriptor() ([]byte, []int) {
+	return file_memrank_v1_ranking_proto_rawDescGZIP(), []int{23}
+}
+
+func (x *RecordFeedbackResponse) GetFeedbackId() string {
+	if x != nil {
+		return x.FeedbackId
+	}
+	return ""
+}
+
+func (x *RecordFeedbackResponse) GetLabelCount() uint32 {
+	if x != nil {
+		return x.LabelCount
+	}
+	return 0
+}
+
 var File_memrank_v1_ranking_proto protoreflect.FileDescriptor
 
 const file_memrank_v1_ranking_proto_rawDesc = "" +
@@ -2622,7 +2832,7 @@ const file_memrank_v1_ranking_proto_rawDesc = "" +
 	"\x06Budget\x12\x1d\n" +
 	"\n" +
 	"max_tokens\x18\x01 \x01(\rR\tmaxTokens\x12\x1b\n" +
-	"\tmax_items\x18\x02 \x01(\rR\bmaxItems\"\xd3\x06\n" +
+	"\tmax_items\x18\x02 \x01(\rR\bmaxItems\"\xf6\x06\n" +
 	"\vRankRequest\x12\x1d\n" +
 	"\n" +
 	"request_id\x18\x01 \x01(\tR\trequestId\x12\x14\n" +
@@ -2643,7 +2853,8 @@ const file_memrank_v1_ranking_proto_rawDesc = "" +
 	"\x0eshadow_profile\x18\r \x01(\tR\rshadowProfile\x12%\n" +
 	"\x0eembeddings_f32\x18\x0e \x01(\fR\rembeddingsF32\x12#\n" +
 	"\rembedding_dim\x18\x0f \x01(\rR\fembeddingDim\x124\n" +
-	"\x13relevance_threshold\x18\x10 \x01(\x01H\x01R\x12relevanceThreshold\x88\x01\x01\x1aB\n" +
+	"\x13relevance_threshold\x18\x10 \x01(\x01H\x01R\x12relevanceThreshold\x88\x01\x01\x12!\n" +
+	"\flog_decision\x18\x11 \x01(\bR\vlogDecision\x1aB\n" +
 	"\x14WeightOverridesEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\x01R\x05value:\x028\x01B\f\n" +
@@ -2735,7 +2946,7 @@ const file_memrank_v1_ranking_proto_rawDesc = "" +
 	"overlapAtK\x12\x1f\n" +
 	"\vkendall_tau\x18\x04 \x01(\x01R\n" +
 	"kendallTau\x12!\n" +
-	"\fselected_ids\x18\x05 \x03(\tR\vselectedIds\"\xf4\x04\n" +
+	"\fselected_ids\x18\x05 \x03(\tR\vselectedIds\"\x9d\x05\n" +
 	"\fRankResponse\x12\x1d\n" +
 	"\n" +
 	"request_id\x18\x01 \x01(\tR\trequestId\x124\n" +
@@ -2750,7 +2961,8 @@ const file_memrank_v1_ranking_proto_rawDesc = "" +
 	"\aprofile\x18\n" +
 	" \x01(\tR\aprofile\x12W\n" +
 	"\x16importance_suggestions\x18\v \x03(\v2 .memrank.v1.ImportanceSuggestionR\x15importanceSuggestions\x124\n" +
-	"\x06shadow\x18\f \x01(\v2\x1c.memrank.v1.ShadowComparisonR\x06shadow\"\xc8\x01\n" +
+	"\x06shadow\x18\f \x01(\v2\x1c.memrank.v1.ShadowComparisonR\x06shadow\x12'\n" +
+	"\x0fdecision_logged\x18\r \x01(\bR\x0edecisionLogged\"\xc8\x01\n" +
 	"\x15ScoreAdmissionRequest\x12\x1d\n" +
 	"\n" +
 	"request_id\x18\x01 \x01(\tR\trequestId\x123\n" +
@@ -2780,7 +2992,22 @@ const file_memrank_v1_ranking_proto_rawDesc = "" +
 	"\x10diversity_lambda\x18\b \x01(\x01R\x0fdiversityLambda\"n\n" +
 	"\x14ListProfilesResponse\x12/\n" +
 	"\bprofiles\x18\x01 \x03(\v2\x13.memrank.v1.ProfileR\bprofiles\x12%\n" +
-	"\x0epolicy_version\x18\x02 \x01(\tR\rpolicyVersion*n\n" +
+	"\x0epolicy_version\x18\x02 \x01(\tR\rpolicyVersion\"P\n" +
+	"\rFeedbackLabel\x12!\n" +
+	"\fcandidate_id\x18\x01 \x01(\tR\vcandidateId\x12\x1c\n" +
+	"\trelevance\x18\x02 \x01(\rR\trelevance\"\xa4\x01\n" +
+	"\x15RecordFeedbackRequest\x12\x1f\n" +
+	"\vdecision_id\x18\x01 \x01(\tR\n" +
+	"decisionId\x12\x1d\n" +
+	"\n" +
+	"request_id\x18\x02 \x01(\tR\trequestId\x121\n" +
+	"\x06labels\x18\x03 \x03(\v2\x19.memrank.v1.FeedbackLabelR\x06labels\x12\x18\n" +
+	"\alabeler\x18\x04 \x01(\tR\alabeler\"Z\n" +
+	"\x16RecordFeedbackResponse\x12\x1f\n" +
+	"\vfeedback_id\x18\x01 \x01(\tR\n" +
+	"feedbackId\x12\x1f\n" +
+	"\vlabel_count\x18\x02 \x01(\rR\n" +
+	"labelCount*n\n" +
 	"\tPlacement\x12\x19\n" +
 	"\x15PLACEMENT_UNSPECIFIED\x10\x00\x12\x18\n" +
 	"\x14PLACEMENT_BEST_FIRST\x10\x01\x12\x17\n" +
@@ -2844,7 +3071,7 @@ func file_memrank_v1_ranking_proto_rawDescGZIP() []byte {
 }
 
 var file_memrank_v1_ranking_proto_enumTypes = make([]protoimpl.EnumInfo, 6)
-var file_memrank_v1_ranking_proto_msgTypes = make([]protoimpl.MessageInfo, 25)
+var file_memrank_v1_ranking_proto_msgTypes = make([]protoimpl.MessageInfo, 28)
 var file_memrank_v1_ranking_proto_goTypes = []any{
 	(Placement)(0),                 // 0: memrank.v1.Placement
 	(Source)(0),                    // 1: memrank.v1.Source
@@ -2873,30 +3100,33 @@ var file_memrank_v1_ranking_proto_goTypes = []any{
 	(*ListProfilesRequest)(nil),    // 24: memrank.v1.ListProfilesRequest
 	(*Profile)(nil),                // 25: memrank.v1.Profile
 	(*ListProfilesResponse)(nil),   // 26: memrank.v1.ListProfilesResponse
-	nil,                            // 27: memrank.v1.Candidate.FacetScoresEntry
-	nil,                            // 28: memrank.v1.Candidate.StageScoresEntry
-	nil,                            // 29: memrank.v1.Candidate.MetadataEntry
-	nil,                            // 30: memrank.v1.RankRequest.WeightOverridesEntry
-	(*timestamppb.Timestamp)(nil),  // 31: google.protobuf.Timestamp
+	(*FeedbackLabel)(nil),          // 27: memrank.v1.FeedbackLabel
+	(*RecordFeedbackRequest)(nil),  // 28: memrank.v1.RecordFeedbackRequest
+	(*RecordFeedbackResponse)(nil), // 29: memrank.v1.RecordFeedbackResponse
+	nil,                            // 30: memrank.v1.Candidate.FacetScoresEntry
+	nil,                            // 31: memrank.v1.Candidate.StageScoresEntry
+	nil,                            // 32: memrank.v1.Candidate.MetadataEntry
+	nil,                            // 33: memrank.v1.RankRequest.WeightOverridesEntry
+	(*timestamppb.Timestamp)(nil),  // 34: google.protobuf.Timestamp
 }
 var file_memrank_v1_ranking_proto_depIdxs = []int32{
-	27, // 0: memrank.v1.Candidate.facet_scores:type_name -> memrank.v1.Candidate.FacetScoresEntry
-	31, // 1: memrank.v1.Candidate.created_at:type_name -> google.protobuf.Timestamp
-	31, // 2: memrank.v1.Candidate.last_accessed_at:type_name -> google.protobuf.Timestamp
-	31, // 3: memrank.v1.Candidate.event_time:type_name -> google.protobuf.Timestamp
-	31, // 4: memrank.v1.Candidate.ingested_at:type_name -> google.protobuf.Timestamp
-	31, // 5: memrank.v1.Candidate.valid_from:type_name -> google.protobuf.Timestamp
-	31, // 6: memrank.v1.Candidate.valid_to:type_name -> google.protobuf.Timestamp
+	30, // 0: memrank.v1.Candidate.facet_scores:type_name -> memrank.v1.Candidate.FacetScoresEntry
+	34, // 1: memrank.v1.Candidate.created_at:type_name -> google.protobuf.Timestamp
+	34, // 2: memrank.v1.Candidate.last_accessed_at:type_name -> google.protobuf.Timestamp
+	34, // 3: memrank.v1.Candidate.event_time:type_name -> google.protobuf.Timestamp
+	34, // 4: memrank.v1.Candidate.ingested_at:type_name -> google.protobuf.Timestamp
+	34, // 5: memrank.v1.Candidate.valid_from:type_name -> google.protobuf.Timestamp
+	34, // 6: memrank.v1.Candidate.valid_to:type_name -> google.protobuf.Timestamp
 	1,  // 7: memrank.v1.Candidate.source:type_name -> memrank.v1.Source
 	2,  // 8: memrank.v1.Candidate.safety:type_name -> memrank.v1.SafetyStatus
-	28, // 9: memrank.v1.Candidate.stage_scores:type_name -> memrank.v1.Candidate.StageScoresEntry
-	29, // 10: memrank.v1.Candidate.metadata:type_name -> memrank.v1.Candidate.MetadataEntry
-	31, // 11: memrank.v1.RankRequest.reference_time:type_name -> google.protobuf.Timestamp
+	31, // 9: memrank.v1.Candidate.stage_scores:type_name -> memrank.v1.Candidate.StageScoresEntry
+	32, // 10: memrank.v1.Candidate.metadata:type_name -> memrank.v1.Candidate.MetadataEntry
+	34, // 11: memrank.v1.RankRequest.reference_time:type_name -> google.protobuf.Timestamp
 	6,  // 12: memrank.v1.RankRequest.candidates:type_name -> memrank.v1.Candidate
 	7,  // 13: memrank.v1.RankRequest.layers:type_name -> memrank.v1.LayerPolicy
 	8,  // 14: memrank.v1.RankRequest.budget:type_name -> memrank.v1.Budget
 	0,  // 15: memrank.v1.RankRequest.placement:type_name -> memrank.v1.Placement
-	30, // 16: memrank.v1.RankRequest.weight_overrides:type_name -> memrank.v1.RankRequest.WeightOverridesEntry
+	33, // 16: memrank.v1.RankRequest.weight_overrides:type_name -> memrank.v1.RankRequest.WeightOverridesEntry
 	4,  // 17: memrank.v1.RankRequest.explain:type_name -> memrank.v1.ExplainLevel
 	10, // 18: memrank.v1.ScoreBreakdown.signals:type_name -> memrank.v1.SignalScore
 	11, // 19: memrank.v1.ScoreBreakdown.bucket:type_name -> memrank.v1.CalibrationBucket
@@ -2908,22 +3138,23 @@ var file_memrank_v1_ranking_proto_depIdxs = []int32{
 	15, // 25: memrank.v1.RankResponse.dropped:type_name -> memrank.v1.DroppedMemory
 	16, // 26: memrank.v1.RankResponse.allocations:type_name -> memrank.v1.LayerAllocation
 	17, // 27: memrank.v1.RankResponse.weights:type_name -> memrank.v1.SignalWeight
-	31, // 28: memrank.v1.RankResponse.reference_time:type_name -> google.protobuf.Timestamp
+	34, // 28: memrank.v1.RankResponse.reference_time:type_name -> google.protobuf.Timestamp
 	18, // 29: memrank.v1.RankResponse.receipt:type_name -> memrank.v1.Receipt
 	19, // 30: memrank.v1.RankResponse.importance_suggestions:type_name -> memrank.v1.ImportanceSuggestion
 	20, // 31: memrank.v1.RankResponse.shadow:type_name -> memrank.v1.ShadowComparison
 	6,  // 32: memrank.v1.ScoreAdmissionRequest.candidate:type_name -> memrank.v1.Candidate
-	31, // 33: memrank.v1.ScoreAdmissionRequest.reference_time:type_name -> google.protobuf.Timestamp
+	34, // 33: memrank.v1.ScoreAdmissionRequest.reference_time:type_name -> google.protobuf.Timestamp
 	5,  // 34: memrank.v1.ScoreAdmissionResponse.decision:type_name -> memrank.v1.AdmissionDecision
 	12, // 35: memrank.v1.ScoreAdmissionResponse.breakdown:type_name -> memrank.v1.ScoreBreakdown
-	31, // 36: memrank.v1.ScoreAdmissionResponse.reference_time:type_name -> google.protobuf.Timestamp
+	34, // 36: memrank.v1.ScoreAdmissionResponse.reference_time:type_name -> google.protobuf.Timestamp
 	17, // 37: memrank.v1.Profile.weights:type_name -> memrank.v1.SignalWeight
 	25, // 38: memrank.v1.ListProfilesResponse.profiles:type_name -> memrank.v1.Profile
-	39, // [39:39] is the sub-list for method output_type
-	39, // [39:39] is the sub-list for method input_type
-	39, // [39:39] is the sub-list for extension type_name
-	39, // [39:39] is the sub-list for extension extendee
-	0,  // [0:39] is the sub-list for field type_name
+	27, // 39: memrank.v1.RecordFeedbackRequest.labels:type_name -> memrank.v1.FeedbackLabel
+	40, // [40:40] is the sub-list for method output_type
+	40, // [40:40] is the sub-list for method input_type
+	40, // [40:40] is the sub-list for extension type_name
+	40, // [40:40] is the sub-list for extension extendee
+	0,  // [0:40] is the sub-list for field type_name
 }
 
 func init() { file_memrank_v1_ranking_proto_init() }
@@ -2940,7 +3171,7 @@ func file_memrank_v1_ranking_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_memrank_v1_ranking_proto_rawDesc), len(file_memrank_v1_ranking_proto_rawDesc)),
 			NumEnums:      6,
-			NumMessages:   25,
+			NumMessages:   28,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

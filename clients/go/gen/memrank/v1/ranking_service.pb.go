@@ -27,11 +27,12 @@ var File_memrank_v1_ranking_service_proto protoreflect.FileDescriptor
 const file_memrank_v1_ranking_service_proto_rawDesc = "" +
 	"\n" +
 	" memrank/v1/ranking_service.proto\x12\n" +
-	"memrank.v1\x1a\x18memrank/v1/ranking.proto2\xf7\x01\n" +
+	"memrank.v1\x1a\x18memrank/v1/ranking.proto2\xd0\x02\n" +
 	"\x0eRankingService\x129\n" +
 	"\x04Rank\x12\x17.memrank.v1.RankRequest\x1a\x18.memrank.v1.RankResponse\x12W\n" +
 	"\x0eScoreAdmission\x12!.memrank.v1.ScoreAdmissionRequest\x1a\".memrank.v1.ScoreAdmissionResponse\x12Q\n" +
-	"\fListProfiles\x12\x1f.memrank.v1.ListProfilesRequest\x1a .memrank.v1.ListProfilesResponseB\xae\x01\n" +
+	"\fListProfiles\x12\x1f.memrank.v1.ListProfilesRequest\x1a .memrank.v1.ListProfilesResponse\x12W\n" +
+	"\x0eRecordFeedback\x12!.memrank.v1.RecordFeedbackRequest\x1a\".memrank.v1.RecordFeedbackResponseB\xae\x01\n" +
 	"\x0ecom.memrank.v1B\x13RankingServiceProtoP\x01Z>github.com/memrank/memrank/clients/go/gen/memrank/v1;memrankv1\xa2\x02\x03MXX\xaa\x02\n" +
 	"Memrank.V1\xca\x02\n" +
 	"Memrank\\V1\xe2\x02\x16Memrank\\V1\\GPBMetadata\xea\x02\vMemrank::V1b\x06proto3"
@@ -40,19 +41,23 @@ var file_memrank_v1_ranking_service_proto_goTypes = []any{
 	(*RankRequest)(nil),            // 0: memrank.v1.RankRequest
 	(*ScoreAdmissionRequest)(nil),  // 1: memrank.v1.ScoreAdmissionRequest
 	(*ListProfilesRequest)(nil),    // 2: memrank.v1.ListProfilesRequest
-	(*RankResponse)(nil),           // 3: memrank.v1.RankResponse
-	(*ScoreAdmissionResponse)(nil), // 4: memrank.v1.ScoreAdmissionResponse
-	(*ListProfilesResponse)(nil),   // 5: memrank.v1.ListProfilesResponse
+	(*RecordFeedbackRequest)(nil),  // 3: memrank.v1.RecordFeedbackRequest
+	(*RankResponse)(nil),           // 4: memrank.v1.RankResponse
+	(*ScoreAdmissionResponse)(nil), // 5: memrank.v1.ScoreAdmissionResponse
+	(*ListProfilesResponse)(nil),   // 6: memrank.v1.ListProfilesResponse
+	(*RecordFeedbackResponse)(nil), // 7: memrank.v1.RecordFeedbackResponse
 }
 var file_memrank_v1_ranking_service_proto_depIdxs = []int32{
 	0, // 0: memrank.v1.RankingService.Rank:input_type -> memrank.v1.RankRequest
 	1, // 1: memrank.v1.RankingService.ScoreAdmission:input_type -> memrank.v1.ScoreAdmissionRequest
 	2, // 2: memrank.v1.RankingService.ListProfiles:input_type -> memrank.v1.ListProfilesRequest
-	3, // 3: memrank.v1.RankingService.Rank:output_type -> memrank.v1.RankResponse
-	4, // 4: memrank.v1.RankingService.ScoreAdmission:output_type -> memrank.v1.ScoreAdmissionResponse
-	5, // 5: memrank.v1.RankingService.ListProfiles:output_type -> memrank.v1.ListProfilesResponse
-	3, // [3:6] is the sub-list for method output_type
-	0, // [0:3] is the sub-list for method input_type
+	3, // 3: memrank.v1.RankingService.RecordFeedback:input_type -> memrank.v1.RecordFeedbackRequest
+	4, // 4: memrank.v1.RankingService.Rank:output_type -> memrank.v1.RankResponse
+	5, // 5: memrank.v1.RankingService.ScoreAdmission:output_type -> memrank.v1.ScoreAdmissionResponse
+	6, // 6: memrank.v1.RankingService.ListProfiles:output_type -> memrank.v1.ListProfilesResponse
+	7, // 7: memrank.v1.RankingService.RecordFeedback:output_type -> memrank.v1.RecordFeedbackResponse
+	4, // [4:8] is the sub-list for method output_type
+	0, // [0:4] is the sub-list for method input_type
 	0, // [0:0] is the sub-list for extension type_name
 	0, // [0:0] is the sub-list for extension extendee
 	0, // [0:0] is the sub-list for field type_name

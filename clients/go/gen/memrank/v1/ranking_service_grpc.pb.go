@@ -24,6 +24,7 @@ const (
 	RankingService_Rank_FullMethodName           = "/memrank.v1.RankingService/Rank"
 	RankingService_ScoreAdmission_FullMethodName = "/memrank.v1.RankingService/ScoreAdmission"
 	RankingService_ListProfiles_FullMethodName   = "/memrank.v1.RankingService/ListProfiles"
+	RankingService_RecordFeedback_FullMethodName = "/memrank.v1.RankingService/RecordFeedback"
 )
 
 // RankingServiceClient is the client API for RankingService service.
@@ -41,6 +42,12 @@ type RankingServiceClient interface {
 	ScoreAdmission(ctx context.Context, in *ScoreAdmissionRequest, opts ...grpc.CallOption) (*ScoreAdmissionResponse, error)
 	// Lists the configured profiles and their weights.
 	ListProfiles(ctx context.Context, in *ListProfilesRequest, opts ...grpc.CallOption) (*ListProfilesResponse, error)
+	// Records a caller's labels for one logged Rank decision as a
+	// memrank.feedback.v1 record in the decision log (memrank keeps no state:
+	// the log is where decisions and feedback meet, for `memrank tune --log`).
+	// FAILED_PRECONDITION when the server's decision log is off; malformed
+	// feedback: INVALID_ARGUMENT naming the field.
+	RecordFeedback(ctx context.Context, in *RecordFeedbackRequest, opts ...grpc.CallOption) (*RecordFeedbackResponse, error)
 }
 
 type rankingServiceClient struct {
@@ -81,6 +88,16 @@ func (c *rankingServiceClient) ListProfiles(ctx context.Context, in *ListProfile
 	return out, nil
 }
 
+func (c *rankingServiceClient) RecordFeedback(ctx context.Context, in *RecordFeedbackRequest, opts ...grpc.CallOption) (*RecordFeedbackResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(RecordFeedbackResponse)
+	err := c.cc.Invoke(ctx, RankingService_RecordFeedback_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // RankingServiceServer is the server API for RankingService service.
 // All implementations must embed UnimplementedRankingServiceServer
 // for forward compatibility.
@@ -96,6 +113,12 @@ type RankingServiceServer interface {
 	ScoreAdmission(context.Context, *ScoreAdmissionRequest) (*ScoreAdmissionResponse, error)
 	// Lists the configured profiles and their weights.
 	ListProfiles(context.Context, *ListProfilesRequest) (*ListProfilesResponse, error)
+	// Records a caller's labels for one logged Rank decision as a
+	// memrank.feedback.v1 record in the decision log (memrank keeps no state:
+	// the log is where decisions and feedback meet, for `memrank tune --log`).
+	// FAILED_PRECONDITION when the server's decision log is off; malformed
+	// feedback: INVALID_ARGUMENT naming the field.
+	RecordFeedback(context.Context, *RecordFeedbackRequest) (*RecordFeedbackResponse, error)
 	mustEmbedUnimplementedRankingServiceServer()
 }
 
@@ -114,6 +137,9 @@ func (UnimplementedRankingServiceServer) ScoreAdmission(context.Context, *ScoreA
 }
 func (UnimplementedRankingServiceServer) ListProfiles(context.Context, *ListProfilesRequest) (*ListProfilesResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method ListProfiles not implemented")
+}
+func (UnimplementedRankingServiceServer) RecordFeedback(context.Context, *RecordFeedbackRequest) (*RecordFeedbackResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method RecordFeedback not implemented")
 }
 func (UnimplementedRankingServiceServer) mustEmbedUnimplementedRankingServiceServer() {}
 func (UnimplementedRankingServiceServer) testEmbeddedByValue()                        {}
@@ -190,6 +216,24 @@ func _RankingService_ListProfiles_Handler(srv interface{}, ctx context.Context, 
 	return interceptor(ctx, in, info, handler)
 }
 
+func _RankingService_RecordFeedback_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(RecordFeedbackRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(RankingServiceServer).RecordFeedback(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: RankingService_RecordFeedback_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(RankingServiceServer).RecordFeedback(ctx, req.(*RecordFeedbackRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // RankingService_ServiceDesc is the grpc.ServiceDesc for RankingService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -208,6 +252,10 @@ var RankingService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "ListProfiles",
 			Handler:    _RankingService_ListProfiles_Handler,
+		},
+		{
+			MethodName: "RecordFeedback",
+			Handler:    _RankingService_RecordFeedback_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},

@@ -6,14 +6,14 @@
 
 import type { GenFile, GenService } from "@bufbuild/protobuf/codegenv2";
 import { fileDesc, serviceDesc } from "@bufbuild/protobuf/codegenv2";
-import type { ListProfilesRequestSchema, ListProfilesResponseSchema, RankRequestSchema, RankResponseSchema, ScoreAdmissionRequestSchema, ScoreAdmissionResponseSchema } from "./ranking_pb.js";
+import type { ListProfilesRequestSchema, ListProfilesResponseSchema, RankRequestSchema, RankResponseSchema, RecordFeedbackRequestSchema, RecordFeedbackResponseSchema, ScoreAdmissionRequestSchema, ScoreAdmissionResponseSchema } from "./ranking_pb.js";
 import { file_memrank_v1_ranking } from "./ranking_pb.js";
 
 /**
  * Describes the file memrank/v1/ranking_service.proto.
  */
 export const file_memrank_v1_ranking_service: GenFile = /*@__PURE__*/
-  fileDesc("CiBtZW1yYW5rL3YxL3Jhbmtpbmdfc2VydmljZS5wcm90bxIKbWVtcmFuay52MTL3AQoOUmFua2luZ1NlcnZpY2USOQoEUmFuaxIXLm1lbXJhbmsudjEuUmFua1JlcXVlc3QaGC5tZW1yYW5rLnYxLlJhbmtSZXNwb25zZRJXCg5TY29yZUFkbWlzc2lvbhIhLm1lbXJhbmsudjEuU2NvcmVBZG1pc3Npb25SZXF1ZXN0GiIubWVtcmFuay52MS5TY29yZUFkbWlzc2lvblJlc3BvbnNlElEKDExpc3RQcm9maWxlcxIfLm1lbXJhbmsudjEuTGlzdFByb2ZpbGVzUmVxdWVzdBogLm1lbXJhbmsudjEuTGlzdFByb2ZpbGVzUmVzcG9uc2ViBnByb3RvMw", [file_memrank_v1_ranking]);
+  fileDesc("CiBtZW1yYW5rL3YxL3Jhbmtpbmdfc2VydmljZS5wcm90bxIKbWVtcmFuay52MTLQAgoOUmFua2luZ1NlcnZpY2USOQoEUmFuaxIXLm1lbXJhbmsudjEuUmFua1JlcXVlc3QaGC5tZW1yYW5rLnYxLlJhbmtSZXNwb25zZRJXCg5TY29yZUFkbWlzc2lvbhIhLm1lbXJhbmsudjEuU2NvcmVBZG1pc3Npb25SZXF1ZXN0GiIubWVtcmFuay52MS5TY29yZUFkbWlzc2lvblJlc3BvbnNlElEKDExpc3RQcm9maWxlcxIfLm1lbXJhbmsudjEuTGlzdFByb2ZpbGVzUmVxdWVzdBogLm1lbXJhbmsudjEuTGlzdFByb2ZpbGVzUmVzcG9uc2USVwoOUmVjb3JkRmVlZGJhY2sSIS5tZW1yYW5rLnYxLlJlY29yZEZlZWRiYWNrUmVxdWVzdBoiLm1lbXJhbmsudjEuUmVjb3JkRmVlZGJhY2tSZXNwb25zZWIGcHJvdG8z", [file_memrank_v1_ranking]);
 
 /**
  * Ranks candidate memories for an agent's prompt. Stateless: the same request
@@ -53,6 +53,20 @@ export const RankingService: GenService<{
     methodKind: "unary";
     input: typeof ListProfilesRequestSchema;
     output: typeof ListProfilesResponseSchema;
+  },
+  /**
+   * Records a caller's labels for one logged Rank decision as a
+   * memrank.feedback.v1 record in the decision log (memrank keeps no state:
+   * the log is where decisions and feedback meet, for `memrank tune --log`).
+   * FAILED_PRECONDITION when the server's decision log is off; malformed
+   * feedback: INVALID_ARGUMENT naming the field.
+   *
+   * @generated from rpc memrank.v1.RankingService.RecordFeedback
+   */
+  recordFeedback: {
+    methodKind: "unary";
+    input: typeof RecordFeedbackRequestSchema;
+    output: typeof RecordFeedbackResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_memrank_v1_ranking_service, 0);

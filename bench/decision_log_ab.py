@@ -1,0 +1,119 @@
+"""Cost of the decision log on the request path, side by side in one run.
+
+    python -m bench.decision_log_ab [--rounds 40] [--wire-calls 200]
+
+At 400 candidates with 384-dim embeddings (the bench's seeded workload; the
+`default` profile, diversity on, k = 20), ``decision_log.sample_rate`` 1,
+content ``omit``, file sink:
+
+- handler: the median thread-CPU time of ``handle_rank`` with the decision
+  log's hook (capture + queue) and without it, called alternately;
+- capture: the hook alone; writer: formatting one record (``record.to_line``),
+  which runs in the log writer process, not the handler's;
+- over the wire: two real ``memrank serve --workers 1`` on loopback, log off
+  and log on, sequential calls alternated between them: wall p50 and p99, the
+  server process's CPU per call, and (log on) the writer process's CPU per call.
+"""
+
+from __future__ import annotations
+
+import argparse
+import tempfile
+import time
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+from prometheus_client import CollectorRegistry
+
+from bench.data import workload
+from bench.live import Caller, serve
+from bench.timing import children, measure, measure_pair, proc_cpu_seconds
+from memrank.config import DecisionLogSettings, load_settings
+from memrank.core.pipeline import rank
+from memrank.decisions.capture import capture_decision
+from memrank.decisions.mask import Masker
+from memrank.decisions.record import to_line
+from memrank.grpc import convert
+from memrank.grpc.service import RankingService, handle_rank
+from memrank.grpc.validate import validate_rank_request
+from memrank.metrics.declare import Metrics
+
+
+def in_process(rounds: int, folder: Path) -> dict[str, float]:
+    s = load_settings(env={})
+    logging = replace(s, decision_log=DecisionLogSettings(enabled=True, sink="file", path=str(folder / "d.jsonl"),
+                                                          queue_size=100_000))
+    service = RankingService(logging, Metrics(CollectorRegistry()))
+    req = workload(400, 384).request
+    now = time.time()
+    try:
+        off, on = measure_pair(lambda: handle_rank(req, s, now, None),
+                               lambda: handle_rank(req, s, now, None, decide=service._decide), rounds)
+        cols = validate_rank_request(req, s.limits, profiles=s.profiles)
+        batch, params = convert.request_to_domain(req, now, cols)
+        outcome = rank(batch, params, s.profiles, s.layers)
+        resp = convert.outcome_to_proto(outcome, batch, params, "bench", s.policy_version)
+        capture = measure(lambda: capture_decision(outcome, batch, params, resp, now, "omit", False), rounds)
+        c = capture_decision(outcome, batch, params, resp, now, "omit", False)
+        writer = measure(lambda: to_line(c, Masker("omit")), rounds)
+        size = len(to_line(c, Masker("omit")))
+    finally:
+        service.close()
+    return {"handler_off_ms": off.cpu_p50, "handler_on_ms": on.cpu_p50, "capture_ms": capture.cpu_p50,
+            "writer_ms": writer.cpu_p50, "record_bytes": size}
+
+
+def over_the_wire(calls: int, folder: Path) -> dict[str, float]:
+    data = workload(400, 384).request.SerializeToString()
+    on_env = {"MEMRANK_DECISION_LOG_ENABLED": "true", "MEMRANK_DECISION_LOG_SINK": "file",
+              "MEMRANK_DECISION_LOG_PATH": str(folder / "wire.jsonl"), "MEMRANK_DECISION_LOG_QUEUE_SIZE": "100000"}
+    with serve(1) as off, serve(1, env_extra=on_env) as on, \
+            Caller(f"127.0.0.1:{off.port}") as a, Caller(f"127.0.0.1:{on.port}") as b:
+        for _ in range(10):
+            a.rank(data), b.rank(data)
+        writer = children(on.popen.pid)
+        cpu = [off.cpu_seconds(), on.cpu_seconds(), sum(map(proc_cpu_seconds, writer))]
+        wall_a, wall_b = [], []
+        for _ in range(calls):
+            t = time.perf_counter()
+            a.rank(data)
+            wall_a.append(time.perf_counter() - t)
+            t = time.perf_counter()
+            b.rank(data)
+            wall_b.append(time.perf_counter() - t)
+        time.sleep(1.0)  # the writer catches up
+        after = [off.cpu_seconds(), on.cpu_seconds(), sum(map(proc_cpu_seconds, writer))]
+    per = [(x - y) / calls * 1e3 for x, y in zip(after, cpu, strict=True)]
+    return {"p50_off_ms": float(np.median(wall_a)) * 1e3, "p50_on_ms": float(np.median(wall_b)) * 1e3,
+            "p99_off_ms": float(np.percentile(wall_a, 99)) * 1e3, "p99_on_ms": float(np.percentile(wall_b, 99)) * 1e3,
+            "server_cpu_off_ms": per[0], "server_cpu_on_ms": per[1], "writer_cpu_ms": per[2]}
+
+
+def main() -> None:
+    """Print the table."""
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--rounds", type=int, default=40)
+    ap.add_argument("--wire-calls", type=int, default=200)
+    args = ap.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        p = in_process(args.rounds, Path(tmp))
+        w = over_the_wire(args.wire_calls, Path(tmp))
+    pct = lambda on, off: f"{100 * (on - off) / off:+.1f} %"  # noqa: E731
+    print("| at 400 x 384, diversity on, sample_rate 1 | log off | log on | overhead |")
+    print("|---|---:|---:|---:|")
+    print(f"| handler thread CPU, median (ms) | {p['handler_off_ms']:.2f} | {p['handler_on_ms']:.2f} | "
+          f"{pct(p['handler_on_ms'], p['handler_off_ms'])} |")
+    print(f"| over the wire p50 (ms) | {w['p50_off_ms']:.2f} | {w['p50_on_ms']:.2f} | "
+          f"{pct(w['p50_on_ms'], w['p50_off_ms'])} |")
+    print(f"| over the wire p99 (ms) | {w['p99_off_ms']:.2f} | {w['p99_on_ms']:.2f} | "
+          f"{pct(w['p99_on_ms'], w['p99_off_ms'])} |")
+    print(f"| server process CPU per call (ms) | {w['server_cpu_off_ms']:.2f} | {w['server_cpu_on_ms']:.2f} | "
+          f"{pct(w['server_cpu_on_ms'], w['server_cpu_off_ms'])} |")
+    print(f"| log writer process CPU per call (ms) | – | {w['writer_cpu_ms']:.2f} | |")
+    print(f"\ncapture (on the handler thread) {p['capture_ms']:.3f} ms; formatting one record (writer process) "
+          f"{p['writer_ms']:.2f} ms; record size {p['record_bytes'] / 1024:.0f} KiB")
+
+
+if __name__ == "__main__":
+    main()
