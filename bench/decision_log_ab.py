@@ -10,6 +10,8 @@ content ``omit``, file sink:
   log's hook (capture + queue) and without it, called alternately;
 - capture: the hook alone; writer: formatting one record (``record.to_line``),
   which runs in the log writer process, not the handler's;
+- under load: 4 closed-loop callers on a log-off server and on one whose
+  queue holds a single record (most records dropped and counted): requests/s;
 - over the wire: two real ``memrank serve --workers 1`` on loopback, log off
   and log on, sequential calls alternated between them: wall p50 and p99, the
   server process's CPU per call, and (log on) the writer process's CPU per call.
@@ -27,7 +29,7 @@ import numpy as np
 from prometheus_client import CollectorRegistry
 
 from bench.data import workload
-from bench.live import Caller, serve
+from bench.live import Caller, serve, throughput
 from bench.timing import children, measure, measure_pair, proc_cpu_seconds
 from memrank.config import DecisionLogSettings, load_settings
 from memrank.core.pipeline import rank
@@ -90,15 +92,34 @@ def over_the_wire(calls: int, folder: Path) -> dict[str, float]:
             "server_cpu_off_ms": per[0], "server_cpu_on_ms": per[1], "writer_cpu_ms": per[2]}
 
 
+def under_load(seconds: float, folder: Path) -> dict[str, float]:
+    """Closed-loop load (4 callers) on a log-off server and on one whose queue holds 1 record, alternately."""
+    data = workload(400, 384).request.SerializeToString()
+    tiny = {"MEMRANK_DECISION_LOG_ENABLED": "true", "MEMRANK_DECISION_LOG_SINK": "file",
+            "MEMRANK_DECISION_LOG_PATH": str(folder / "tiny.jsonl"), "MEMRANK_DECISION_LOG_QUEUE_SIZE": "1"}
+    rps_off, rps_tiny = [], []
+    with serve(1) as off, serve(1, env_extra=tiny) as small:
+        for _ in range(2):
+            rps_off.append(throughput(f"127.0.0.1:{off.port}", data, seconds, 4)["rps"])
+            rps_tiny.append(throughput(f"127.0.0.1:{small.port}", data, seconds, 4)["rps"])
+        time.sleep(1.0)
+    written = sum(1 for _ in (folder / "tiny.jsonl").open())
+    calls = sum(rps_tiny) * seconds + 8  # + the warm-up calls
+    return {"rps_off": float(np.mean(rps_off)), "rps_tiny": float(np.mean(rps_tiny)), "written": written,
+            "calls": calls}
+
+
 def main() -> None:
     """Print the table."""
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--rounds", type=int, default=40)
     ap.add_argument("--wire-calls", type=int, default=200)
+    ap.add_argument("--load-seconds", type=float, default=4.0)
     args = ap.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         p = in_process(args.rounds, Path(tmp))
         w = over_the_wire(args.wire_calls, Path(tmp))
+        u = under_load(args.load_seconds, Path(tmp))
     pct = lambda on, off: f"{100 * (on - off) / off:+.1f} %"  # noqa: E731
     print("| at 400 x 384, diversity on, sample_rate 1 | log off | log on | overhead |")
     print("|---|---:|---:|---:|")
@@ -113,6 +134,9 @@ def main() -> None:
     print(f"| log writer process CPU per call (ms) | – | {w['writer_cpu_ms']:.2f} | |")
     print(f"\ncapture (on the handler thread) {p['capture_ms']:.3f} ms; formatting one record (writer process) "
           f"{p['writer_ms']:.2f} ms; record size {p['record_bytes'] / 1024:.0f} KiB")
+    print(f"under load (4 callers): {u['rps_off']:.1f} rps with the log off, {u['rps_tiny']:.1f} rps with "
+          f"queue_size 1 ({pct(u['rps_tiny'], u['rps_off'])}); about {u['written']} of {u['calls']:.0f} records "
+          "written, the rest dropped and counted")
 
 
 if __name__ == "__main__":

@@ -352,3 +352,39 @@ def test_two_workers_on_stdout_never_interleave_records_larger_than_a_pipe(tmp_p
     parsed = [json.loads(line) for line in lines]  # an interleaved line would not parse
     assert min(map(len, lines)) > 65536
     assert sorted(r["request_id"] for r in parsed) == sorted(answered) and len(answered) >= 4
+
+
+def test_a_full_queue_drops_and_counts_and_never_fails_a_call(tmp_path: Path) -> None:
+    from prometheus_client import CollectorRegistry
+
+    path = tmp_path / "decisions.jsonl"
+    registry = CollectorRegistry()
+    running = create_server(logging_settings(path, queue_size=1, content="plain"), registry)
+    flags: dict[str, bool] = {}
+    errors: list[str] = []
+
+    def send(prefix: str) -> None:
+        rng = random.Random(prefix)
+        with RankingClient(f"127.0.0.1:{running.port}", retries=0, timeout=30) as c:
+            for k in range(15):
+                rid = f"{prefix}-{k}"
+                try:
+                    flags[rid] = c.rank(request(rng, rid, n=300)).decision_logged
+                except RankingError as err:
+                    errors.append(err.code.name)
+
+    threads = [threading.Thread(target=send, args=(f"q{t}",)) for t in range(4)]
+    try:
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    finally:
+        running.stop(10)
+    assert not errors and len(flags) == 60
+    logged = {r["request_id"] for r in records(path)}
+    assert logged == {rid for rid, ok in flags.items() if ok}  # decision_logged tells the truth both ways
+    dropped = registry.get_sample_value("memrank_decision_log_dropped_total", {"reason": "queue_full"})
+    written = registry.get_sample_value("memrank_decision_log_records_total", {"kind": "decision"})
+    assert dropped == 60 - len(logged) and dropped > 0, "a one-record queue under 4 callers never filled"
+    assert written == len(logged)
