@@ -195,8 +195,12 @@ def test_env_and_config_file_load_in_memrank(render: Render, tmp_path: Path) -> 
     assert settings.limits.max_candidates == 800
     assert settings.security.provenance_key_file == "/etc/memrank/keys/provenance/provenance.key"
     assert settings.security.receipt_key_file == "/etc/memrank/keys/receipt/receipt.key"
+    d = settings.decision_log
+    assert (d.enabled, d.content, d.sample_rate, d.sink) == (True, "hash", 0.1, "stdout")
+    assert d.hash_key_file == "/etc/memrank/keys/decision-log/decision-log.key"
     mounts = {m["mountPath"] for m in container["volumeMounts"]}
-    assert {"/etc/memrank/config", "/etc/memrank/keys/provenance", "/etc/memrank/keys/receipt"} <= mounts
+    assert {"/etc/memrank/config", "/etc/memrank/keys/provenance", "/etc/memrank/keys/receipt",
+            "/etc/memrank/keys/decision-log"} <= mounts
 
 
 def test_config_change_rolls_the_pods(render: Render) -> None:

@@ -53,6 +53,12 @@ namespace with the host's own containers.
       value: {{ printf "/etc/memrank/keys/receipt/%s" .key | quote }}
     {{- end }}
     {{- end }}
+    {{- with $v.secrets.decisionLogKey }}
+    {{- if .secretName }}
+    - name: MEMRANK_DECISION_LOG_HASH_KEY_FILE
+      value: {{ printf "/etc/memrank/keys/decision-log/%s" .key | quote }}
+    {{- end }}
+    {{- end }}
     {{- if $v.tls.enabled }}
     # TLS on the gRPC port; probes go to the plaintext health-only listener.
     - name: MEMRANK_HEALTH_ADDRESS
@@ -87,6 +93,11 @@ namespace with the host's own containers.
     {{- if $v.secrets.receiptKey.secretName }}
     - name: memrank-receipt-key
       mountPath: /etc/memrank/keys/receipt
+      readOnly: true
+    {{- end }}
+    {{- if $v.secrets.decisionLogKey.secretName }}
+    - name: memrank-decision-log-key
+      mountPath: /etc/memrank/keys/decision-log
       readOnly: true
     {{- end }}
     {{- if $v.tls.enabled }}
@@ -153,6 +164,17 @@ namespace with the host's own containers.
 {{- with .Values.secrets.receiptKey }}
 {{- if .secretName }}
 - name: memrank-receipt-key
+  secret:
+    secretName: {{ .secretName }}
+    defaultMode: {{ $.Values.secrets.defaultMode }}
+    items:
+      - key: {{ .key }}
+        path: {{ .key }}
+{{- end }}
+{{- end }}
+{{- with .Values.secrets.decisionLogKey }}
+{{- if .secretName }}
+- name: memrank-decision-log-key
   secret:
     secretName: {{ .secretName }}
     defaultMode: {{ $.Values.secrets.defaultMode }}
