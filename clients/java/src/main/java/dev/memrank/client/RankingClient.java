@@ -23,14 +23,19 @@ import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
 import java.util.Objects;
+import java.util.TreeMap;
 import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.TimeUnit;
 import java.util.function.Function;
+import memrank.v1.Ranking.FeedbackLabel;
 import memrank.v1.Ranking.ListProfilesRequest;
 import memrank.v1.Ranking.ListProfilesResponse;
 import memrank.v1.Ranking.RankRequest;
 import memrank.v1.Ranking.RankResponse;
+import memrank.v1.Ranking.RecordFeedbackRequest;
+import memrank.v1.Ranking.RecordFeedbackResponse;
 import memrank.v1.Ranking.ScoreAdmissionRequest;
 import memrank.v1.Ranking.ScoreAdmissionResponse;
 import memrank.v1.RankingServiceGrpc;
@@ -131,6 +136,32 @@ public final class RankingClient implements AutoCloseable {
   /** {@link #listProfiles()} under a deadline covering every attempt. */
   public ListProfilesResponse listProfiles(Deadline deadline) {
     return call(stub, deadline, s -> s.listProfiles(ListProfilesRequest.getDefaultInstance()));
+  }
+
+  /**
+   * Labels the candidates of one logged Rank decision (see {@link #feedbackFor}): the server writes
+   * a memrank.feedback.v1 record to its decision log; FAILED_PRECONDITION when the log is off.
+   */
+  public RecordFeedbackResponse recordFeedback(RecordFeedbackRequest request) {
+    return recordFeedback(request, null);
+  }
+
+  /** {@link #recordFeedback(RecordFeedbackRequest)} under a deadline covering every attempt. */
+  public RecordFeedbackResponse recordFeedback(RecordFeedbackRequest request, Deadline deadline) {
+    return call(stub, deadline, s -> s.recordFeedback(request));
+  }
+
+  /**
+   * The feedback on the decision {@code resp} answered: its decision id (receipt digest) and
+   * request id, and one label per candidate id (relevance 0..3), in id order. Set the labeler
+   * on the builder if wanted.
+   */
+  public static RecordFeedbackRequest.Builder feedbackFor(RankResponse resp, Map<String, Integer> relevance) {
+    RecordFeedbackRequest.Builder req = RecordFeedbackRequest.newBuilder()
+        .setDecisionId(resp.getReceipt().getDigest()).setRequestId(resp.getRequestId());
+    new TreeMap<>(relevance).forEach((id, grade) ->
+        req.addLabels(FeedbackLabel.newBuilder().setCandidateId(id).setRelevance(grade)));
+    return req;
   }
 
   /** The server's health ({@code grpc.health.v1}): "SERVING", "NOT_SERVING", ... */

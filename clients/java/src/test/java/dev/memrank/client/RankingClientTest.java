@@ -28,6 +28,8 @@ import java.util.stream.Collectors;
 import memrank.v1.Ranking.AdmissionDecision;
 import memrank.v1.Ranking.Profile;
 import memrank.v1.Ranking.RankResponse;
+import memrank.v1.Ranking.RecordFeedbackRequest;
+import memrank.v1.Ranking.RecordFeedbackResponse;
 import memrank.v1.Ranking.RankedMemory;
 import memrank.v1.Ranking.ScoreAdmissionRequest;
 import memrank.v1.Ranking.ScoreAdmissionResponse;
@@ -78,6 +80,33 @@ class RankingClientTest {
 
       assertEquals("SERVING", client.health());
       assertEquals("SERVING", client.health("memrank.v1.RankingService", null));
+    }
+  }
+
+  /**
+   * Labels a decision the server logged: with the decision log on (clients/test.sh turns it on)
+   * the feedback, labeler "java", is accepted; with it off, FAILED_PRECONDITION.
+   */
+  @Test
+  void recordFeedbackOnALoggedDecision() {
+    try (RankingClient client = RankingClient.connect(Live.addr())) {
+      RankResponse resp = client.rank(Live.good().toBuilder().setRequestId("java-feedback").setLogDecision(true)
+          .build());
+      RecordFeedbackRequest req = RankingClient.feedbackFor(resp, Map.of("m2", 0, "m1", 3)).setLabeler("java").build();
+      assertEquals(resp.getReceipt().getDigest(), req.getDecisionId());
+      assertEquals(List.of("m1", "m2"), req.getLabelsList().stream().map(l -> l.getCandidateId()).toList(), "id order");
+      if (!resp.getDecisionLogged()) {
+        RankingException e = assertThrows(RankingException.class, () -> client.recordFeedback(req));
+        assertEquals(Status.Code.FAILED_PRECONDITION, e.code(), "decision log off: " + e.getMessage());
+        return;
+      }
+      RecordFeedbackResponse fb = client.recordFeedback(req);
+      assertEquals(64, fb.getFeedbackId().length(), fb.toString());
+      assertEquals(2, fb.getLabelCount());
+      RankingException e = assertThrows(RankingException.class,
+          () -> client.recordFeedback(RankingClient.feedbackFor(resp, Map.of("m1", 9)).build()));
+      assertEquals(Status.Code.INVALID_ARGUMENT, e.code());
+      assertTrue(e.hasField("labels[0].relevance"), e.fields().toString());
     }
   }
 
