@@ -75,13 +75,17 @@ def test_dockerfile_is_non_root_runtime_only_and_serves() -> None:
     text = (ROOT / "Dockerfile").read_text(encoding="utf-8")
     instructions = [line.split(None, 1) for line in text.splitlines() if line and not line.startswith((" ", "#"))]
     names = [parts[0] for parts in instructions]
-    assert names.count("FROM") == 2 and all("-slim" in p[1] for p in instructions if p[0] == "FROM")
+    # One base for both stages, a build argument defaulting to the official slim image (issue 22).
+    assert "ARG BASE_IMAGE=docker.io/library/python:3.12-slim" in text.splitlines()
+    assert names.count("FROM") == 2 and all(p[1].startswith("${BASE_IMAGE}") for p in instructions if p[0] == "FROM")
     assert "HEALTHCHECK" not in names
     assert ["USER", "10001:10001"] in instructions
     assert ["ENTRYPOINT", '["memrank", "serve"]'] in instructions
     assert ["EXPOSE", "50051 9464"] in instructions
-    runtime = text.split("FROM python:${PYTHON_VERSION}-slim\n", 1)[1]
-    assert "--no-index" in runtime and "[dev]" not in runtime and "[test]" not in runtime
+    runtime = text.split("FROM ${BASE_IMAGE}\n", 1)[1]
+    # The runtime stage installs nothing: it copies the build stage's virtual environment.
+    assert "COPY --from=build /opt/memrank /opt/memrank" in runtime and "pip" not in runtime
+    assert "[dev]" not in text and "[test]" not in text
     values = yaml.safe_load((CHART / "values.yaml").read_text(encoding="utf-8"))
     assert values["securityContext"]["runAsUser"] == 10001 == values["podSecurityContext"]["runAsUser"]
     assert (values["server"]["grpcPort"], values["server"]["metricsPort"]) == (50051, 9464)
