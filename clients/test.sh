@@ -18,7 +18,10 @@ export MEMRANK_DIGESTS_DIR="$(mktemp -d -t memrank-digests.XXXXXX)"
 step() { printf '\n==> %s\n' "$*"; }
 
 step "start memrank serve"
-python3 -m memrank.cli serve --address 127.0.0.1:0 --metrics-port 0 2>"$LOG" >/dev/null &
+# The decision log on, to a file: each client's RecordFeedback test must then be found there.
+export DECISIONS="$MEMRANK_DIGESTS_DIR/decisions.jsonl"
+MEMRANK_DECISION_LOG_ENABLED=true MEMRANK_DECISION_LOG_SINK=file MEMRANK_DECISION_LOG_PATH="$DECISIONS" \
+  python3 -m memrank.cli serve --address 127.0.0.1:0 --metrics-port 0 2>"$LOG" >/dev/null &
 SERVER=$!
 cleanup() {
   if kill -0 "$SERVER" 2>/dev/null; then
@@ -67,7 +70,7 @@ run typescript bash -c "cd '$HERE/typescript' && npm ci --no-audit --no-fund --l
 # (scripts/ci_clients.sh fetches them first; a first run here downloads them).
 run java bash -c "cd '$HERE/java' && mvn -B -ntp verify 2>&1 \
   | grep -E '^\[(ERROR|WARNING)\]|Tests run:|BUILD FAILURE' ; exit \${PIPESTATUS[0]}"
-run python bash -c "cd '$ROOT' && python3 -m pytest -q tests/integration/test_vectors.py"
+run python bash -c "cd '$ROOT' && python3 -m pytest -q tests/integration/test_vectors.py tests/integration/test_client_feedback.py"
 
 compare_digests() {
   python3 - "$MEMRANK_DIGESTS_DIR" "$ROOT/tests/vectors" <<'PY'
@@ -103,9 +106,28 @@ PY
 }
 run "same bytes in every client" compare_digests
 
+feedback_in_log() {  # each client's feedback (labeler = its language) joined to its logged decision
+  kill -TERM "$SERVER" 2>/dev/null; wait "$SERVER" 2>/dev/null  # the drain writes every queued record
+  python3 - "$DECISIONS" <<'PY'
+import json, sys
+records = [json.loads(line) for line in open(sys.argv[1], encoding="utf-8")]
+decisions = {r["decision_id"]: r for r in records if r["schema"] == "memrank.decision.v1"}
+missing = []
+for lang in ("go", "typescript", "java", "python"):
+    fb = [r for r in records if r["schema"] == "memrank.feedback.v1" and r["labeler"] == lang]
+    joined = [r for r in fb if decisions.get(r["decision_id"], {}).get("request_id") == f"{lang}-feedback"]
+    if not joined:
+        missing.append(lang)
+if missing:
+    sys.exit(f"no feedback joined to its decision in the decision log from: {', '.join(missing)}")
+print(f"{len(decisions)} decisions logged; feedback from go, typescript, java and python joined to their decisions")
+PY
+}
+run "feedback in the decision log" feedback_in_log
+
 step "summary (vectors replayed against $MEMRANK_ADDR)"
 status=0
-for name in go typescript java python "same bytes in every client"; do
+for name in go typescript java python "same bytes in every client" "feedback in the decision log"; do
   echo "$name: ${RESULT[$name]}"
   [ "${RESULT[$name]}" = pass ] || status=1
 done
