@@ -82,7 +82,7 @@ def finite(result: list[dict[str, Any]]) -> list[float]:
     return [float(r["value"][1]) for r in result if math.isfinite(float(r["value"][1]))]
 
 
-def extra_load(client: RankingClient, rng: np.random.Generator, low: float, high: float) -> None:
+def extra_load(client: RankingClient, rng: np.random.Generator, low: float, high: float) -> int:
     """Paths Traffic does not take: a candidate redundant with another, a token budget too small for most
     candidates (OVER_BUDGET drops), and a call without a budget."""
     request = rank_request(rng, low, high)
@@ -90,14 +90,16 @@ def extra_load(client: RankingClient, rng: np.random.Generator, low: float, high
     client.rank(request)
     client.rank(dict(request, budget={"maxTokens": 40, "maxItems": 50}))
     client.rank({k: v for k, v in request.items() if k != "budget"})
+    return 3
 
 
-def load_for(seconds: float, traffic: Traffic, client: RankingClient, rng: np.random.Generator) -> None:
+def load_for(seconds: float, traffic: Traffic, client: RankingClient, rng: np.random.Generator) -> int:
     """Traffic runs in its thread; add extra_load about twice a second, in traffic's current range."""
-    until = time.monotonic() + seconds
+    until, calls = time.monotonic() + seconds, 0
     while time.monotonic() < until:
-        extra_load(client, rng, traffic.low, traffic.high)
+        calls += extra_load(client, rng, traffic.low, traffic.high)
         time.sleep(0.5)
+    return calls
 
 
 @pytest.fixture()
@@ -197,9 +199,9 @@ def test_every_panel_and_alert_has_data_under_load_and_the_key_panels_render(
     client = RankingClient(target, timeout=10, retries=10)
     try:
         rng = np.random.default_rng(5)
-        load_for(BEFORE_SHIFT, traffic, client, rng)
+        extra = load_for(BEFORE_SHIFT, traffic, client, rng)
         traffic.low, traffic.high = 0.6, 1.0  # relevance moves: PSI and JS of relevance rise
-        load_for(AFTER_SHIFT, traffic, client, rng)
+        extra += load_for(AFTER_SHIFT, traffic, client, rng)
         prom.wait("the drift alerts pending", lambda: active(prom) >= DRIFT_ALERTS, 15)
         at = time.time() - 1  # an instant with a scrape of live load on both sides
         values = variable_values(api)
@@ -227,7 +229,7 @@ def test_every_panel_and_alert_has_data_under_load_and_the_key_panels_render(
         dest.parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(png, dest)
     print(f"\n{runs} panel queries over {len(dash.panels())} panels and {len(checked)} rules, all with data; "
-          f"{traffic.calls} calls; variables {values}; PNG {report}; {time.monotonic() - started:.1f}s")
+          f"{traffic.calls} + {extra} calls; variables {values}; PNG {report}; {time.monotonic() - started:.1f}s")
 
 
 class FakeProm:
