@@ -62,7 +62,7 @@ def free_port() -> int:
 
 @contextmanager
 def serve(workers: int, timeout: float = 60, env_extra: dict[str, str] | None = None) -> Iterator[Server]:
-    """Run `memrank serve --workers N` on a free loopback port until the block ends (``env_extra``: MEMRANK_* settings)."""
+    """Run `memrank serve --workers N` on a free loopback port until the block ends (``env_extra``: MEMRANK_*)."""
     port = free_port()
     env = {k: v for k, v in os.environ.items() if not k.startswith("MEMRANK_")} | (env_extra or {})
     with tempfile.TemporaryDirectory() as tmp:

@@ -1,11 +1,12 @@
 """Captures as JSON records (``memrank.decision.v1``, ``memrank.feedback.v1``); runs in the writer process.
 
-Float columns (``FloatColumn``) are written with each distinct value formatted
-once, the same text ``json.dumps`` would give. A decision record is columnar: ``candidates`` holds one array per field, all of
+A decision record is columnar: ``candidates`` holds one array per field, all of
 ``candidates.count`` entries in the request's candidate order (index i of every
 array is candidate i), which is compact and quick to write and reads straight
-into numpy or a dataframe. JSON has no NaN: a value that is not a number is
-written as null. Times are RFC 3339 UTC with microseconds.
+into numpy or a dataframe. Float columns (``FloatColumn``) are written with
+each distinct value formatted once, the same text ``json.dumps`` gives. JSON
+has no NaN: a value that is not a number is written as null. Times are RFC 3339
+UTC with microseconds.
 """
 
 from __future__ import annotations

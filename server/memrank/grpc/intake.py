@@ -9,6 +9,8 @@ DEADLINE_EXCEEDED. Once the request is in, the call takes one of
 ``server.max_concurrent_rpcs`` slots (none left: RESOURCE_EXHAUSTED at once) and
 goes to the handler pool (``server.thread_pool_size`` threads), where it is parsed,
 handled and serialised; the slot is given back when that thread is done with it.
+Once the server drains (SIGTERM), every new call is refused with UNAVAILABLE,
+which clients retry, while the calls already on the pool finish.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from typing import Any
 import grpc
 
 log = logging.getLogger("memrank.rpc")
+DRAINING = "the server is shutting down (draining); retry: another replica, or this one restarted, will answer"
 
 
 class Aborted(Exception):
@@ -78,6 +81,9 @@ class Intake:
         self._max = max_concurrent
         self._read_timeout = read_timeout
         self._observe = observe or (lambda _method, _code: None)
+        self.draining = False  # set by start_draining: every new call is refused with UNAVAILABLE
+        self._active = 0  # calls taken whose status is not yet sent
+        self._active_lock = threading.Lock()
 
     def method_handler(self, method: str, handle: Handle) -> grpc.RpcMethodHandler:
         """A handler for a unary method: its request is read here, then ``handle`` runs on the pool.
@@ -86,10 +92,32 @@ class Intake:
         message arrives (for a unary handler it would wait for it, without a limit).
         """
         async def serve(_requests: Any, context: grpc.aio.ServicerContext) -> bytes:
+            with self._active_lock:
+                taken = not self.draining
+                if taken:  # counted until grpc has sent its status (the done callback), not just until we return
+                    self._active += 1
+            if not taken:
+                self._observe(method, "UNAVAILABLE")
+                await context.abort(grpc.StatusCode.UNAVAILABLE, DRAINING)
+            context.add_done_callback(self._finished)
             data = await self._read(method, context)
             return await self._run(method, handle, data, context)
 
         return grpc.stream_unary_rpc_method_handler(serve)
+
+    def start_draining(self) -> None:
+        """From now on every new call is refused with UNAVAILABLE; the calls already taken go on."""
+        with self._active_lock:
+            self.draining = True
+
+    def idle(self) -> bool:
+        """True when every call taken has been answered (its status sent)."""
+        with self._active_lock:
+            return self._active == 0
+
+    def _finished(self, _context: object) -> None:
+        with self._active_lock:
+            self._active -= 1
 
     def close(self) -> None:
         """Stop the pool once the calls on it are done."""
@@ -118,7 +146,8 @@ class Intake:
             job = self._pool.submit(handle, data, call)
         except RuntimeError:  # the pool is shut down: the server is stopping
             self._slots.release()
-            raise
+            self._observe(method, "UNAVAILABLE")
+            await context.abort(grpc.StatusCode.UNAVAILABLE, DRAINING)
         job.add_done_callback(lambda _job: self._slots.release())  # when the thread is done, not the call
         try:
             return await asyncio.wrap_future(job)

@@ -14,6 +14,7 @@ import multiprocessing
 import os
 import shutil
 import signal
+import sys
 import tempfile
 import threading
 import time
@@ -50,37 +51,7 @@ SERVICE_NAME = svc_pb.DESCRIPTOR.services_by_name["RankingService"].full_name
 T = TypeVar("T")
 
 
-# After NOT_SERVING, the server keeps taking calls until none arrived for QUIET_SECONDS (at most
-# half the grace period, at most MAX_QUIESCE_SECONDS), then stops accepting.
-QUIET_SECONDS = 0.25
-MAX_QUIESCE_SECONDS = 5.0
-
-
-class _Arrivals(grpc.aio.ServerInterceptor):  # type: ignore[misc]  # grpc ships no types
-    """When the server last took a call off the transport (interceptors run as each call is accepted)."""
-
-    def __init__(self) -> None:
-        self.last = time.monotonic()
-
-    async def intercept_service(
-        self, continuation: Callable[[grpc.HandlerCallDetails], Coroutine[Any, Any, grpc.RpcMethodHandler | None]],
-        handler_call_details: grpc.HandlerCallDetails,
-    ) -> grpc.RpcMethodHandler | None:
-        """Note the time and continue."""
-        self.last = time.monotonic()
-        return await continuation(handler_call_details)
-
-    def quiesce(self, limit: float) -> float:
-        """Wait until no call arrived for QUIET_SECONDS or ``limit`` passed; return the seconds waited.
-
-        grpc cancels calls that reached the transport but were not yet taken by the
-        server's accept loop when stop() begins; a busy server can hold several.
-        Waiting for a quiet moment lets them be taken, and given the grace.
-        """
-        start = time.monotonic()
-        while time.monotonic() - self.last < QUIET_SECONDS and time.monotonic() - start < limit:
-            time.sleep(0.02)
-        return time.monotonic() - start
+DRAIN_POLL_SECONDS = 0.02
 
 
 class _Loop:
@@ -118,22 +89,38 @@ class Running:
     intake: Intake
     health_server: grpc.aio.Server | None = None  # the plaintext health-only listener (server.health_address)
     health_port: int = 0
-    arrivals: _Arrivals | None = None
     service: RankingService | None = None
 
-    def stop(self, grace: float) -> None:
-        """Flip health to NOT_SERVING, let arriving calls settle, stop accepting, give in-flight calls
-        the rest of ``grace`` seconds. A second call does nothing."""
+    def stop(self, grace: float, exiting: bool = False) -> None:
+        """Drain, then stop. A second call does nothing.
+
+        Health flips to NOT_SERVING and every new RankingService call is refused with
+        UNAVAILABLE (which clients retry), while the calls already taken get up to
+        ``grace`` seconds to be answered; then the decision log writes the record of
+        every answered call. ``exiting`` (a ``memrank serve`` process, which ends
+        right after): the listeners are left to the process's exit. grpc's own
+        shutdown cancels the calls that reached it but were not yet taken, and their
+        clients would see CANCELLED (grpc/grpc#41785); closed by the exit, their
+        connections fail with UNAVAILABLE instead. In process (tests, embedding), the
+        listeners are stopped with ``server.stop``.
+        """
         if self.loop.closed:
             return
         self.loop.run(self.health.enter_graceful_shutdown())
-        waited = self.arrivals.quiesce(min(grace / 2, MAX_QUIESCE_SECONDS)) if self.arrivals and grace > 0 else 0.0
-        self.loop.run(self.server.stop(max(grace - waited, 0.0)))
-        if self.health_server is not None:  # probes see NOT_SERVING until the drain is over
-            self.loop.run(self.health_server.stop(0))
-        self.intake.close()
+        self.intake.start_draining()
+        deadline = time.monotonic() + grace
+        while not self.intake.idle() and time.monotonic() < deadline:
+            time.sleep(DRAIN_POLL_SECONDS)
+        if not self.intake.idle():
+            log.warning("grace period over with calls in flight", extra={"grace_seconds": grace})
         if self.service is not None:
             self.service.close()  # every answered call's decision record is written before the process ends
+        if exiting:
+            return
+        self.loop.run(self.server.stop(0))
+        if self.health_server is not None:
+            self.loop.run(self.health_server.stop(0))
+        self.intake.close()
         self.loop.close()
 
 
@@ -165,9 +152,8 @@ async def _start(settings: Settings, service: RankingService, intake: Intake, lo
                  reuse_port: bool) -> Running:
     """Build, bind and start the listeners (on the loop: grpc.aio servers belong to the loop that makes them)."""
     s = settings.server
-    arrivals = _Arrivals()
     server = grpc.aio.server(options=[*_message_options(s), *_connection_options(s, reuse_port)],
-                             interceptors=[arrivals, *_interceptors(settings)])
+                             interceptors=_interceptors(settings))
     _add_ranking_service(service, intake, server)
     health_servicer = health.aio.HealthServicer()
     health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
@@ -182,7 +168,7 @@ async def _start(settings: Settings, service: RankingService, intake: Intake, lo
         await health_server.start()
     for name in ("", SERVICE_NAME):
         await health_servicer.set(name, health_pb2.HealthCheckResponse.SERVING)
-    return Running(server, port, health_servicer, loop, intake, health_server, health_port, arrivals, service)
+    return Running(server, port, health_servicer, loop, intake, health_server, health_port, service)
 
 
 def _message_options(s: ServerSettings) -> list[tuple[str, int]]:
@@ -311,8 +297,10 @@ def _wait_for_signal() -> int:
     return got[0]
 
 
-def serve_single(settings: Settings, reuse_port: bool = False, with_metrics: bool = True) -> None:
-    """Run one server process until SIGTERM/SIGINT, then drain and return."""
+def serve_single(settings: Settings, reuse_port: bool = False, with_metrics: bool = True,
+                 exit_when_done: bool = True) -> None:
+    """Run one server process until SIGTERM/SIGINT, then drain and end the process (exit status 0);
+    ``exit_when_done`` False: stop the listeners and return instead."""
     registry = CollectorRegistry() if with_metrics else None
     running = create_server(settings, registry, reuse_port)
     exposition = serve_metrics(settings.server.metrics_host, settings.server.metrics_port, registry) \
@@ -325,10 +313,15 @@ def serve_single(settings: Settings, reuse_port: bool = False, with_metrics: boo
     signum = _wait_for_signal()
     log.info("draining", extra={"signal": signal.Signals(signum).name,
                                 "grace_seconds": settings.server.grace_period_seconds})
-    running.stop(settings.server.grace_period_seconds)
+    running.stop(settings.server.grace_period_seconds, exiting=exit_when_done)
     if exposition is not None:
         exposition[0].shutdown()
     log.info("stopped", extra={"pid": os.getpid()})
+    if exit_when_done:
+        # The listeners close with the process (see Running.stop): grpc's shutdown is not run.
+        logging.shutdown()
+        sys.stdout.flush()
+        os._exit(0)
 
 
 PARENT_POLL_SECONDS = 0.25  # a worker notices a dead supervisor this fast, then drains as on SIGTERM
