@@ -193,6 +193,8 @@ def test_every_panel_and_alert_has_data_under_load_and_the_key_panels_render(
     api = dash.Prometheus(prom.url)
     prom.wait("prometheus ready", lambda: prom.get("/api/v1/status/buildinfo")["status"] == "success", 30)
     prom.wait("target up", lambda: finite(prom.query('up{job="memrank"} == 1')) == [1.0], 30)
+    assert {g["name"] for g in prom.get("/api/v1/rules")["data"]["groups"]} == {"memrank-drift.rules",
+                                                                                "memrank-alerts"}
     target = f"127.0.0.1:{proc.port}"
     start = time.time()
     traffic = Traffic(target, 0.0, 0.4)
@@ -200,8 +202,15 @@ def test_every_panel_and_alert_has_data_under_load_and_the_key_panels_render(
     try:
         rng = np.random.default_rng(5)
         extra = load_for(BEFORE_SHIFT, traffic, client, rng)
+        gauge = 'memrank_signal_drift_psi{signal="relevance",profile="default"}'
+        fleet = 'memrank:signal_drift_psi:offset7d{signal="relevance",profile="default"}'
+        before = finite(prom.query(gauge)), finite(prom.query(fleet))
+        assert before[0] and before[0][0] < 0.25, f"gauge drift before any shift: {before}"
+        assert before[1] and before[1][0] < 0.1, f"fleet drift (recording rule) before any shift: {before}"
         traffic.low, traffic.high = 0.6, 1.0  # relevance moves: PSI and JS of relevance rise
         extra += load_for(AFTER_SHIFT, traffic, client, rng)
+        prom.wait("gauge PSI > 0.25", lambda: any(v > 0.25 for v in finite(prom.query(gauge))), 30)
+        prom.wait("fleet PSI > 0.25", lambda: any(v > 0.25 for v in finite(prom.query(fleet))), 30)
         prom.wait("the drift alerts pending", lambda: active(prom) >= DRIFT_ALERTS, 15)
         at = time.time() - 1  # an instant with a scrape of live load on both sides
         values = variable_values(api)

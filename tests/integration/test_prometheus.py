@@ -1,14 +1,12 @@
-"""A real Prometheus (Debian's `prometheus`) scrapes a live sidecar under traffic; we query its HTTP API.
-
-Checks that every dashboard panel's query returns data, and that after traffic
-whose relevance distribution is shifted both the per-replica drift gauge and the
-fleet-wide recording rule rise past PSI 0.25.
+"""Real Prometheus tools (Debian's `prometheus` and `promtool`) on the chart's rules: the helpers the live test
+(test_dashboard_data.py: every panel and rule with data, drift crossing the threshold) runs on, and promtool's checks
+and unit tests of the rules.
 
 The recording rule compares the last hour with the same hour 7 days ago, which a
-test cannot wait for. The test loads the very rules file the chart ships with
-only its two durations rewritten (`[1h]` -> `[8s]`, `offset 7d` -> `offset 16s`),
-so the expressions Prometheus evaluates are the production ones; the promtool
-unit tests (tests/promtool/drift.yaml) cover the real 7-day durations.
+test cannot wait for. The live test loads the very rules file the chart ships with
+only its two durations rewritten (`[1h]` -> `[8s]`, `offset 7d` -> `offset 16s`,
+``short_rules``), so the expressions Prometheus evaluates are the production ones;
+the promtool unit tests (tests/promtool/drift.yaml) cover the real 7-day durations.
 """
 
 from __future__ import annotations
@@ -22,7 +20,7 @@ import threading
 import time
 import urllib.parse
 import urllib.request
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -30,16 +28,12 @@ import numpy as np
 import pytest
 
 from memrank.client import RankingClient, RankingError
-from tests.integration.conftest import Proc, start_serve, stop
-from tests.integration.test_metrics import free_port, rank_request, write_config
+from tests.integration.test_metrics import free_port, rank_request
 
 ROOT = Path(__file__).resolve().parents[2]
 RULES = ROOT / "helm" / "memrank" / "files" / "prometheus-rules.yaml"
-DASHBOARD = ROOT / "helm" / "memrank" / "files" / "memrank-dashboard.json"
 PROMETHEUS = shutil.which("prometheus") or "/usr/bin/prometheus"
 WINDOW, OFFSET = "8s", "16s"
-REFERENCE_SECONDS = 27  # unshifted traffic before the shift: longer than OFFSET + WINDOW, so the rule has a value
-PANEL_VARS = {"$__rate_interval": "10s", "$profile": ".*", "$signal": "relevance", "$form": "raw"}
 
 pytestmark = pytest.mark.skipif(
     not Path(PROMETHEUS).exists() and not os.environ.get("CI"),
@@ -144,64 +138,6 @@ class Traffic:
         self.thread.join(20)
         if self.failure is not None:
             raise self.failure
-
-
-@pytest.fixture()
-def stack(tmp_path: Path) -> Iterator[tuple[Proc, Prom]]:
-    mport = free_port()
-    proc = start_serve(tmp_path, "--config", str(write_config(tmp_path, window=200, reference=200)),
-                       "--address", "127.0.0.1:0", "--metrics-port", str(mport))
-    prom = Prom(tmp_path, mport)
-    try:
-        yield proc, prom
-    finally:
-        prom.close()
-        assert stop(proc) == 0
-
-
-def panel_queries() -> list[tuple[str, str]]:
-    """(panel title, PromQL) of every target of every panel, template variables filled in."""
-    out = []
-    for panel in json.loads(DASHBOARD.read_text())["panels"]:
-        for target in panel.get("targets", ()):
-            expr = target["expr"]
-            for var, val in PANEL_VARS.items():
-                expr = expr.replace(var, val)
-            assert "$" not in expr, (panel["title"], expr)
-            out.append((panel["title"], expr))
-    return out
-
-
-def test_prometheus_scrapes_the_sidecar_panels_have_data_and_drift_crosses_the_threshold(
-        stack: tuple[Proc, Prom]) -> None:
-    proc, prom = stack
-    prom.wait("prometheus ready", lambda: prom.get("/api/v1/status/buildinfo")["status"] == "success", 30)
-    prom.wait("target up", lambda: finite(prom.query('up{job="memrank"} == 1')) == [1.0], 30)
-    rules = prom.get("/api/v1/rules")["data"]["groups"]
-    assert {g["name"] for g in rules} == {"memrank-drift.rules", "memrank-alerts"}
-    assert all(r["health"] == "ok" for g in rules for r in g["rules"]), rules
-
-    traffic = Traffic(f"127.0.0.1:{proc.port}", 0.0, 0.4)
-    try:
-        time.sleep(REFERENCE_SECONDS)
-        gauge = 'memrank_signal_drift_psi{signal="relevance",profile="default"}'
-        fleet = 'memrank:signal_drift_psi:offset7d{signal="relevance",profile="default"}'
-        before = finite(prom.query(gauge)), finite(prom.query(fleet))
-        assert before[0] and before[0][0] < 0.25, f"gauge drift before any shift: {before}"
-        assert before[1] and before[1][0] < 0.1, f"fleet drift before any shift: {before}"
-        traffic.low, traffic.high = 0.6, 1.0
-        gauge_s = prom.wait("gauge PSI > 0.25", lambda: any(v > 0.25 for v in finite(prom.query(gauge))), 30)
-        fleet_s = prom.wait("fleet PSI > 0.25", lambda: any(v > 0.25 for v in finite(prom.query(fleet))), 30)
-        print(f"\nPSI before the shift: gauge {before[0]}, fleet {before[1]}; past 0.25 {gauge_s:.1f}s (gauge) "
-              f"and {gauge_s + fleet_s:.1f}s (fleet rule) after it: gauge {finite(prom.query(gauge))}, "
-              f"fleet {finite(prom.query(fleet))}")
-        queries = panel_queries()
-        empty = [(title, expr) for title, expr in queries if not finite(prom.query(expr))]
-        assert not empty, f"panel queries without data: {empty}"
-        print(f"{len(queries)} panel queries, all with data")
-    finally:
-        traffic.stop()
-    assert traffic.calls > 100
 
 
 PROMTOOL = shutil.which("promtool") or "/usr/bin/promtool"
