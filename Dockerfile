@@ -22,7 +22,7 @@ COPY pyproject.toml README.md ./
 COPY server ./server
 RUN python3 -m venv /opt/memrank \
  && /opt/memrank/bin/python -m pip wheel --no-deps --wheel-dir /wheels . \
- && /opt/memrank/bin/python -m pip install /wheels/memrank-*.whl \
+ && /opt/memrank/bin/python -m pip install /wheels/memrank_sidecar-*.whl \
  && /opt/memrank/bin/python -m pip uninstall --yes pip setuptools \
  && /opt/memrank/bin/memrank --version
 

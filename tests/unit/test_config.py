@@ -109,7 +109,8 @@ def test_version_is_one_source() -> None:
     out = subprocess.run([sys.executable, "-m", "memrank.cli", "--version"], capture_output=True, text=True,
                          timeout=60)
     assert out.returncode == 0 and out.stdout.strip() == f"memrank {memrank.__version__} (wire API memrank.v1)"
-    assert importlib.metadata.version("memrank") == memrank.__version__
+    # The distribution is memrank-sidecar (PyPI's "memrank" is another project); the import package is memrank.
+    assert importlib.metadata.version("memrank-sidecar") == memrank.__version__
 
 
 def test_metrics_listen_where_grpc_listens_unless_told_otherwise() -> None:

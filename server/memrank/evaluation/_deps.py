@@ -17,4 +17,4 @@ def require(module: str, package: str | None = None) -> ModuleType:
     except ImportError:
         name = package or module
         raise MissingExtra(f"memrank eval needs {name!r}: install the eval extra "
-                           f"(pip install 'memrank[eval]')") from None
+                           f"(pip install 'memrank-sidecar[eval]')") from None

@@ -27,7 +27,8 @@ try:
     from haystack import Document, component, default_from_dict, default_to_dict
     from haystack.utils import Secret, deserialize_secrets_inplace
 except ImportError as err:  # pragma: no cover - depends on the installation
-    raise ImportError("memrank.integrations.haystack needs haystack-ai: pip install 'memrank[haystack]'") from err
+    raise ImportError("memrank.integrations.haystack needs haystack-ai: pip install 'memrank-sidecar[haystack]'") \
+        from err
 
 from memrank._gen.v1 import ranking_pb2 as pb
 from memrank.grpc.client import RankingClient

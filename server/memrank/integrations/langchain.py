@@ -25,7 +25,7 @@ try:
     from langchain_core.callbacks import Callbacks
     from langchain_core.documents import BaseDocumentCompressor, Document
 except ImportError as err:  # pragma: no cover - depends on the installation
-    raise ImportError("memrank.integrations.langchain needs langchain-core: pip install 'memrank[langchain]'") \
+    raise ImportError("memrank.integrations.langchain needs langchain-core: pip install 'memrank-sidecar[langchain]'") \
         from err
 from pydantic import ConfigDict, Field, PrivateAttr, SecretStr
 

@@ -23,7 +23,8 @@ try:
     from llama_index.core.postprocessor.types import BaseNodePostprocessor
     from llama_index.core.schema import MetadataMode, NodeWithScore, QueryBundle
 except ImportError as err:  # pragma: no cover - depends on the installation
-    raise ImportError("memrank.integrations.llamaindex needs llama-index-core: pip install 'memrank[llamaindex]'") \
+    raise ImportError("memrank.integrations.llamaindex needs llama-index-core: "
+                      "pip install 'memrank-sidecar[llamaindex]'") \
         from err
 
 from memrank._gen.v1 import ranking_pb2 as pb
