@@ -10,12 +10,38 @@ scores and drop reasons, writes one JSON file per case (with a human-readable
 "derivation" of every score) and, with --check, fails when a committed vector
 differs from what the formulas give. Error cases carry a hand-written
 expectation.
+
+The vectors of contract_cases() (issue 21: default with every signal, research,
+lians-recall, lians-admission, max/weighted/rrf fusion, caller stage scores, the
+covering set's covered_by, shadow scoring, importance suggestions, receipts) come
+from contract_run(), a second pipeline written from the README's "Scoring" and
+"Selection" sections, profiles/builtin.py's profile data and ../shared/DESIGN.md.
+They may carry extra expectations (covered_by, stages, importance_suggestions,
+shadow, receipt; tests/vectors/README.md). Where a value is not derived, the
+vector asserts a weaker property instead, never the server's value:
+
+- receipt: policy_version is a hash of the server's configuration, not a
+  derived number; the vector carries the canonical lines with a placeholder the
+  client fills with the response's policy_version before hashing. Receipts are
+  derived only where the README fixes every float64 rounding: not for a lexical
+  value summing three or more IDFs (the README does not say in which order: the
+  bits may differ in the last place), nor for k = 5, 6, 7 selected (1 - r/k and
+  1 - r x (1/k) differ; pending/receipt_bucket_bounds.json).
+- stages: the stage name of a caller score's record is not asserted (the proto
+  gives "cross_encoder" as an example; the README only says the record exists
+  and its objective says "ignored"): provenance caller:<name> and the word
+  "ignored" are. Objectives are free text and otherwise not asserted.
+- lians-recall's fusion record output (pending/lians_recall_fusion_stage_output.json).
+- Snowball stems come from a hand-written table (STEMS), and the phrase lists of
+  the importance, stability and confidence rules are not copied: the contents
+  are asserted to stay clear of the rules derive.py does not implement.
 """
 
 from __future__ import annotations
 
 import argparse
 import base64
+import hashlib
 import itertools
 import json
 import math
@@ -24,6 +50,7 @@ import struct
 import sys
 import unicodedata
 from datetime import datetime
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
@@ -409,6 +436,578 @@ def pack_f32(rows: list[list[float]]) -> str:
     return base64.b64encode(struct.pack(f"<{len(flat)}f", *flat)).decode("ascii")
 
 
+# --- the whole contract (issue 21): every built-in profile, fusion, stages, shadow, suggestions, receipts ---
+#
+# A second, general pipeline for the vectors of contract_cases(). Each signal is written from the README's
+# "Signals" table and, where the table abbreviates (stability's "0.6-0.7", confidence's "named entity",
+# freshness's age), from the formula the signal module states in its docstring, never from its code; the
+# steps are README "Selection" 1-10. It is plain Python, one candidate at a time, and deliberately narrow:
+# where a rule has corners the vectors do not need (month-name dates, phrase lists of the importance rules,
+# Snowball stemming), the vectors' contents are asserted to stay clear of them, or a small hand-written
+# table stands in (STEMS). The older vectors keep their own derivation above, so their files are unchanged.
+#
+# Populations, as the existing vectors already pin them for the context signal (README: neighbours are
+# "ungated"): batch-relative raw values (lexical IDF, facet fusion's per-facet min-max and RRF ranks, the
+# context match) are computed over the candidates the safety and temporal gates kept, so a candidate the
+# relevance floor or the zero-importance gate drops still counts there; the normalisers (README
+# "Normalisers") run over the candidates every gate kept.
+
+# profiles/builtin.py as data: (signal, weight, normaliser) in profile order, and the selection knobs.
+PROFILES: dict[str, dict[str, Any]] = {
+    "default": {"signals": (("relevance", 0.193, "min_max"), ("lexical", 0.288, "none"), ("context", 0.288, "none"),
+                            ("speaker", 0.154, "none"), ("importance", 0.077, "none")),
+                "fusion": "weighted", "facet_weights": {"bm25": 0.2, "dense": 0.8}, "lambda": 0.9, "threshold": 0.1,
+                "stemmer": True, "own": True},
+    "research": {"signals": (("relevance", 0.50, "min_max"), ("lexical", 0.20, "none"),
+                             ("confidence", 0.10, "none"), ("trust", 0.10, "none"), ("importance", 0.05, "none"),
+                             ("recency", 0.05, "none")),
+                 "fusion": "rrf", "lambda": 0.7, "own": True},
+    "lians-recall": {"signals": (("relevance", 0.35, "none"), ("confidence", 0.15, "none"),
+                                 ("importance", 0.15, "none"), ("trust", 0.10, "none"), ("freshness", 0.10, "none"),
+                                 ("stability", 0.10, "none"), ("safety", 0.05, "none")),
+                     "blend": 0.8, "lexical_blend": 0.5},
+    "lians-admission": {"signals": (("importance", 0.25, "none"), ("stability", 0.20, "none"),
+                                    ("confidence", 0.20, "none"), ("trust", 0.15, "none"), ("safety", 0.15, "none"),
+                                    ("freshness", 0.05, "none"))},
+    "agent-observer": {"signals": (("kind_prior", 1.0, "none"), ("retrieval", 0.30, "none"),
+                                   ("substring_match", 0.25, "none"), ("access", 1.0, "none"))},
+    "generative-agents": {"signals": (("recency", 1.0, "min_max"), ("importance", 1.0, "min_max"),
+                                      ("retrieval", 1.0, "min_max")), "recency_floor": 0.0},
+}
+PROFILE_DEFAULTS: dict[str, Any] = {"fusion": "max", "facet_weights": {}, "lambda": 1.0, "threshold": None,
+                                    "stemmer": False, "own": False, "blend": 0.0, "lexical_blend": 0.0,
+                                    "recency_floor": 0.05}
+RECENCY_DECAY = 0.995
+RRF_K = 60
+CALIBRATION_MARGIN = 0.1
+IMPORTANCE_RAISE = 0.1
+RECEIPT_SCHEMA = "memrank.receipt.v1"
+POLICY_PLACEHOLDER = "${policy_version}"  # the receipt line a client fills with q(RankResponse.policy_version)
+
+# Query words the vectors use that are English stop words (each is in every common English list).
+STOP = frozenset(("a", "an", "and", "are", "as", "at", "be", "by", "did", "do", "does", "for", "from", "how", "in",
+                  "is", "it", "of", "on", "or", "the", "to", "was", "what", "when", "where", "which", "who", "with"))
+# English Snowball stems of the inflected words in the vectors' queries and contents (written by hand from
+# the Porter2 rules: "paints" -> step 1a drops s, "painted"/"painting" -> step 1b drops ed/ing, "caroline" ->
+# step 5 drops the e in R2). A word not listed is its own stem; a content word that begins with a query stem
+# and is not listed fails an assertion, so the table cannot silently miss a form.
+STEMS = {"paint": "paint", "paints": "paint", "painted": "paint", "painting": "paint", "caroline": "carolin",
+         "ledger": "ledger", "ledgers": "ledger", "migration": "migrat", "migrations": "migrat", "milk": "milk",
+         "coffee": "coffe", "user": "user"}
+
+TRUST = {"SOURCE_UNSPECIFIED": 0.5, "SOURCE_SYSTEM_VERIFIED": 1.0, "SOURCE_TRUSTED_SOURCE": 0.9,
+         "SOURCE_USER_PROVIDED": 0.75, "SOURCE_CHAT": 0.65, "SOURCE_IMPORTED": 0.6, "SOURCE_UNKNOWN": 0.5,
+         "SOURCE_UNTRUSTED": 0.25, "SOURCE_MODEL_INFERRED": 0.55}
+PRIVILEGED = {"SOURCE_SYSTEM_VERIFIED", "SOURCE_TRUSTED_SOURCE"}
+SAFETY_VALUE = {"SAFETY_STATUS_SAFE": 1.0, "SAFETY_STATUS_REVIEW_NEEDED": 0.5}
+DURABLE_KINDS = {"fact", "preference", "decision", "constraint", "profile", "identity", "correction"}
+# Wording the stability and importance rules read; the vectors' non-durable kinds avoid the durable cues,
+# and only "today" of the time-bound ones is used.
+DURABLE_CUES = ("i prefer", "prefer", "never", "always", "must", "allergic", "favorite", "decided", "go with",
+                "my name", "i live", "i am a", "don t eat")
+TIME_BOUND = ("today", "tonight", "right now", "at the moment", "currently", "this morning", "this afternoon",
+              "this evening", "just now")
+PLEASANTRIES = frozenset({"hi", "hello", "hey", "thanks", "thank you", "thanks so much", "ok", "okay"})
+WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
+RELATIVE_DAYS = ("yesterday", "tomorrow", "last week", "next week", "last month", "next month", "last year",
+                 "next year")
+MONTHS = ("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec")
+CONFIDENCE_FEATURES = (("number", 0.15), ("date", 0.15), ("entity", 0.15), ("event_time", 0.10), ("source", 0.10),
+                       ("metadata", 0.05))
+
+
+def profile_of(name: str, overrides: dict[str, float] | None = None) -> dict[str, Any]:
+    """A built-in profile with its defaults filled in and the request's weight overrides applied."""
+    prof = {**PROFILE_DEFAULTS, **PROFILES[name], "name": name}
+    prof["signals"] = tuple((s, float((overrides or {}).get(s, w)), z) for s, w, z in prof["signals"])
+    return prof
+
+
+def padded(text: str) -> str:
+    """Lower-cased words of the text between single spaces, for whole-word phrase tests."""
+    return " " + " ".join(words(text)) + " "
+
+
+def has_phrase(text: str, phrases: tuple[str, ...] | frozenset[str]) -> str:
+    return next((p for p in phrases if f" {p} " in padded(text)), "")
+
+
+def query_terms(query: str, stemmed: bool) -> list[tuple[str, str]]:
+    """(label, stem) per distinct query term: \\w+ words of the lower-cased query without stop words."""
+    out: dict[str, str] = {}
+    for w in words(query):
+        if w not in STOP:
+            out.setdefault(STEMS.get(w, w) if stemmed else w, w)
+    return [(label, s) for s, label in out.items()]
+
+
+def holds(content: str, term: str, stemmed: bool) -> bool:
+    """Does the content hold the term (a word of the same stem when stemmed)?"""
+    for w in words(content):
+        if not stemmed:
+            if w == term:
+                return True
+            continue
+        assert w in STEMS or w == term or not w.startswith(term), f"derive.py: add {w!r} to STEMS"
+        if STEMS.get(w, w) == term:
+            return True
+    return False
+
+
+def lexical_column(pop: list[dict[str, Any]], query: str, stemmed: bool) -> dict[str, tuple[float, str]]:
+    """lexical = sum of idf of the query terms found / sum of idf of all query terms,
+    idf = ln((1 + N) / (1 + df)) + 1 over the population (N candidates, df of them holding the term)."""
+    terms = query_terms(query, stemmed)
+    if not terms:
+        return {c["id"]: (0.0, "no query terms") for c in pop}
+    n = len(pop)
+    idf = {}
+    for _, s in terms:
+        df = sum(holds(c.get("content", ""), s, stemmed) for c in pop)
+        idf[s] = math.log((1 + n) / (1 + df)) + 1
+    total = math.fsum(idf.values())
+    out = {}
+    for c in pop:
+        found = [(label, s) for label, s in terms if holds(c.get("content", ""), s, stemmed)]
+        value = math.fsum(idf[s] for _, s in found) / total
+        out[c["id"]] = (value, f"found {[label for label, _ in found]} of {[label for label, _ in terms]} "
+                               f"(idf {', '.join(f'{s} {idf[s]!r}' for _, s in terms)}) = {value!r}")
+    return out
+
+
+def min_max_of(values: dict[str, float]) -> dict[str, float]:
+    """(v - min) / (max - min); a constant (or single) population maps to 0.5."""
+    if not values:
+        return {}
+    lo, hi = min(values.values()), max(values.values())
+    return {k: 0.5 if hi == lo else (v - lo) / (hi - lo) for k, v in values.items()}
+
+
+def fuse(pop: list[dict[str, Any]], prof: dict[str, Any], everyone: list[dict[str, Any]]
+         ) -> dict[str, tuple[float, str]] | None:
+    """Facet fusion over the population; None when no candidate of the request sends facets.
+
+    max: the largest facet, each clipped to [0, 1]; weighted: sum_f w_f minmax_f / sum_f w_f (w from the
+    profile, 1.0 for facets it does not name; minmax over the population candidates that have the facet);
+    rrf: sum_f 1 / (60 + rank_f), rank_f the 1-based rank within the population candidates having f (ties:
+    input order). A candidate gets nothing from a facet it lacks, and 0 when it has none.
+    """
+    names = sorted({f for c in everyone for f in c.get("facetScores", {})})
+    if not names:
+        return None
+    method = prof["fusion"]
+    parts: dict[str, dict[str, float]] = {c["id"]: {} for c in pop}
+    for f in names:
+        having = [c for c in pop if f in c.get("facetScores", {})]
+        if method == "max":
+            for c in having:
+                parts[c["id"]][f] = min(max(c["facetScores"][f], 0.0), 1.0)
+        elif method == "weighted":
+            mm = min_max_of({c["id"]: c["facetScores"][f] for c in having})
+            for c in having:
+                parts[c["id"]][f] = prof["facet_weights"].get(f, 1.0) * mm[c["id"]]
+        else:
+            ordered = sorted(having, key=lambda c: -c["facetScores"][f])  # stable: ties keep input order
+            for r, c in enumerate(ordered, start=1):
+                parts[c["id"]][f] = 1 / (RRF_K + r)
+    out = {}
+    for c in pop:
+        got = parts[c["id"]]
+        if not got:
+            out[c["id"]] = (0.0, "no facet scores: 0")
+        elif method == "max":
+            out[c["id"]] = (max(got.values()), f"max of clipped facets {got}")
+        elif method == "weighted":
+            total = sum(prof["facet_weights"].get(f, 1.0) for f in names)
+            value = sum(got.values()) / total
+            out[c["id"]] = (value, f"weighted {got} / {total:g} = {value!r}")
+        else:
+            value = sum(got.values())
+            out[c["id"]] = (value, f"rrf {got} = {value!r}")
+    return out
+
+
+def has_entity(text: str) -> bool:
+    """A capitalised ASCII word that does not open a sentence, or an all-capitals word of 2+ letters."""
+    for m in re.finditer(r"\b[A-Z][A-Za-z]+\b", text):
+        word, before = m.group(), text[:m.start()].rstrip()
+        if word.isupper() or (before and before[-1] not in ".!?:"):
+            return True
+    return False
+
+
+def has_date(text: str) -> bool:
+    """A weekday, a relative day ("yesterday", "last week"...), or an ISO or d/m/y date."""
+    assert not (re.search(r"\d", text) and any(w[:3] in MONTHS for w in words(text))), \
+        f"derive.py does not derive month-name dates: {text!r}"
+    return bool(has_phrase(text, WEEKDAYS + RELATIVE_DAYS)
+                or re.search(r"\d{4}-\d{2}-\d{2}|\d{1,2}/\d{1,2}/\d{2,4}", text))
+
+
+def confidence_of(c: dict[str, Any]) -> tuple[float, str]:
+    """0.30 + .15 number + .15 date + .15 named entity + .10 event_time + .10 known source + .05 metadata."""
+    text = c.get("content", "")
+    found = {"number": bool(re.search(r"\d", text)), "date": has_date(text), "entity": has_entity(text),
+             "event_time": "eventTime" in c,
+             "source": c.get("source", "SOURCE_UNSPECIFIED") not in ("SOURCE_UNSPECIFIED", "SOURCE_UNKNOWN"),
+             "metadata": any(not k.startswith("_") for k in c.get("metadata", {}))}
+    bonus = 0.0
+    for name, w in CONFIDENCE_FEATURES:
+        if found[name]:
+            bonus = bonus + w
+    value = min(0.30 + bonus, 1.0)
+    return value, f"0.30 + {[n for n, _ in CONFIDENCE_FEATURES if found[n]]} = {value!r}"
+
+
+def stability_of(c: dict[str, Any]) -> tuple[float, str]:
+    """Pleasantry 0.1; < 4 word tokens 0.3; else 0.6 (< 12 tokens) or 0.7, +0.3 durable, -0.2 time-bound."""
+    text, kind = c.get("content", ""), c.get("kind", "")
+    if " ".join(words(text)) in PLEASANTRIES:
+        return 0.1, "pleasantry: 0.1"
+    n = len(words(text))
+    if n < 4:
+        return 0.3, f"{n} tokens: 0.3"
+    value = 0.6 if n < 12 else 0.7
+    durable = kind.lower() in DURABLE_KINDS
+    if not durable:
+        assert not has_phrase(text, DURABLE_CUES), f"derive.py: durable wording in a {kind!r} memory: {text!r}"
+    bound = has_phrase(text, TIME_BOUND)
+    assert bound in ("", "today"), "derive.py uses only 'today' of the time-bound words"
+    value = min(1.0, max(0.0, value + (0.3 if durable else 0.0) - (0.2 if bound else 0.0)))
+    return value, f"{n} tokens{', durable kind ' + kind if durable else ''}{', time-bound ' + bound if bound else ''}" \
+                  f" = {value!r}"
+
+
+def trust_of(c: dict[str, Any]) -> tuple[float, str]:
+    """The source table; a privileged source without provenance counts as unknown (0.5)."""
+    src = c.get("source", "SOURCE_UNSPECIFIED")
+    if src in PRIVILEGED:
+        assert not c.get("provenance"), "derive.py: no provenance proofs in the vectors"
+        return 0.5, f"{src} claimed without provenance: 0.5"
+    return TRUST[src], f"{src}: {TRUST[src]}"
+
+
+def freshness_of(c: dict[str, Any], ref: datetime) -> tuple[float, str]:
+    """0 outside [valid_from, valid_to) at the reference time, else max(0.1, 0.5^(age_h / 720)) (age: created_at)."""
+    if (c.get("validFrom") and ref < ts(c["validFrom"])) or (c.get("validTo") and ref >= ts(c["validTo"])):
+        return 0.0, "not valid at the reference time: 0"
+    assert "createdAt" in c and ts(c["createdAt"]) <= ref, "derive.py: freshness needs a past created_at"
+    age = (ref - ts(c["createdAt"])).total_seconds() / 3600
+    value = max(0.1, 0.5 ** (age / 720))
+    return value, f"max(0.1, 0.5^({age!r}/720)) = {value!r}"
+
+
+def recency_of(c: dict[str, Any], ref: datetime, floor: float) -> tuple[float, str]:
+    """max(floor, 0.995^hours) since last_accessed_at, else created_at; future = 0 h; neither = floor."""
+    when = c.get("lastAccessedAt") or c.get("createdAt")
+    if not when:
+        return floor, f"no time: floor {floor}"
+    hours = max((ref - ts(when)).total_seconds() / 3600, 0.0)
+    value = max(floor, RECENCY_DECAY ** hours)
+    return value, f"max({floor}, 0.995^{hours!r}) = {value!r}"
+
+
+def observer_terms(c: dict[str, Any], query: str) -> dict[str, float]:
+    """agent-observer's four raw terms (their sum is observer()'s score)."""
+    words_ = go_fields(query)
+    content = go_lower(c.get("content", ""))
+    matched = [w for w in words_ if len(w.encode("utf-8")) >= 3 and w in content]
+    return {"kind_prior": KIND_PRIOR.get(c.get("kind", ""), 0.0), "retrieval": c.get("retrievalScore", 0.0),
+            "substring_match": len(matched) / len(words_) if words_ else 0.0,
+            "access": min(c.get("accessCount", 0) / 50, 0.10)}
+
+
+def raw_signals(prof: dict[str, Any], pop: list[dict[str, Any]], req: dict[str, Any],
+                everyone: list[dict[str, Any]]) -> dict[str, dict[str, tuple[float, str]]]:
+    """signal -> id -> (raw value, why) over the population (the candidates the safety and temporal gates kept)."""
+    ref, query = ts(req["referenceTime"]), req.get("query", "")
+    names = [s for s, _, _ in prof["signals"]]
+    out: dict[str, dict[str, tuple[float, str]]] = {}
+    lex = lexical_column(pop, query, prof["stemmer"])
+    fused = fuse(pop, prof, everyone)
+    rel = fused if fused is not None else {c["id"]: (c.get("retrievalScore", 0.0), "retrieval_score") for c in pop}
+    b = prof["lexical_blend"]
+    if b > 0:
+        rel = {k: ((1.0 - b) * v + b * lex[k][0], f"{why}; (1-{b})*{v!r} + {b}*lexical {lex[k][0]!r}")
+               for k, (v, why) in rel.items()}
+    out["fusion"] = fused or {}
+    for name in names:
+        if name == "relevance":
+            out[name] = rel
+        elif name == "lexical":
+            out[name] = lex
+        elif name == "context":
+            a = CONTEXT_LEXICAL
+            rel_mm = min_max_of({k: v for k, (v, _) in rel.items()})
+            match = {k: (1 - a) * rel_mm[k] + a * lex[k][0] for k in rel_mm}
+            col = {}
+            for c in pop:
+                near = [d for d in pop if "position" in c and "position" in d and d.get("thread", "") ==
+                        c.get("thread", "") and abs(int(d["position"]) - int(c["position"])) == 1]
+                if not near:
+                    col[c["id"]] = (0.0, "no neighbour")
+                    continue
+                best = max(near, key=lambda d: match[d["id"]])
+                col[c["id"]] = (match[best["id"]], f"best neighbour {best['id']!r}: (1-{a})*minmax(relevance) "
+                                f"{rel_mm[best['id']]!r} + {a}*lexical {lex[best['id']][0]!r}")
+            out[name] = col
+        elif name == "speaker":
+            col = {}
+            for c in pop:
+                hit = speaker_named(query, c.get("speaker", "")) if c.get("speaker") else ""
+                col[c["id"]] = (1.0 if hit else 0.0, f"query names {hit!r}" if hit else "not named")
+            out[name] = col
+        elif name == "importance":
+            assert all("importance" in c for c in pop), "derive.py: contract vectors send every importance"
+            out[name] = {c["id"]: (float(c["importance"]), "as sent") for c in pop}
+        elif name == "confidence":
+            out[name] = {c["id"]: confidence_of(c) for c in pop}
+        elif name == "stability":
+            out[name] = {c["id"]: stability_of(c) for c in pop}
+        elif name == "trust":
+            out[name] = {c["id"]: trust_of(c) for c in pop}
+        elif name == "freshness":
+            out[name] = {c["id"]: freshness_of(c, ref) for c in pop}
+        elif name == "safety":
+            out[name] = {c["id"]: (SAFETY_VALUE[c.get("safety", "SAFETY_STATUS_SAFE")], "status") for c in pop}
+        elif name == "recency":
+            out[name] = {c["id"]: recency_of(c, ref, prof["recency_floor"]) for c in pop}
+        elif name in ("kind_prior", "retrieval", "substring_match", "access"):
+            out[name] = {c["id"]: (observer_terms(c, query)[name], "agent-observer term") for c in pop}
+        else:
+            raise AssertionError(f"derive.py: no derivation of signal {name!r}")
+    return out
+
+
+def tie_key(c: dict[str, Any], score: float) -> tuple[float, float, float, str]:
+    """Final score desc, event time desc, ingestion time desc, id asc."""
+    return (-score, -ts_key(c.get("eventTime")), -ts_key(c.get("ingestedAt")), c["id"])
+
+
+def public_score(rank: int, k: int, final: float) -> float:
+    """rank-calibration-v1: lower + (1/k) (0.1 + 0.8 clip(final, 0, 1)), lower = 1 - rank/k (README)."""
+    return (1 - rank / k) + (1 / k) * (CALIBRATION_MARGIN + (1 - 2 * CALIBRATION_MARGIN) * min(max(final, 0.0), 1.0))
+
+
+def contract_run(req: dict[str, Any], profile: str, overrides: dict[str, float] | None) -> dict[str, Any]:
+    """One ranking of the request under a profile: README Scoring, then Selection steps 1-8, 10."""
+    prof = profile_of(profile, overrides)
+    ref = ts(req["referenceTime"])
+    cands = req["candidates"]
+    assert not req.get("layers") and not req.get("budget", {}).get("maxTokens"), "derive.py: no token budgets here"
+    assert not req.get("embeddingsF32") and not any(c.get("embedding") for c in cands), "derive.py: no embeddings"
+    dropped: dict[str, str] = {}
+    why: dict[str, str] = {}
+    # 1. Gates: safety and temporal first; the rest is the population of batch-relative signals.
+    pop = []
+    for c in cands:
+        reason = gate(c, ref)
+        if reason:
+            dropped[c["id"]], why[c["id"]] = reason, reason
+        else:
+            pop.append(c)
+    raws = raw_signals(prof, pop, req, cands)
+    threshold = req.get("relevanceThreshold", prof["threshold"])
+    gate_zero = prof["own"] and not req.get("explicitLookup")
+    eligible = []
+    for c in pop:
+        if threshold is not None and c.get("retrievalScore", 0.0) < threshold:
+            dropped[c["id"]] = "DROP_REASON_BELOW_THRESHOLD"
+            why[c["id"]] = f"retrieval_score {c.get('retrievalScore', 0.0)} < relevance threshold {threshold}"
+        elif gate_zero and c["importance"] == 0:
+            dropped[c["id"]] = "DROP_REASON_ZERO_IMPORTANCE"
+            why[c["id"]] = "importance 0 on general recall"
+        else:
+            eligible.append(c)
+    # Normalise over the eligible candidates, then combine in profile order (+ blend term).
+    blend = prof["blend"]
+    signals: dict[str, list[tuple[str, float, float, float, float]]] = {}
+    combined: dict[str, float] = {}
+    blend_term: dict[str, float] = {}
+    for c in eligible:
+        signals[c["id"]] = []
+    for name, w, norm in prof["signals"]:
+        values = {c["id"]: raws[name][c["id"]][0] for c in eligible}
+        normed = min_max_of(values) if norm == "min_max" else values
+        # lians-recall: the breakdown weight is the effective 0.2 x w, read as decimals (0.2 x 0.35 = 0.07).
+        eff = float((1 - Decimal(repr(blend))) * Decimal(repr(w))) if blend else w
+        for c in eligible:
+            signals[c["id"]].append((name, values[c["id"]], normed[c["id"]], eff, eff * normed[c["id"]]))
+    for c in eligible:
+        total = 0.0
+        for *_, contribution in signals[c["id"]]:
+            total = total + contribution
+        blend_term[c["id"]] = blend * c.get("retrievalScore", 0.0) if blend else 0.0
+        combined[c["id"]] = total + blend_term[c["id"]]
+        parts = [f"{n} {raws[n][c['id']][1]} -> {z!r} x {w:g}" for n, _, z, w, _ in signals[c["id"]]]
+        if blend:
+            parts.append(f"+ {blend}*retrieval {c.get('retrievalScore', 0.0)}")
+        why[c["id"]] = "; ".join([*parts, f"combined = {combined[c['id']]!r}"])
+    # 2. Stages before selection: the fusion record, then each caller stage score (no built-in profile
+    # weighs one: a record whose output is its input).
+    current = dict(combined)
+    logs: list[tuple[dict[str, Any], dict[str, float], dict[str, float], list[str] | None]] = []
+    if raws["fusion"] and any(s == "relevance" for s, _, _ in prof["signals"]):
+        logs.append(({"stage": "fusion", "provenance": f"memrank:{prof['fusion']}"},
+                     {c["id"]: c.get("retrievalScore", 0.0) for c in eligible},
+                     {c["id"]: raws["fusion"][c["id"]][0] for c in eligible}, None))
+    for name in sorted({s for c in cands for s in c.get("stageScores", {})}):
+        logs.append(({"provenance": f"caller:{name}", "objective_contains": "ignored"}, dict(current), dict(current),
+                     None))
+    # 3. Minimum score.
+    bar = req.get("minScore", 0.0)
+    for c in list(eligible):
+        if bar > 0 and current[c["id"]] < bar:
+            dropped[c["id"]] = "DROP_REASON_BELOW_MIN_SCORE"
+            why[c["id"]] += f" -> below min_score {bar}"
+            eligible.remove(c)
+    by_id = {c["id"]: c for c in cands}
+    order = sorted(eligible, key=lambda c: tie_key(c, current[c["id"]]))
+    tie_rank = {c["id"]: i for i, c in enumerate(order)}
+    limit = req.get("budget", {}).get("maxItems", 0)
+    # 4-5. Covering set (lambda < 1) or the tie order, under budget.max_items.
+    lam = prof["lambda"]
+    gain: dict[str, float] = {}
+    covered: dict[str, str] = {}
+    picks: list[str] = []
+    if lam < 1:
+        sh = {c["id"]: shingles(c.get("content", "")) for c in order}
+        sims = {c["id"]: 0.0 for c in order}
+        left = [c["id"] for c in order]
+        while left and not (limit and len(picks) >= limit):
+            left = [k for k in left if sims[k] < DEDUPE]
+            if not left:
+                break
+            g = {k: lam * current[k] - (1.0 - lam) * sims[k] for k in left}
+            k = min(left, key=lambda k: (-g[k], tie_rank[k]))
+            picks.append(k)
+            gain[k] = g[k]
+            why[k] += f"; pick {len(picks)}: {lam}*{current[k]!r} - (1-{lam})*{sims[k]!r} = {g[k]!r}"
+            left.remove(k)
+            for j in left:
+                sims[j] = max(sims[j], jaccard(sh[j], sh[k]))
+        for j in [c["id"] for c in order if c["id"] not in picks]:
+            best = max((jaccard(sh[j], sh[p]), -n, p) for n, p in enumerate(picks)) if picks else (0.0, 0, "")
+            if best[0] >= DEDUPE:
+                dropped[j], covered[j] = "DROP_REASON_REDUNDANT", best[2]
+                why[j] += f" -> near-duplicate of {best[2]!r} (similarity {best[0]!r})"
+            else:
+                dropped[j] = "DROP_REASON_MAX_ITEMS"
+                why[j] += " -> beyond budget.max_items"
+        final = {k: gain[k] for k in picks}
+        logs.append(({"stage": "diversity", "provenance": "memrank"}, {k: current[k] for k in picks}, final, picks))
+    else:
+        picks = [c["id"] for c in order][:limit] if limit else [c["id"] for c in order]
+        for c in order[len(picks):]:
+            dropped[c["id"]] = "DROP_REASON_MAX_ITEMS"
+            why[c["id"]] += " -> beyond budget.max_items"
+        final = {k: current[k] for k in picks}
+    # 6. Ranks and calibration; stage records (position: 0-based rank by the stage's output among the
+    # candidates it ordered, ties by the tie rule).
+    ranked = sorted(picks, key=lambda k: (-final[k], tie_rank[k]))
+    k_sel = len(ranked)
+    public = {cid: public_score(r, k_sel, final[cid]) for r, cid in enumerate(ranked, start=1)}
+    stages: dict[str, list[dict[str, Any]]] = {cid: [] for cid in ranked}
+    for head, inp, outp, members in logs:
+        ids = members if members is not None else [c["id"] for c in order]
+        pos = {cid: p for p, cid in enumerate(sorted(ids, key=lambda x: (-outp[x], tie_rank[x])))}
+        for cid in ranked:
+            stages[cid].append({**head, "input_score": inp[cid], "output_score": outp[cid], "position": pos[cid]})
+    for r, cid in enumerate(ranked):
+        stages[cid].append({"stage": "calibration", "provenance": "rank-calibration-v1", "input_score": final[cid],
+                            "output_score": public[cid], "position": r})
+    suggestions = {cid: by_id[cid]["importance"] + IMPORTANCE_RAISE * (1 - by_id[cid]["importance"])
+                   for cid in ranked}
+    return {"profile": prof, "ranked": ranked, "final": final, "dropped": dropped, "covered": covered,
+            "stages": stages, "public": public, "signals": signals, "combined": combined, "blend": blend_term,
+            "suggestions": suggestions, "why": why}
+
+
+def kendall_tau_b(a: list[str], b: list[str]) -> float:
+    """Kendall tau-b of two rank orders over their common ids (positions: no ties)."""
+    common = [x for x in a if x in b]
+    assert len(common) >= 2, "derive.py: a shadow vector needs two memories in common"
+    conc = disc = 0
+    for x, y in itertools.combinations(common, 2):
+        s = (a.index(x) - a.index(y)) * (b.index(x) - b.index(y))
+        conc, disc = conc + (s > 0), disc + (s < 0)
+    n0 = len(common) * (len(common) - 1) // 2
+    return (conc - disc) / math.sqrt(n0 * n0)
+
+
+def receipt_lines(req: dict[str, Any], run: dict[str, Any]) -> list[str]:
+    """README "Receipt canonical form", from the derived numbers; the policy_version line is left for the
+    client to fill with the response's (a hash of the server's configuration, not a derived number)."""
+    def f(x: float) -> str:
+        return struct.pack(">d", x).hex()
+
+    def q(s: str) -> str:
+        return json.dumps(s, ensure_ascii=True)
+
+    ref = ts(req["referenceTime"])
+    seconds = int(ref.timestamp())
+    assert seconds == ref.timestamp(), "derive.py: whole-second reference times"
+    by_id = {c["id"]: c for c in req["candidates"]}
+    prof = run["profile"]
+    lines = [f"schema {RECEIPT_SCHEMA}", f"reference_time {seconds} 0", f"profile {q(prof['name'])}",
+             f"policy_version {POLICY_PLACEHOLDER}", f"weights {len(prof['signals'])}"]
+    lines += [f"weight {q(s)} {f(w)}" for s, w, _ in prof["signals"]]
+    lines.append(f"memories {len(run['ranked'])}")
+    for r, cid in enumerate(run["ranked"], start=1):
+        digest = hashlib.sha256(by_id[cid].get("content", "").encode("utf-8")).hexdigest()
+        lines.append(f"memory {r} {q(cid)} {digest} {f(run['public'][cid])} {f(run['combined'][cid])} "
+                     f"{f(run['final'][cid])} {f(run['blend'][cid])}")
+        lines += [f"signal {q(n)} {f(raw)} {f(z)} {f(w)} {f(c)}" for n, raw, z, w, c in run["signals"][cid]]
+    return lines
+
+
+def expect_contract(req: dict[str, Any], extras: frozenset[str]) -> tuple[dict[str, Any], dict[str, str]]:
+    """The expectation of a contract vector: the four base keys, plus the extras asked for."""
+    run = contract_run(req, req["profile"], req.get("weightOverrides"))
+    ranked = run["ranked"]
+    result: dict[str, Any] = {
+        "selected_ids": place(ranked, req.get("placement", "PLACEMENT_BEST_FIRST")),
+        "ranks": {cid: i + 1 for i, cid in enumerate(ranked)},
+        "final_scores": {cid: run["final"][cid] for cid in ranked},
+        "dropped": {c["id"]: run["dropped"][c["id"]] for c in req["candidates"] if c["id"] in run["dropped"]},
+    }
+    why = dict(run["why"])
+    if "covered_by" in extras:
+        assert req.get("explain") == "EXPLAIN_LEVEL_FULL" and run["covered"], "covered_by needs EXPLAIN_LEVEL_FULL"
+        result["covered_by"] = run["covered"]
+    if "stages" in extras:
+        result["stages"] = run["stages"]
+        if "fusion_output_pending" in extras:
+            # The fusion record's output under a lexical blend: the server reports the blended relevance,
+            # the formula gives the fused facets; asserted only by pending/lians_recall_fusion_stage_output.
+            def unasserted(rec: dict[str, Any]) -> dict[str, Any]:
+                return {k: v for k, v in rec.items() if rec.get("stage") != "fusion" or k != "output_score"}
+
+            result["stages"] = {cid: [unasserted(rec) for rec in recs] for cid, recs in run["stages"].items()}
+            why["stages"] = ("the fusion record's output_score is left out here (see "
+                             "pending/lians_recall_fusion_stage_output.json); its position orders the fused values, "
+                             "which with lexical 0 is also the blended values' order")
+    if "importance_suggestions" in extras:
+        result["importance_suggestions"] = run["suggestions"]
+        why["importance_suggestions"] = "importance + 0.1 x (1 - importance) for each selected memory"
+    if "shadow" in extras:
+        assert not req.get("weightOverrides"), "derive.py: the shadow profile's weights are its own"
+        shadow = contract_run(req, req["shadowProfile"], None)
+        real, other = ranked, shadow["ranked"]
+        k = len(real)
+        assert k > 0, "derive.py: a shadow vector selects something"
+        result["shadow"] = {"profile": req["shadowProfile"], "k": k,
+                            "overlap_at_k": len(set(real[:k]) & set(other[:k])) / k,
+                            "kendall_tau": kendall_tau_b(real, other), "selected_ids": other}
+        why["shadow"] = "; ".join(f"{cid}: {line}" for cid, line in shadow["why"].items())
+    if "receipt" in extras:
+        result["receipt"] = {"schema": RECEIPT_SCHEMA, "lines": receipt_lines(req, run)}
+        why["receipt"] = ("README 'Receipt canonical form' over the derived numbers above; each client fills "
+                          f"{POLICY_PLACEHOLDER} with the JSON string of RankResponse.policy_version, joins the "
+                          "lines with a newline after each and compares the SHA-256 hex with receipt.digest")
+    return result, why
+
+
 # --- the cases ----------------------------------------------------------------------------------
 
 def cand(cid: str, kind: str = "fact", content: str = "a note", retrieval: float = 0.5, **extra: Any) -> dict[str, Any]:
@@ -661,6 +1260,187 @@ def cases() -> list[tuple[str, str, dict[str, Any], dict[str, Any] | None]]:
     return out
 
 
+def contract_cases() -> list[tuple[str, str, dict[str, Any], frozenset[str]]]:
+    """(file stem, description, request, extra expectations) of the vectors derived by contract_run()."""
+    out: list[tuple[str, str, dict[str, Any], frozenset[str]]] = []
+    base = frozenset({"importance_suggestions"})
+
+    def add(stem: str, desc: str, req: dict[str, Any], *extras: str) -> None:
+        out.append((stem, desc, req, base | set(extras)))
+
+    def turn(cid: str, content: str, retrieval: float, importance: float, **extra: Any) -> dict[str, Any]:
+        return {**cand(cid, "fact", content, retrieval), "importance": importance, **extra}
+
+    add("default_all_signals", "default with its shipped weights on general recall: relevance min-max, stemmed "
+        "lexical IDF over the population ('paints' finds paint/painted/painting, 'caroline' its own stem), "
+        "context = the best neighbour's (1 - 0.25) x minmax(relevance) + 0.25 x lexical (c-6's only neighbour "
+        "c-5 is BELOW_THRESHOLD, the population's lowest retrieval_score, yet lends its 0.25 x lexical), "
+        "speaker, importance; importance 0 is dropped on general recall; MMR covering set (c-10 shares 'the', "
+        "'fence', 'the fence' with c-9: Jaccard 3/15); 8 selected, "
+        "so every calibration bucket bound 1 - r/8 is exact and the receipt is recomputed from the derived numbers",
+        rank_request("default_all_signals", "default", [
+            turn("c-2", "I joined a painting club", 0.15, 0.5, thread="s1", position=2, speaker="Caroline"),
+            turn("c-3", "Do you still paint on weekends?", 0.72, 0.4, thread="s1", position=3, speaker="Melanie"),
+            turn("c-5", "Caroline paints on Sundays", 0.05, 0.2, thread="s1", position=5, speaker="Melanie"),
+            turn("c-6", "Yes, every week with my sister", 0.35, 0.6, thread="s1", position=6, speaker="Caroline"),
+            turn("c-8", "What did you do on Saturday?", 0.2, 0.4, thread="s2", position=8, speaker="Melanie"),
+            turn("c-9", "Caroline painted the fence blue", 0.9, 0.5, thread="s2", position=9, speaker="Caroline"),
+            turn("c-10", "The fence looks great now", 0.4, 0.3, thread="s2", position=10, speaker="Melanie"),
+            turn("n-1", "Painting classes begin in spring", 0.6, 0.7),
+            turn("n-2", "Melanie bought new brushes", 0.3, 0.3),
+            turn("z-0", "Okay", 0.5, 0.0)], "Who paints with Caroline?"),
+        "stages", "receipt")
+    add("default_near_copies", "default covering set with EXPLAIN_LEVEL_FULL: pref-2 repeats pref-1's words "
+        "(shingle similarity 1 >= 0.92) and allergy-2 allergy-1's, so both are REDUNDANT and covered_by names "
+        "each one's own pick; pref-3 (13 of pref-1's 15 shingles, 0.867) stays, its gain lowered by 0.1 x 0.867",
+        rank_request("default_near_copies", "default", [
+            {**cand("pref-1", "preference", "The user prefers oat milk in their coffee.", 0.91), "importance": 0.7},
+            {**cand("pref-2", "preference", "the user prefers OAT milk in their coffee!", 0.90), "importance": 0.7},
+            {**cand("pref-3", "preference", "User prefers oat milk in their coffee.", 0.89), "importance": 0.7},
+            {**cand("allergy-1", "constraint", "The user is allergic to peanuts; never suggest peanut dishes.", 0.62),
+             "importance": 0.9},
+            {**cand("allergy-2", "constraint", "The user is allergic to peanuts, never suggest peanut dishes!",
+                    0.60), "importance": 0.9}],
+            "What milk does the user take in coffee?", explain="EXPLAIN_LEVEL_FULL"),
+        "covered_by", "stages")
+    add("default_weighted_facets", "default fuses facets 'weighted': sum of w x minmax(facet) / sum of w, bm25 "
+        "0.2, dense 0.8 and the unnamed 'sparse' 1.0 (total 2.0), each facet min-max over the population "
+        "candidates that have it (f-low is BELOW_THRESHOLD on its retrieval_score 0.05 yet still sets each "
+        "facet's maximum); a missing facet adds nothing, no facets at all fuse to 0 (f-5); the fusion stage "
+        "record carries retrieval_score in and the fused value out; empty query, no threads or speakers",
+        rank_request("default_weighted_facets", "default", [
+            turn("f-1", "Invoice export runs nightly", 0.8, 0.5, facetScores={"bm25": 12.0, "dense": 0.82}),
+            turn("f-2", "Ledger totals reconcile weekly", 0.7, 0.6, facetScores={"bm25": 3.5, "dense": 0.91}),
+            turn("f-3", "Backups rotate every month", 0.6, 0.3, facetScores={"bm25": 7.25, "sparse": 0.4}),
+            turn("f-4", "Alerts page the on-call engineer", 0.5, 0.8, facetScores={"dense": 0.35, "sparse": 0.9}),
+            turn("f-5", "Dashboards refresh hourly", 0.9, 0.4),
+            turn("f-low", "Tokens expire after an hour", 0.05, 0.5,
+                 facetScores={"bm25": 20.0, "dense": 0.99, "sparse": 1.0})]),
+        "stages")
+    add("research_rrf_covering", "research: relevance .50 (min-max of facets fused by RRF, 1/(60 + rank) per "
+        "facet over the population, r-6 ranked although dropped for importance 0 on general recall), exact-word "
+        "lexical .20, confidence .10 (number, ISO date, entity, 'last week', event_time, known source, metadata; "
+        "a '_' key alone is not metadata), trust .10 (system_verified without provenance = 0.5), importance .05, "
+        "recency .05 (0.995/h, floor 0.05); lambda 0.7 covering set with max_items 3: r-2 (r-1 lower-cased) is "
+        "REDUNDANT, covered by r-1, and the last eligible one is MAX_ITEMS; receipt over the 3 picks",
+        rank_request("research_rrf_covering", "research", [
+            turn("r-1", "The ledger migration finished on 2026-05-30 with 3 retries", 0.8, 0.6,
+                 facetScores={"bm25": 9.1, "dense": 0.77}, source="SOURCE_USER_PROVIDED",
+                 createdAt="2026-05-31T00:00:00Z", eventTime="2026-05-30T00:00:00Z"),
+            turn("r-2", "the ledger migration finished on 2026-05-30 with 3 retries", 0.75, 0.6,
+                 facetScores={"bm25": 9.0, "dense": 0.76}, source="SOURCE_CHAT", createdAt="2026-05-31T00:00:00Z"),
+            {**turn("r-3", "We moved the ledger to Postgres last week", 0.7, 0.8,
+                    facetScores={"bm25": 5.5, "dense": 0.88}, source="SOURCE_SYSTEM_VERIFIED",
+                    metadata={"team": "payments"}, createdAt="2026-05-20T00:00:00Z",
+                    lastAccessedAt="2026-06-01T06:00:00Z"), "kind": "decision"},
+            turn("r-4", "Migration scripts live in the ops repo", 0.5, 0.4, facetScores={"dense": 0.5},
+                 source="SOURCE_IMPORTED", createdAt="2026-01-01T00:00:00Z"),
+            {**turn("r-5", "Tried a ledger migration dry run", 0.4, 0.3, facetScores={"bm25": 4.0, "dense": 0.6},
+                    source="SOURCE_UNTRUSTED", metadata={"_trace": "x"}, createdAt="2026-05-28T12:00:00Z"),
+             "kind": "attempt"},
+            turn("r-6", "Quarterly ledger close is on Friday", 0.6, 0.0, facetScores={"bm25": 7.7, "dense": 0.7},
+                 createdAt="2026-05-01T00:00:00Z")],
+            "ledger migration", explain="EXPLAIN_LEVEL_FULL", budget={"maxItems": 3}),
+        "covered_by", "stages", "receipt")
+    lians = [
+        {**turn("l-1", "The payments ledger is backed up every night to cold storage", 0.7, 0.6,
+                source="SOURCE_USER_PROVIDED", createdAt="2026-05-31T12:00:00Z")},
+        {**turn("l-2", "Tried restoring the ledger backup today and it stopped halfway through the run", 0.55, 0.4,
+                source="SOURCE_CHAT", createdAt="2026-06-01T09:00:00Z", eventTime="2026-06-01T09:00:00Z",
+                metadata={"ticket": "ops-7"}, safety="SAFETY_STATUS_REVIEW_NEEDED"), "kind": "attempt"},
+        {**turn("l-3", "Prefers weekly backup reports", 0.3, 0.7, source="SOURCE_MODEL_INFERRED",
+                createdAt="2026-03-03T12:00:00Z"), "kind": "preference"},
+        turn("l-4", "Ledger v2 uses Postgres 16 on Monday", 0.9, 0.5, source="SOURCE_SYSTEM_VERIFIED",
+             createdAt="2025-06-01T12:00:00Z", validFrom="2026-01-01T00:00:00Z", validTo="2027-01-01T00:00:00Z"),
+        {**turn("l-5", "thanks so much", 0.2, 0.1, source="SOURCE_UNTRUSTED", createdAt="2026-05-25T12:00:00Z",
+                metadata={"_internal": "1"}), "kind": ""},
+        turn("l-6", "Old ledger host retired", 0.8, 0.5, createdAt="2026-01-01T00:00:00Z",
+             validTo="2026-05-01T00:00:00Z"),
+    ]
+    seven = ("confidence 0.30 + .15 number + .15 date (Monday) + .15 entity (Postgres) + .10 event_time + .10 known "
+             "source + .05 metadata ('_' keys ignored); trust by source (system_verified without provenance 0.5, "
+             "model_inferred 0.55); freshness max(0.1, 0.5^(age_h/720)); stability 0.1 pleasantry, 0.6 under 12 "
+             "tokens, 0.7 from 12, +0.3 durable kind, -0.2 'today'; safety 1, review needed 0.5; l-6 EXPIRED")
+    add("lians_recall_components", "lians-recall: final = 0.8 x retrieval + 0.2 x quality, quality = .35 "
+        "relevance (0.5 retrieval + 0.5 exact-word lexical IDF) + .15 confidence + .15 importance + .10 trust + "
+        ".10 freshness + .10 stability + .05 safety; " + seven,
+        rank_request("lians_recall_components", "lians-recall", lians, "ledger backup"))
+    add("lians_admission_components", "lians-admission through Rank on lians_recall_components' candidates: "
+        ".25 importance + .20 stability + .20 confidence + .15 trust + .15 safety + .05 freshness, no relevance; "
+        + seven,
+        rank_request("lians_admission_components", "lians-admission", lians, "ledger backup"))
+    add("shadow_lians", "shadow scoring: lians-recall answers (max_items 3) and lians-admission is scored on the "
+        "same candidates without changing the answer; the shadow block is lians-admission's top 3, overlap@3 = "
+        "|common| / 3 and Kendall tau-b over the common memories' two orders; the receipt binds lians-recall's "
+        "effective weights 0.2 x w and blend terms 0.8 x retrieval",
+        rank_request("shadow_lians", "lians-recall", lians, "ledger backup", shadowProfile="lians-admission",
+                     budget={"maxItems": 3}),
+        "shadow", "receipt")
+    max_fusion = [
+        turn("m-1", "Cache warms at boot", 0.3, 0.5, facetScores={"bm25": 14.2, "dense": 0.4},
+             createdAt="2026-05-31T12:00:00Z"),
+        turn("m-2", "Queue drains at noon", 0.9, 0.5, facetScores={"dense": 0.8}, createdAt="2026-05-31T12:00:00Z"),
+        turn("m-3", "Logs ship to storage", 0.5, 0.5, facetScores={"bm25": -2.0, "dense": 0.1},
+             createdAt="2026-05-31T12:00:00Z"),
+        turn("m-4", "Certs renew each quarter", 0.6, 0.5, createdAt="2026-05-31T12:00:00Z")]
+    add("lians_recall_max_fusion", "lians-recall fuses facets by 'max' (each clipped to [0, 1]: bm25 14.2 counts 1, "
+        "-2 counts 0; no facet = 0), then relevance = 0.5 x fused + 0.5 x lexical (0: empty query); the fusion "
+        "stage record carries retrieval_score in (its output is pending/lians_recall_fusion_stage_output's)",
+        rank_request("lians_recall_max_fusion", "lians-recall", max_fusion), "stages", "fusion_output_pending")
+    add("pending/lians_recall_fusion_stage_output", "PENDING (server bug): the facet-fusion stage record's "
+        "output is what max fusion gives (m-1: max(clip(14.2), 0.4) = 1.0); the server reports lians-recall's "
+        "relevance signal after its lexical blend instead (0.5 x 1.0 + 0.5 x 0 = 0.5), so the record "
+        "'fuse facets bm25, dense by max' does not show the fusion's output",
+        rank_request("lians_recall_fusion_stage_output", "lians-recall", max_fusion), "stages")
+    observer_six = [
+        {**cand("o-1", "decision", "We chose Postgres for the ledger", 0.2), "importance": 0.9,
+         "createdAt": "2026-04-01T00:00:00Z"},
+        {**cand("o-2", "fact", "The ledger runs on Postgres 16", 0.9, accessCount=2), "importance": 0.2,
+         "createdAt": "2026-05-31T00:00:00Z"},
+        {**cand("o-3", "preference", "User prefers short answers", 0.7), "importance": 0.6,
+         "createdAt": "2026-06-01T06:00:00Z"},
+        {**cand("o-4", "failure", "Migration to the ledger failed", 0.4, accessCount=10), "importance": 0.4,
+         "createdAt": "2026-05-01T00:00:00Z", "lastAccessedAt": "2026-05-30T00:00:00Z"},
+        {**cand("o-5", "attempt", "Tried sharding the ledger", 0.1), "importance": 1.0,
+         "createdAt": "2026-05-25T00:00:00Z"}]
+    add("shadow_observer_generative", "shadow scoring across formulas: agent-observer answers (max_items 4), "
+        "generative-agents (min-max recency, importance, retrieval) is the shadow; overlap@4 and Kendall tau-b "
+        "over the memories both select",
+        rank_request("shadow_observer_generative", "agent-observer", observer_six, OBSERVER_QUERY,
+                     shadowProfile="generative-agents", budget={"maxItems": 4}),
+        "shadow")
+    add("stage_scores_ignored", "caller stage scores (cross_encoder, llm_judge) under a profile that weighs none: "
+        "each gets a record (provenance caller:<name>, in name order) whose objective says 'ignored' and whose "
+        "output is its input, so the order stays agent-observer's although both scores would reverse it; then "
+        "the calibration record (final in, public score out, position = rank - 1)",
+        rank_request("stage_scores_ignored", "agent-observer", [
+            {**c, "stageScores": {"cross_encoder": 5.0 - k, "llm_judge": 0.1 * k}}
+            for k, c in enumerate(observer_six[:4])], OBSERVER_QUERY),
+        "stages")
+    add("receipt_observer", "receipt: the README's canonical lines (schema, reference time, profile, policy "
+        "version, the four weights, each selected memory in rank order with sha256(content), public score, "
+        "combined, final and blend term as float64 bits, then its signals) rebuilt from agent-observer's "
+        "derived terms; 4 selected, so each public score is (1 - r/4) + 0.25 x (0.1 + 0.8 x final)",
+        rank_request("receipt_observer", "agent-observer", observer_six[:4], OBSERVER_QUERY),
+        "receipt", "stages")
+    add("pending/receipt_bucket_bounds", "PENDING (server bug, one float64 rounding): with 5 selected, rank 3's "
+        "bucket lower bound is 1 - 3/5 = 0.4 (README), so o-4's public score is 0.4 + 0.2 x (0.1 + 0.8 x 0.545) = "
+        "0.5072000000000001; the server computes 1 - 3 x (1/5) = 0.3999999999999999 and 0.5071999999999999, two "
+        "ulps lower, and its receipt binds those bits, so a receipt rebuilt from the formula does not verify",
+        rank_request("receipt_bucket_bounds", "agent-observer", observer_six, OBSERVER_QUERY), "receipt", "stages")
+    add("suggestions_edges", "importance_suggestions: importance + 0.1 x (1 - importance) for each selected "
+        "memory (0 -> 0.1, 1 -> 1, 0.95 -> 0.955), none for the dropped one; agent-observer has no zero-importance "
+        "gate, so importance 0 is selected",
+        rank_request("suggestions_edges", "agent-observer", [
+            {**cand("s-zero", "fact", "ledger", 0.5), "importance": 0.0},
+            {**cand("s-one", "decision", "ledger", 0.5), "importance": 1.0},
+            {**cand("s-high", "preference", "ledger", 0.5), "importance": 0.95},
+            {**cand("s-half", "failure", "ledger", 0.5), "importance": 0.5},
+            {**cand("s-gated", "decision", "ledger", 0.5), "importance": 0.3, "safety": "SAFETY_STATUS_PENDING"}],
+            "ledger"))
+    return out
+
+
 def build() -> dict[str, dict[str, Any]]:
     """File name -> vector."""
     files = {}
@@ -672,6 +1452,11 @@ def build() -> dict[str, dict[str, Any]]:
             vec["expect_error"] = error
         else:
             vec["expect"], vec["derivation"] = expect(req)
+        files[f"{stem}.json"] = vec
+    for stem, desc, req, extras in contract_cases():
+        assert f"{stem}.json" not in files, stem
+        vec = {"name": stem.removeprefix("pending/"), "description": desc, "request": req}
+        vec["expect"], vec["derivation"] = expect_contract(req, extras)
         files[f"{stem}.json"] = vec
     return files
 
@@ -685,6 +1470,7 @@ def main() -> int:
     for name, vec in build().items():
         text = json.dumps(vec, indent=2, ensure_ascii=False) + "\n"
         path = HERE / name
+        path.parent.mkdir(exist_ok=True)
         if args.check:
             if not path.exists() or path.read_text(encoding="utf-8") != text:
                 stale.append(name)
