@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -25,6 +26,7 @@ from memrank.client import RankingClient, RankingError, pack_embeddings
 
 VECTORS = Path(__file__).resolve().parents[1] / "vectors"
 FILES = sorted(VECTORS.glob("*.json"))
+PLAIN = re.compile(r'[ !#-\[\]-~]*')  # printable ASCII but " and \: its JSON string literal is "..." as is
 
 
 @pytest.fixture()
@@ -93,3 +95,47 @@ def test_vector(vector_client: RankingClient, digests: dict[str, dict[str, str]]
     assert {d.id: pb.DropReason.Name(d.reason) for d in resp.dropped} == want["dropped"]
     ids = [c["id"] for c in vec["request"]["candidates"]]
     assert sorted([m.id for m in resp.selected] + [d.id for d in resp.dropped]) == sorted(ids)
+    check_extras(want, resp)
+
+
+def close(got: float, want: float) -> bool:
+    return abs(got - want) <= 1e-9
+
+
+def check_extras(want: dict[str, Any], resp: pb.RankResponse) -> None:
+    """The optional expectations (tests/vectors/README.md): covered_by, stages, importance_suggestions,
+    shadow and receipt."""
+    if "covered_by" in want:
+        got = {d.id: d.breakdown.covered_by for d in resp.dropped if d.id in want["covered_by"]}
+        assert got == want["covered_by"]
+    if "stages" in want:
+        for m in resp.selected:
+            records = want["stages"][m.id]
+            assert len(m.stages) == len(records), (m.id, list(m.stages))
+            for rec, st in zip(records, m.stages, strict=True):
+                assert rec.get("stage", st.stage) == st.stage, (m.id, rec, st)
+                assert rec.get("provenance", st.provenance) == st.provenance, (m.id, rec, st)
+                assert rec.get("objective_contains", "") in st.objective, (m.id, rec, st)
+                assert st.position == rec["position"], (m.id, rec, st)
+                assert close(st.input_score, rec["input_score"]), (m.id, rec, st)
+                assert "output_score" not in rec or close(st.output_score, rec["output_score"]), (m.id, rec, st)
+    if "importance_suggestions" in want:
+        got = {s.id: s.suggested_importance for s in resp.importance_suggestions}
+        assert len(got) == len(resp.importance_suggestions) and set(got) == set(want["importance_suggestions"])
+        for cid, value in want["importance_suggestions"].items():
+            assert close(got[cid], value), cid
+    if "shadow" in want:
+        exp, sh = want["shadow"], resp.shadow
+        assert resp.HasField("shadow") and sh.profile == exp["profile"] and sh.k == exp["k"]
+        assert list(sh.selected_ids) == exp["selected_ids"]
+        assert close(sh.overlap_at_k, exp["overlap_at_k"]) and close(sh.kendall_tau, exp["kendall_tau"])
+    if "receipt" in want:
+        assert resp.receipt.schema == want["receipt"]["schema"]
+        assert resp.receipt.digest == receipt_digest(want["receipt"]["lines"], resp.policy_version)
+
+
+def receipt_digest(lines: list[str], policy_version: str) -> str:
+    """SHA-256 hex of the vector's canonical receipt lines, ${policy_version} filled with q(policy_version)."""
+    assert PLAIN.fullmatch(policy_version), f"policy_version {policy_version!r} needs JSON escapes"
+    text = "".join(line.replace("${policy_version}", f'"{policy_version}"') + "\n" for line in lines)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()

@@ -8,8 +8,10 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"sort"
+	"strings"
 	"testing"
 	"time"
 
@@ -27,11 +29,36 @@ type vector struct {
 		Ranks       map[string]uint32  `json:"ranks"`
 		FinalScores map[string]float64 `json:"final_scores"`
 		Dropped     map[string]string  `json:"dropped"`
+		// The optional expectations (tests/vectors/README.md).
+		CoveredBy   map[string]string        `json:"covered_by"`
+		Stages      map[string][]stageRecord `json:"stages"`
+		Suggestions map[string]float64       `json:"importance_suggestions"`
+		Shadow      *struct {
+			Profile     string   `json:"profile"`
+			K           uint32   `json:"k"`
+			OverlapAtK  float64  `json:"overlap_at_k"`
+			KendallTau  float64  `json:"kendall_tau"`
+			SelectedIDs []string `json:"selected_ids"`
+		} `json:"shadow"`
+		Receipt *struct {
+			Schema string   `json:"schema"`
+			Lines  []string `json:"lines"`
+		} `json:"receipt"`
 	} `json:"expect"`
 	ExpectError *struct {
 		Code  string `json:"code"`
 		Field string `json:"field"`
 	} `json:"expect_error"`
+}
+
+// stageRecord is one expected RankingStage; a field left out of the vector is not checked.
+type stageRecord struct {
+	Stage             *string  `json:"stage"`
+	Provenance        *string  `json:"provenance"`
+	ObjectiveContains string   `json:"objective_contains"`
+	InputScore        float64  `json:"input_score"`
+	OutputScore       *float64 `json:"output_score"`
+	Position          uint32   `json:"position"`
 }
 
 func loadVectors(t *testing.T) []vector {
@@ -158,7 +185,98 @@ func replay(t *testing.T, c *memrank.Client, v vector) map[string]string {
 	if n := len(resp.GetSelected()) + len(resp.GetDropped()); n != len(req.GetCandidates()) {
 		t.Errorf("accounted for %d of %d candidates", n, len(req.GetCandidates()))
 	}
+	checkExtras(t, v, resp)
 	return out
+}
+
+func close9(got, want float64) bool { return math.Abs(got-want) <= 1e-9 }
+
+// checkExtras checks the optional expectations: covered_by, stages, importance_suggestions, shadow, receipt.
+func checkExtras(t *testing.T, v vector, resp *memrank.RankResponse) {
+	want := v.Expect
+	for _, d := range resp.GetDropped() {
+		if cover, ok := want.CoveredBy[d.GetId()]; ok && d.GetBreakdown().GetCoveredBy() != cover {
+			t.Errorf("%s: covered_by want %q, got %q", d.GetId(), cover, d.GetBreakdown().GetCoveredBy())
+		}
+	}
+	if len(want.CoveredBy) > 0 {
+		seen := 0
+		for _, d := range resp.GetDropped() {
+			if _, ok := want.CoveredBy[d.GetId()]; ok {
+				seen++
+			}
+		}
+		if seen != len(want.CoveredBy) {
+			t.Errorf("covered_by: %d of %d ids dropped", seen, len(want.CoveredBy))
+		}
+	}
+	if want.Stages != nil {
+		for _, m := range resp.GetSelected() {
+			recs, got := want.Stages[m.GetId()], m.GetStages()
+			if len(recs) != len(got) {
+				t.Errorf("%s: %d stages, want %d: %v", m.GetId(), len(got), len(recs), got)
+				continue
+			}
+			for i, r := range recs {
+				st := got[i]
+				ok := (r.Stage == nil || *r.Stage == st.GetStage()) &&
+					(r.Provenance == nil || *r.Provenance == st.GetProvenance()) &&
+					strings.Contains(st.GetObjective(), r.ObjectiveContains) && r.Position == st.GetPosition() &&
+					close9(st.GetInputScore(), r.InputScore) &&
+					(r.OutputScore == nil || close9(st.GetOutputScore(), *r.OutputScore))
+				if !ok {
+					t.Errorf("%s: stage %d want %+v, got %v", m.GetId(), i, r, st)
+				}
+			}
+		}
+	}
+	if want.Suggestions != nil {
+		got := map[string]float64{}
+		for _, s := range resp.GetImportanceSuggestions() {
+			got[s.GetId()] = s.GetSuggestedImportance()
+		}
+		if len(got) != len(resp.GetImportanceSuggestions()) || len(got) != len(want.Suggestions) {
+			t.Errorf("importance_suggestions: want %v, got %v", want.Suggestions, resp.GetImportanceSuggestions())
+		}
+		for id, value := range want.Suggestions {
+			if g, ok := got[id]; !ok || !close9(g, value) {
+				t.Errorf("importance_suggestions %s: want %.17g, got %.17g (%v)", id, value, g, ok)
+			}
+		}
+	}
+	if w := want.Shadow; w != nil {
+		sh := resp.GetShadow()
+		if sh == nil || sh.GetProfile() != w.Profile || sh.GetK() != w.K || !slices.Equal(sh.GetSelectedIds(), w.SelectedIDs) ||
+			!close9(sh.GetOverlapAtK(), w.OverlapAtK) || !close9(sh.GetKendallTau(), w.KendallTau) {
+			t.Errorf("shadow: want %+v, got %v", *w, sh)
+		}
+	}
+	if w := want.Receipt; w != nil {
+		if resp.GetReceipt().GetSchema() != w.Schema {
+			t.Errorf("receipt schema: want %q, got %q", w.Schema, resp.GetReceipt().GetSchema())
+		}
+		if got, exp := resp.GetReceipt().GetDigest(), receiptDigest(t, w.Lines, resp.GetPolicyVersion()); got != exp {
+			t.Errorf("receipt digest: want %s (from the vector's canonical lines), got %s", exp, got)
+		}
+	}
+}
+
+// plain matches a string whose JSON literal is itself in quotes: printable ASCII but '"' and backslash.
+var plain = regexp.MustCompile(`^[ !#-\[\]-~]*$`)
+
+// receiptDigest is the SHA-256 hex of the vector's canonical receipt lines, ${policy_version} filled
+// with the JSON string of the response's policy_version, each line ending in a newline.
+func receiptDigest(t *testing.T, lines []string, policyVersion string) string {
+	if !plain.MatchString(policyVersion) {
+		t.Fatalf("policy_version %q needs JSON escapes", policyVersion)
+	}
+	var b strings.Builder
+	for _, line := range lines {
+		b.WriteString(strings.ReplaceAll(line, "${policy_version}", `"`+policyVersion+`"`))
+		b.WriteString("\n")
+	}
+	sum := sha256.Sum256([]byte(b.String()))
+	return hex.EncodeToString(sum[:])
 }
 
 // codeName maps "INVALID_ARGUMENT" to the Go name "InvalidArgument".

@@ -24,8 +24,84 @@ interface Vector {
     ranks: Record<string, number>;
     final_scores: Record<string, number>;
     dropped: Record<string, string>;
+    // The optional expectations (tests/vectors/README.md).
+    covered_by?: Record<string, string>;
+    stages?: Record<string, StageRecord[]>;
+    importance_suggestions?: Record<string, number>;
+    shadow?: { profile: string; k: number; overlap_at_k: number; kendall_tau: number; selected_ids: string[] };
+    receipt?: { schema: string; lines: string[] };
   };
   expect_error?: { code: string; field: string };
+}
+
+/** One expected RankingStage; a field left out of the vector is not checked. */
+interface StageRecord {
+  stage?: string;
+  provenance?: string;
+  objective_contains?: string;
+  input_score: number;
+  output_score?: number;
+  position: number;
+}
+
+type Expect = NonNullable<Vector["expect"]>;
+type Response = MessageShape<typeof RankResponseSchema>;
+
+const close = (got: number, want: number): boolean => Math.abs(got - want) <= 1e-9;
+
+/** covered_by, stages, importance_suggestions, shadow and receipt, when the vector gives them. */
+function checkExtras(want: Expect, resp: Response): void {
+  if (want.covered_by) {
+    const got = Object.fromEntries(
+      resp.dropped.filter((d) => d.id in want.covered_by!).map((d) => [d.id, d.breakdown?.coveredBy ?? ""]),
+    );
+    assert.deepEqual(got, want.covered_by, "covered_by");
+  }
+  if (want.stages) {
+    for (const m of resp.selected) {
+      const recs: StageRecord[] = want.stages[m.id] ?? [];
+      assert.equal(m.stages.length, recs.length, `${m.id}: stages`);
+      recs.forEach((r, i) => {
+        const st = m.stages[i]!;
+        const where = `${m.id}: stage ${i} ${JSON.stringify(r)}`;
+        if (r.stage !== undefined) assert.equal(st.stage, r.stage, where);
+        if (r.provenance !== undefined) assert.equal(st.provenance, r.provenance, where);
+        assert.ok(st.objective.includes(r.objective_contains ?? ""), `${where}: objective ${st.objective}`);
+        assert.equal(st.position, r.position, where);
+        assert.ok(close(st.inputScore, r.input_score), `${where}: input ${st.inputScore}`);
+        if (r.output_score !== undefined) assert.ok(close(st.outputScore, r.output_score), `${where}: output ${st.outputScore}`);
+      });
+    }
+  }
+  if (want.importance_suggestions) {
+    const got = new Map(resp.importanceSuggestions.map((s) => [s.id, s.suggestedImportance]));
+    assert.equal(got.size, resp.importanceSuggestions.length, "importance_suggestions: an id twice");
+    assert.deepEqual([...got.keys()].sort(), Object.keys(want.importance_suggestions).sort(), "importance_suggestions");
+    for (const [id, value] of Object.entries(want.importance_suggestions)) {
+      assert.ok(close(got.get(id)!, value), `importance_suggestions ${id}: want ${value}, got ${got.get(id)}`);
+    }
+  }
+  if (want.shadow) {
+    const sh = resp.shadow;
+    assert.ok(sh !== undefined, "no shadow comparison");
+    assert.equal(sh.profile, want.shadow.profile);
+    assert.equal(sh.k, want.shadow.k);
+    assert.deepEqual(sh.selectedIds, want.shadow.selected_ids);
+    assert.ok(close(sh.overlapAtK, want.shadow.overlap_at_k), `overlap_at_k ${sh.overlapAtK}`);
+    assert.ok(close(sh.kendallTau, want.shadow.kendall_tau), `kendall_tau ${sh.kendallTau}`);
+  }
+  if (want.receipt) {
+    assert.equal(resp.receipt?.schema, want.receipt.schema);
+    assert.equal(resp.receipt?.digest, receiptDigest(want.receipt.lines, resp.policyVersion), "receipt digest");
+  }
+}
+
+/** SHA-256 hex of the vector's canonical receipt lines, ${policy_version} filled with the JSON string of the
+ * response's policy_version, each line ending in a newline. */
+function receiptDigest(lines: string[], policyVersion: string): string {
+  assert.match(policyVersion, /^[ !#-[\]-~]*$/, "policy_version needs JSON escapes");
+  const text = lines.map((l) => l.replaceAll("${policy_version}", `"${policyVersion}"`) + "\n").join("");
+  return createHash("sha256").update(text, "utf8").digest("hex");
 }
 
 const dir = fileURLToPath(new URL("../../../../tests/vectors/", import.meta.url));
@@ -104,6 +180,7 @@ describe("conformance vectors", { skip: addr ? false : "MEMRANK_ADDR is not set"
       });
       assert.deepEqual(Object.fromEntries(resp.dropped.map((d) => [d.id, dropReasonName(d.reason)])), want.dropped);
       assert.equal(resp.selected.length + resp.dropped.length, request.candidates.length);
+      checkExtras(want, resp);
     });
   }
 });

@@ -27,12 +27,16 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.TreeMap;
+import java.util.TreeSet;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.stream.Stream;
 import memrank.v1.Ranking.DroppedMemory;
+import memrank.v1.Ranking.ImportanceSuggestion;
 import memrank.v1.Ranking.RankRequest;
 import memrank.v1.Ranking.RankResponse;
 import memrank.v1.Ranking.RankedMemory;
+import memrank.v1.Ranking.RankingStage;
+import memrank.v1.Ranking.ShadowComparison;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.DynamicTest;
 import org.junit.jupiter.api.Test;
@@ -192,5 +196,95 @@ class VectorsTest {
     want.getAsJsonObject("dropped").entrySet().forEach(e -> wantDropped.put(e.getKey(), e.getValue().getAsString()));
     assertEquals(wantDropped, dropped, "dropped");
     assertEquals(req.getCandidatesCount(), resp.getSelectedCount() + resp.getDroppedCount(), "accounted for");
+    checkExtras(want, resp);
+  }
+
+  /** The optional expectations (tests/vectors/README.md): covered_by, stages, importance_suggestions, shadow, receipt. */
+  private static void checkExtras(JsonObject want, RankResponse resp) {
+    if (want.has("covered_by")) {
+      Map<String, String> got = new TreeMap<>();
+      Map<String, String> exp = new TreeMap<>();
+      want.getAsJsonObject("covered_by").entrySet().forEach(e -> exp.put(e.getKey(), e.getValue().getAsString()));
+      for (DroppedMemory d : resp.getDroppedList()) {
+        if (exp.containsKey(d.getId())) {
+          got.put(d.getId(), d.getBreakdown().getCoveredBy());
+        }
+      }
+      assertEquals(exp, got, "covered_by");
+    }
+    if (want.has("stages")) {
+      JsonObject stages = want.getAsJsonObject("stages");
+      for (RankedMemory m : resp.getSelectedList()) {
+        JsonArray recs = stages.getAsJsonArray(m.getId());
+        assertEquals(recs.size(), m.getStagesCount(), m.getId() + ": stages " + m.getStagesList());
+        for (int i = 0; i < recs.size(); i++) {
+          JsonObject r = recs.get(i).getAsJsonObject();
+          RankingStage st = m.getStages(i);
+          String where = m.getId() + ": stage " + i + " " + r;
+          if (r.has("stage")) {
+            assertEquals(r.get("stage").getAsString(), st.getStage(), where);
+          }
+          if (r.has("provenance")) {
+            assertEquals(r.get("provenance").getAsString(), st.getProvenance(), where);
+          }
+          if (r.has("objective_contains")) {
+            assertTrue(st.getObjective().contains(r.get("objective_contains").getAsString()), where + ": " + st.getObjective());
+          }
+          assertEquals(r.get("position").getAsInt(), st.getPosition(), where);
+          assertEquals(r.get("input_score").getAsDouble(), st.getInputScore(), 1e-9, where);
+          if (r.has("output_score")) {
+            assertEquals(r.get("output_score").getAsDouble(), st.getOutputScore(), 1e-9, where);
+          }
+        }
+      }
+    }
+    if (want.has("importance_suggestions")) {
+      JsonObject exp = want.getAsJsonObject("importance_suggestions");
+      Map<String, Double> got = new TreeMap<>();
+      for (ImportanceSuggestion s : resp.getImportanceSuggestionsList()) {
+        got.put(s.getId(), s.getSuggestedImportance());
+      }
+      assertEquals(resp.getImportanceSuggestionsCount(), got.size(), "importance_suggestions: an id twice");
+      assertEquals(new TreeSet<>(exp.keySet()), got.keySet(), "importance_suggestions");
+      exp.entrySet().forEach(e -> assertEquals(e.getValue().getAsDouble(), got.get(e.getKey()), 1e-9,
+          "importance_suggestions " + e.getKey()));
+    }
+    if (want.has("shadow")) {
+      JsonObject exp = want.getAsJsonObject("shadow");
+      assertTrue(resp.hasShadow(), "no shadow comparison");
+      ShadowComparison sh = resp.getShadow();
+      assertEquals(exp.get("profile").getAsString(), sh.getProfile(), "shadow profile");
+      assertEquals(exp.get("k").getAsInt(), sh.getK(), "shadow k");
+      List<String> ids = new ArrayList<>();
+      exp.getAsJsonArray("selected_ids").forEach(e -> ids.add(e.getAsString()));
+      assertEquals(ids, sh.getSelectedIdsList(), "shadow selected_ids");
+      assertEquals(exp.get("overlap_at_k").getAsDouble(), sh.getOverlapAtK(), 1e-9, "overlap_at_k");
+      assertEquals(exp.get("kendall_tau").getAsDouble(), sh.getKendallTau(), 1e-9, "kendall_tau");
+    }
+    if (want.has("receipt")) {
+      JsonObject exp = want.getAsJsonObject("receipt");
+      assertEquals(exp.get("schema").getAsString(), resp.getReceipt().getSchema(), "receipt schema");
+      List<String> lines = new ArrayList<>();
+      exp.getAsJsonArray("lines").forEach(e -> lines.add(e.getAsString()));
+      assertEquals(receiptDigest(lines, resp.getPolicyVersion()), resp.getReceipt().getDigest(), "receipt digest");
+    }
+  }
+
+  /**
+   * SHA-256 hex of the vector's canonical receipt lines, ${policy_version} filled with the JSON string of
+   * the response's policy_version, each line ending in a newline.
+   */
+  static String receiptDigest(List<String> lines, String policyVersion) {
+    assertTrue(policyVersion.matches("[ !#-\\[\\]-~]*"), "policy_version " + policyVersion + " needs JSON escapes");
+    StringBuilder text = new StringBuilder();
+    for (String line : lines) {
+      text.append(line.replace("${policy_version}", "\"" + policyVersion + "\"")).append('\n');
+    }
+    try {
+      byte[] sum = MessageDigest.getInstance("SHA-256").digest(text.toString().getBytes(StandardCharsets.UTF_8));
+      return HexFormat.of().formatHex(sum);
+    } catch (NoSuchAlgorithmException e) {
+      throw new IllegalStateException(e);
+    }
   }
 }
