@@ -19,7 +19,7 @@ from bench import live
 from bench.data import workload
 from bench.timing import measure_pair
 
-_KEYS = ("MALLOC_TRIM_THRESHOLD_", "MALLOC_MMAP_THRESHOLD_")
+_KEYS = ("MALLOC_TRIM_THRESHOLD_", "MALLOC_MMAP_THRESHOLD_", "MALLOC_ARENA_MAX")
 _NO_SETTINGS = ("import sys, types; sys.modules['memrank._process'] = types.ModuleType('memrank._process'); "
                 "from memrank.cli import main; sys.exit(main(sys.argv[1:]))")
 

@@ -227,7 +227,8 @@ def machine() -> dict[str, Any]:
     return {"nproc": os.cpu_count(), "cpu_model": model, "python": platform.python_version(),
             "numpy": np.__version__, "grpcio": grpc.__version__,
             "openblas_num_threads": os.environ.get("OPENBLAS_NUM_THREADS", ""), "protobuf": google.protobuf.__version__,
-            "malloc": {k: os.environ.get(k, "") for k in ("MALLOC_TRIM_THRESHOLD_", "MALLOC_MMAP_THRESHOLD_")},
+            "malloc": {k: os.environ.get(k, "")
+                       for k in ("MALLOC_TRIM_THRESHOLD_", "MALLOC_MMAP_THRESHOLD_", "MALLOC_ARENA_MAX")},
             "platform": platform.platform(), "load_average_at_start": list(os.getloadavg()),
             "started_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
 

@@ -12,11 +12,17 @@
   1,600 candidates (``python -m bench.malloc_ab``; ``bench/README.md``). With these settings the pages
   stay in the process and are reused. The cost: up to 128 MiB of freed heap is held rather than
   returned, so resident memory stays near the largest request's peak.
+- **Two malloc arenas** (``M_ARENA_MAX`` 2). glibc gives each handler thread that meets a busy arena
+  an arena of its own (up to 8 per core), and each keeps the memory of the requests its thread handled: a
+  server's peak crept from 545 to 937 MiB over 8 maximal requests in a row, each on another thread; with
+  two arenas, and the free memory handed back after each big request (``release_freed_memory``), it
+  settles at 660 MiB. The handler threads take turns on the GIL,
+  so two arenas are rarely contended.
 
 Both are defaults only: a variable already set in the environment (``OPENBLAS_NUM_THREADS``,
-``MALLOC_TRIM_THRESHOLD_``, ``MALLOC_MMAP_THRESHOLD_``, ...) wins. The malloc settings are applied to this
-process with ``mallopt`` and passed to child processes (spawned workers) through the environment, which
-glibc reads at start-up. Other C libraries (musl) are left alone.
+``MALLOC_TRIM_THRESHOLD_``, ``MALLOC_MMAP_THRESHOLD_``, ``MALLOC_ARENA_MAX``, ...) wins. The malloc
+settings are applied to this process with ``mallopt`` and passed to child processes (spawned workers)
+through the environment, which glibc reads at start-up. Other C libraries (musl) are left alone.
 """
 
 from __future__ import annotations
@@ -27,9 +33,11 @@ import platform
 
 TRIM_THRESHOLD = 128 << 20  # bytes of free heap top kept before glibc returns memory to the kernel
 MMAP_THRESHOLD = 32 << 20  # blocks below this come from the heap (glibc's maximum for this setting)
+ARENA_MAX = 2  # malloc arenas shared by the handler threads
 
 # mallopt parameter numbers (glibc malloc.h) and the environment variables glibc reads for them.
-_MALLOPT = {"MALLOC_TRIM_THRESHOLD_": (-1, TRIM_THRESHOLD), "MALLOC_MMAP_THRESHOLD_": (-3, MMAP_THRESHOLD)}
+_MALLOPT = {"MALLOC_TRIM_THRESHOLD_": (-1, TRIM_THRESHOLD), "MALLOC_MMAP_THRESHOLD_": (-3, MMAP_THRESHOLD),
+            "MALLOC_ARENA_MAX": (-8, ARENA_MAX)}
 
 
 def _blas_threads() -> None:
@@ -60,5 +68,28 @@ def _keep_freed_memory() -> dict[str, int]:
     return applied
 
 
+def _trimmer() -> ctypes._CFuncPtr | None:  # type: ignore[name-defined]
+    if platform.system() != "Linux" or platform.libc_ver()[0] != "glibc":
+        return None
+    try:
+        return ctypes.CDLL(None).malloc_trim
+    except (OSError, AttributeError):
+        return None
+
+
+def release_freed_memory() -> None:
+    """Hand the heap's free memory back to the kernel (glibc ``malloc_trim(0)``; nothing elsewhere).
+
+    The server calls it after a request of ``TRIM_AFTER_BYTES`` or more: such a call frees hundreds of
+    MiB, which the thresholds above would keep, and the next big call (on another thread, another arena)
+    would then add its peak on top. Small calls keep their pages, as above.
+    """
+    if _malloc_trim is not None:
+        _malloc_trim(ctypes.c_size_t(0))
+
+
+TRIM_AFTER_BYTES = 8 << 20  # request size from which a call's freed memory is handed back
+
 _blas_threads()
 _applied = _keep_freed_memory()
+_malloc_trim = _trimmer()

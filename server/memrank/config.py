@@ -44,6 +44,7 @@ ENV_KEYS: Mapping[str, str] = MappingProxyType({
     "MEMRANK_MAX_CONNECTION_AGE_GRACE_SECONDS": "server.max_connection_age_grace_seconds",
     "MEMRANK_KEEPALIVE_TIME_SECONDS": "server.keepalive_time_seconds",
     "MEMRANK_KEEPALIVE_TIMEOUT_SECONDS": "server.keepalive_timeout_seconds",
+    "MEMRANK_MAX_INFLIGHT_BYTES": "server.max_inflight_bytes",
     "MEMRANK_MAX_CANDIDATES": "limits.max_candidates",
     "MEMRANK_PROVENANCE_KEY_FILE": "security.provenance_key_file",
     "MEMRANK_RECEIPT_KEY_FILE": "security.receipt_key_file",
@@ -88,6 +89,7 @@ class ServerSettings:
     max_connection_age_grace_seconds: float = 30.0  # calls in flight at the age limit get this long
     keepalive_time_seconds: float = 60.0  # ping a quiet connection this often...
     keepalive_timeout_seconds: float = 20.0  # ...and close it when the ping is not answered within this
+    max_inflight_bytes: int = 0  # request bytes handled at once per worker; 0 = from the memory given (inflight)
 
     @property
     def metrics_host(self) -> str:
@@ -293,10 +295,14 @@ def _check_server(s: ServerSettings) -> None:
         ("server.max_connection_age_grace_seconds", s.max_connection_age_grace_seconds, 0, 3600),
         ("server.keepalive_time_seconds", s.keepalive_time_seconds, 0.1, 86_400),
         ("server.keepalive_timeout_seconds", s.keepalive_timeout_seconds, 0.1, 3600),
+        ("server.max_inflight_bytes", s.max_inflight_bytes, 0, 1 << 40),
     ]
     for key, value, lo, hi in checks:
         if not lo <= value <= hi:
             raise ConfigError(f"{key}: {value!r} is outside [{lo}, {hi}]")
+    if 0 < s.max_inflight_bytes < s.max_message_bytes:
+        raise ConfigError(f"server.max_inflight_bytes: {s.max_inflight_bytes} is below server.max_message_bytes "
+                          f"({s.max_message_bytes}): a request of the largest size allowed could never run")
     if s.log_level not in LOG_LEVELS:
         raise ConfigError(f"server.log_level: {s.log_level!r} is not one of {', '.join(LOG_LEVELS)}")
 

@@ -166,7 +166,7 @@ def test_security_context_and_writable_tmp(render: Render, values: str) -> None:
 
 @pytest.mark.parametrize(("values", "need"), [(None, 10 + 0 + 5), ("standalone", 20 + 5 + 5)])
 def test_termination_grace_exceeds_the_server_grace_period(render: Render, values: str | None, need: int) -> None:
-    docs = render(*([ci(values)] if values else []))
+    docs = render(*([ci(values.removesuffix("-values.yaml"))] if values else []))
     (spec,) = pod_specs(docs)
     (container,) = memrank_containers(spec)
     grace = float(env_of(container)["MEMRANK_GRACE_PERIOD_SECONDS"])
@@ -445,3 +445,32 @@ def test_packaged_chart_carries_its_files_and_not_the_ci_values(helm: str, chart
     for name in ("values.yaml", "values.schema.json", RULES, DASHBOARD, "templates/_sidecar.tpl"):
         assert f"memrank/{name}" in names
     assert not any(name.startswith("memrank/ci/") for name in names)
+
+
+def _bytes(quantity: str) -> int:
+    units = {"Ki": 1 << 10, "Mi": 1 << 20, "Gi": 1 << 30, "Ti": 1 << 40, "k": 10**3, "M": 10**6, "G": 10**9}
+    for suffix, factor in sorted(units.items(), key=lambda u: -len(u[0])):
+        if quantity.endswith(suffix):
+            return int(float(quantity[: -len(suffix)]) * factor)
+    return int(quantity)
+
+
+@pytest.mark.parametrize("values", [None, *CI_NAMES])
+def test_the_memory_limit_covers_what_the_workers_need(render: Render, values: str | None,
+                                                       tmp_path: Path) -> None:
+    """At the chart's own settings, the container's memory limit holds every worker at its in-flight byte budget
+    (memrank's formula: memrank.grpc.inflight), so legitimate requests cannot get the pod OOM-killed."""
+    from memrank.grpc.inflight import auto_budget, memory_needed
+
+    docs = render(*([ci(values.removesuffix("-values.yaml"))] if values else []))
+    config = tmp_path / "memrank.yaml"
+    config.write_text(one(docs, "ConfigMap", "mr-memrank")["data"]["memrank.yaml"], encoding="utf-8")
+    for spec in pod_specs(docs):
+        for container in memrank_containers(spec):
+            env = env_of(container)
+            settings = load_settings(str(config), env={k: v for k, v in env.items() if k in ENV_KEYS})
+            limit = _bytes(container["resources"]["limits"]["memory"])
+            s = settings.server
+            workers = max(s.workers, 1)
+            budget = s.max_inflight_bytes or auto_budget(limit, workers, s.max_message_bytes)
+            assert memory_needed(workers, budget) <= limit, (values, workers, budget, limit)

@@ -70,13 +70,13 @@ def test_freed_request_memory_is_reused_without_page_faults() -> None:
     # its 1.8 MiB (450 pages) of arrays in again (about 260 pages measured here). Kept, the pages are reused.
     assert default > 100
     assert tuned < 5
-    assert settings == "['MALLOC_MMAP_THRESHOLD_', 'MALLOC_TRIM_THRESHOLD_']"
+    assert settings == "['MALLOC_ARENA_MAX', 'MALLOC_MMAP_THRESHOLD_', 'MALLOC_TRIM_THRESHOLD_']"
     assert trim == str(128 << 20)  # passed on to spawned workers through the environment
 
 
 @glibc
 def test_a_malloc_setting_in_the_environment_wins() -> None:
     faults, settings, trim = _faults("memrank", MALLOC_TRIM_THRESHOLD_="0")
-    assert settings == "['MALLOC_MMAP_THRESHOLD_']"
+    assert settings == "['MALLOC_ARENA_MAX', 'MALLOC_MMAP_THRESHOLD_']"
     assert trim == "0"
     assert faults > 100  # trimming at every free: the caller's choice, kept

@@ -9,7 +9,9 @@ DEADLINE_EXCEEDED. Once the request is in, the call takes one of
 ``server.max_concurrent_rpcs`` slots (none left: RESOURCE_EXHAUSTED at once) and
 goes to the handler pool (``server.thread_pool_size`` threads), where it is parsed,
 handled and serialised; the slot is given back when that thread is done with it.
-Once the server drains (SIGTERM), every new call is refused with UNAVAILABLE,
+Before the slot, the request's bytes are taken from the worker's in-flight byte
+budget (``inflight``; ``server.max_inflight_bytes``); when they do not fit, the
+call ends with RESOURCE_EXHAUSTED. Once the server drains (SIGTERM), every new call is refused with UNAVAILABLE,
 which clients retry, while the calls already on the pool finish.
 """
 
@@ -24,6 +26,8 @@ from concurrent import futures
 from typing import Any
 
 import grpc
+
+from memrank.grpc.inflight import ByteBudget
 
 log = logging.getLogger("memrank.rpc")
 DRAINING = "the server is shutting down (draining); retry: another replica, or this one restarted, will answer"
@@ -68,19 +72,21 @@ class CallContext:
         raise Aborted(status.code, status.details, status.trailing_metadata)
 
 
-Handle = Callable[[bytes, CallContext], bytes]
+# A handler takes the request bytes out of a one-item list (so nothing else keeps them once parsed) and the call.
+Handle = Callable[[list[bytes], CallContext], bytes]
 
 
 class Intake:
     """The read timeout, the concurrency slots and the handler pool of one server."""
 
     def __init__(self, threads: int, max_concurrent: int, read_timeout: float,
-                 observe: Callable[[str, str], None] | None = None) -> None:
+                 observe: Callable[[str, str], None] | None = None, budget: ByteBudget | None = None) -> None:
         self._pool = futures.ThreadPoolExecutor(max_workers=threads, thread_name_prefix="memrank-rpc")
         self._slots = threading.BoundedSemaphore(max_concurrent)
         self._max = max_concurrent
         self._read_timeout = read_timeout
         self._observe = observe or (lambda _method, _code: None)
+        self.budget = budget if budget is not None else ByteBudget(1 << 62)
         self.draining = False  # set by start_draining: every new call is refused with UNAVAILABLE
         self._active = 0  # calls taken whose status is not yet sent
         self._active_lock = threading.Lock()
@@ -100,8 +106,8 @@ class Intake:
                 self._observe(method, "UNAVAILABLE")
                 await context.abort(grpc.StatusCode.UNAVAILABLE, DRAINING)
             context.add_done_callback(self._finished)
-            data = await self._read(method, context)
-            return await self._run(method, handle, data, context)
+            # The request bytes live only in the list the handler empties: freed once parsed.
+            return await self._run(method, handle, [await self._read(method, context)], context)
 
         return grpc.stream_unary_rpc_method_handler(serve)
 
@@ -136,8 +142,20 @@ class Intake:
             await context.abort(grpc.StatusCode.INVALID_ARGUMENT, f"{method} takes one request message, got none")
         return bytes(data)
 
-    async def _run(self, method: str, handle: Handle, data: bytes, context: grpc.aio.ServicerContext) -> bytes:
+    async def _take_bytes(self, method: str, size: int, context: grpc.aio.ServicerContext) -> None:
+        """Take the request's bytes from the in-flight byte budget, or refuse the call with RESOURCE_EXHAUSTED."""
+        if not self.budget.take(size):
+            self._observe(method, "RESOURCE_EXHAUSTED")
+            total, used = self.budget.total, self.budget.used
+            await context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED, f"request of {size} bytes does not fit the "
+                                f"in-flight byte budget ({used} of {total} bytes taken by calls in progress, "
+                                "server.max_inflight_bytes); retry later")
+
+    async def _run(self, method: str, handle: Handle, data: list[bytes], context: grpc.aio.ServicerContext) -> bytes:
+        size = len(data[0])
+        await self._take_bytes(method, size, context)
         if not self._slots.acquire(blocking=False):
+            self.budget.release(size)
             self._observe(method, "RESOURCE_EXHAUSTED")
             await context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED,
                                 f"more than {self._max} calls in progress (server.max_concurrent_rpcs)")
@@ -146,9 +164,15 @@ class Intake:
             job = self._pool.submit(handle, data, call)
         except RuntimeError:  # the pool is shut down: the server is stopping
             self._slots.release()
+            self.budget.release(size)
             self._observe(method, "UNAVAILABLE")
             await context.abort(grpc.StatusCode.UNAVAILABLE, DRAINING)
-        job.add_done_callback(lambda _job: self._slots.release())  # when the thread is done, not the call
+
+        def done(_job: object) -> None:  # when the thread is done, not the call
+            self._slots.release()
+            self.budget.release(size)
+
+        job.add_done_callback(done)
         try:
             return await asyncio.wrap_future(job)
         except Aborted as stop:

@@ -32,11 +32,13 @@ from grpc_reflection.v1alpha import reflection
 from prometheus_client import CollectorRegistry
 
 from memrank._gen.v1 import ranking_service_pb2 as svc_pb
+from memrank._process import TRIM_AFTER_BYTES, release_freed_memory
 from memrank.config import ServerSettings, Settings, SettingsSource
 from memrank.core.errors import ConfigError, FieldViolation, InvalidRequest
 from memrank.decisions.sink import LOCK_ENV as DECISION_LOCK_ENV
 from memrank.grpc.auth import BearerAuthInterceptor, TokenFile, open_matcher
 from memrank.grpc.errors import abort_with
+from memrank.grpc.inflight import ByteBudget, auto_budget, memory_limit, memory_needed
 from memrank.grpc.intake import CallContext, Handle, Intake
 from memrank.grpc.service import RankingService
 from memrank.grpc.tls import server_credentials
@@ -137,7 +139,8 @@ def create_server(settings: Settings, registry: CollectorRegistry | None = None,
     metrics = Metrics(registry)
     service = RankingService(settings, metrics, after_reply=after_reply)
     flush.target = service.deferred
-    intake = Intake(s.thread_pool_size, s.max_concurrent_rpcs, s.request_read_timeout_seconds, metrics.observe_call)
+    intake = Intake(s.thread_pool_size, s.max_concurrent_rpcs, s.request_read_timeout_seconds, metrics.observe_call,
+                    ByteBudget(inflight_budget(s)))
     loop = _Loop()
     try:
         return loop.run(_start(settings, service, intake, loop, reuse_port))
@@ -169,6 +172,20 @@ async def _start(settings: Settings, service: RankingService, intake: Intake, lo
     for name in ("", SERVICE_NAME):
         await health_servicer.set(name, health_pb2.HealthCheckResponse.SERVING)
     return Running(server, port, health_servicer, loop, intake, health_server, health_port, service)
+
+
+def inflight_budget(s: ServerSettings) -> int:
+    """server.max_inflight_bytes, or (0) the budget the memory given to the process allows each worker; a warning
+    when that memory cannot hold the workers at their budgets."""
+    workers, limit = max(s.workers, 1), memory_limit()
+    budget = s.max_inflight_bytes or auto_budget(limit, workers, s.max_message_bytes)
+    need = memory_needed(workers, budget)
+    if need > limit:
+        log.warning("memory limit below what the workers may need: lower server.max_message_bytes or "
+                    "server.max_inflight_bytes, or give more memory",
+                    extra={"memory_limit_bytes": limit, "needed_bytes": need, "workers": workers,
+                           "inflight_budget_bytes": budget, "max_message_bytes": s.max_message_bytes})
+    return budget
 
 
 def _message_options(s: ServerSettings) -> list[tuple[str, int]]:
@@ -228,7 +245,8 @@ def _handle(name: str, parse: Callable[[bytes], Message], method: Callable[[Mess
             descriptor: Descriptor) -> Handle:
     """Parse, call, serialise; request bytes that do not parse are INVALID_ARGUMENT with a field
     violation (grpc itself answers INTERNAL), naming the string field that is not UTF-8 when that is why."""
-    def handle(data: bytes, context: CallContext) -> bytes:
+    def handle(holder: list[bytes], context: CallContext) -> bytes:
+        data = holder.pop()
         try:
             request = parse(data)
         except DecodeError as exc:
@@ -236,7 +254,14 @@ def _handle(name: str, parse: Callable[[bytes], Message], method: Callable[[Mess
             violation = FieldViolation(field, "not valid UTF-8 (string fields must be UTF-8)") if field else \
                 FieldViolation("request", f"not a valid {name} encoding")
             abort_with(context, InvalidRequest([violation]))
-        return bytes(method(request, context).SerializeToString())
+        size = len(data)
+        del data  # the parsed message holds what is needed: the wire bytes go now, not after the call
+        try:
+            return bytes(method(request, context).SerializeToString())
+        finally:
+            if size >= TRIM_AFTER_BYTES:
+                del request
+                release_freed_memory()
 
     return handle
 
@@ -309,6 +334,7 @@ def serve_single(settings: Settings, reuse_port: bool = False, with_metrics: boo
                                "tls": bool(settings.security.tls_cert_file),
                                "mtls": bool(settings.security.tls_client_ca_file),
                                "auth": bool(settings.security.auth_token_file), "health_port": running.health_port,
+                               "inflight_budget_bytes": running.intake.budget.total,
                                "profiles": sorted(settings.profiles), "policy_version": settings.policy_version})
     signum = _wait_for_signal()
     log.info("draining", extra={"signal": signal.Signals(signum).name,
@@ -339,9 +365,9 @@ def _follow_parent(parent: int) -> None:
     threading.Thread(target=watch, name="memrank-parent-watch", daemon=True).start()
 
 
-def _worker_main(source: SettingsSource, index: int, parent: int) -> None:
+def _worker_main(source: SettingsSource, index: int, parent: int, workers: int) -> None:
     settings = source.load()
-    settings = replace(settings, server=replace(settings.server, metrics_port=0))
+    settings = replace(settings, server=replace(settings.server, metrics_port=0, workers=workers))
     setup_logging(settings.server.log_level)
     log.info("worker starting", extra={"worker": index, "pid": os.getpid()})
     _follow_parent(parent)
@@ -407,7 +433,8 @@ def _supervise(settings: Settings, source: SettingsSource) -> None:
     procs: dict[int, multiprocessing.process.BaseProcess] = {}
 
     def start(i: int) -> None:
-        p = ctx.Process(target=_worker_main, args=(source, i, os.getpid()), name=f"memrank-worker-{i}")
+        p = ctx.Process(target=_worker_main, args=(source, i, os.getpid(), settings.server.workers),
+                        name=f"memrank-worker-{i}")
         p.start()
         procs[i] = p
 

@@ -29,21 +29,24 @@ class WordIndex:
 
     def __init__(self, buf: bytes, seg_starts: np.ndarray, n: int) -> None:
         self.n = n
-        self.buf = buf
-        a = np.frombuffer(buf + bytes(8), dtype=np.uint8)  # 8 spare zero bytes: every word's chunks exist
+        # One padded copy, kept: 8 spare zero bytes after the text, so every word's 8-byte chunks exist.
+        self.buf = buf + bytes(8)
+        a = np.frombuffer(self.buf, dtype=np.uint8)
         self._bytes = a
         inside = a != 0
         change = np.empty(a.size, dtype=bool)  # a boolean mask: nonzero() has a fast path for bool only
         change[0] = inside[0]
         np.not_equal(inside[1:], inside[:-1], out=change[1:])
+        del inside
         changes = np.flatnonzero(change)  # word starts and ends alternate, a start first
-        starts, ends = changes[0::2], changes[1::2]
-        lengths = ends - starts
+        del change
+        # Offsets fit 32 bits (a batch's samples are far below 2 GiB): half the memory of the default int64.
+        starts = changes[0::2].astype(np.int32)
+        lengths = (changes[1::2] - changes[0::2]).astype(np.int32)
+        del changes
         self.starts, self.lengths = starts, lengths
-        # The 8 bytes from every offset, as one little-endian uint64 each (an unaligned view, no copy).
-        chunks = np.ndarray(shape=(a.size - 7,), dtype="<u8", buffer=a, strides=(1,))
+        chunks = self._chunks()
         hashes = chunks[starts] & _LOW[np.minimum(lengths, 8)]
-        self.heads = hashes.copy()  # each word's first 8 bytes (little-endian, zero past its end)
         with np.errstate(over="ignore"):
             for chunk in range(1, _VECTOR_CHUNKS):
                 longer = np.flatnonzero(lengths > 8 * chunk)
@@ -53,16 +56,35 @@ class WordIndex:
                 part = chunks[starts[longer] + 8 * chunk] & _LOW[rest]
                 hashes[longer] = hashes[longer] * np.uint64(P) + part
         for k in np.flatnonzero(lengths > 8 * _VECTOR_CHUNKS).tolist():
-            hashes[k] = word_hash(buf[starts[k]:ends[k]])
+            hashes[k] = word_hash(self.buf[starts[k]:starts[k] + lengths[k]])
         self.hashes = hashes
         first = np.searchsorted(starts, seg_starts)
         self.first = first  # index of each candidate's first word
         self.counts = np.diff(np.append(first, starts.size))  # words per candidate
-        self.owner = np.repeat(np.arange(n), self.counts)
+        self._owner: np.ndarray | None = None
+        self._heads: np.ndarray | None = None
         self._distinct: np.ndarray | None = None
         self._positions: dict[str, np.ndarray] = {}
         self._seen: dict[int, bool] = {}  # hash -> some word has it
         self.same_as_padded = False  # a tokens index whose words are also the padded words (``token_index``)
+
+    def _chunks(self) -> np.ndarray:
+        """The 8 bytes from every offset, as one little-endian uint64 each (an unaligned view, no copy)."""
+        return np.ndarray(shape=(self._bytes.size - 7,), dtype="<u8", buffer=self._bytes, strides=(1,))
+
+    @property
+    def owner(self) -> np.ndarray:
+        """The candidate owning each word (int32, made on first use)."""
+        if self._owner is None:
+            self._owner = np.repeat(np.arange(self.n, dtype=np.int32), self.counts)
+        return self._owner
+
+    @property
+    def heads(self) -> np.ndarray:
+        """Each word's first 8 bytes, little-endian, zero past its end (made on first use)."""
+        if self._heads is None:
+            self._heads = self._chunks()[self.starts] & _LOW[np.minimum(self.lengths, 8)]
+        return self._heads
 
     def present_hashes(self, hashes: np.ndarray) -> np.ndarray:
         """Per hash, whether some word of the batch has it (a superset of the words present)."""

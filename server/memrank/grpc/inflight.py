@@ -1,0 +1,85 @@
+"""The in-flight byte budget: how many request bytes a worker handles at once, so N big calls cannot exhaust memory.
+
+A call's request bytes (its size on the wire) are taken from the budget once the
+request has arrived and given back when its handler thread is done; a call whose
+bytes do not fit is refused at once with RESOURCE_EXHAUSTED naming the budget
+(waiting would keep its request in memory meanwhile). Handling a request takes
+up to ``PEAK_RATIO`` times its wire size of memory at its peak (measured: README,
+Reliability), so a worker's memory stays below its baseline plus ``PEAK_RATIO``
+x the budget, plus the requests grpc is still receiving (it buffers a request
+whole before the server sees it; twice its size, with the copy handed over).
+
+``server.max_inflight_bytes`` 0 (the default) derives the budget from the memory
+the process is given (the cgroup limit, else the machine's memory):
+(limit / workers - ``BASELINE_BYTES``) / ``PEAK_RATIO``, at least one maximal
+request (``server.max_message_bytes``).
+"""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+
+# Peak memory of one call over its request's wire size, rounded up from `python -m bench.memory` (a fresh server,
+# the request twice; every later call peaks no higher): 10.8 for the largest request the defaults allow by content
+# (1,600 candidates of 40 KB, 61 MiB), 9 at 400 x 384 dims.
+PEAK_RATIO = 12
+BASELINE_BYTES = 160 << 20  # a worker's memory before any call (interpreter, numpy, grpc, the decision log writer)
+_CGROUP_FILES = ("/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes")
+_UNLIMITED = 1 << 60  # cgroup v1 writes a huge number for "no limit"
+
+
+def memory_limit() -> int:
+    """Bytes of memory this process may use: its cgroup's limit, else the machine's memory."""
+    for name in _CGROUP_FILES:
+        try:
+            text = Path(name).read_text().strip()
+        except OSError:
+            continue
+        if text.isdigit() and int(text) < _UNLIMITED:
+            return int(text)
+    for line in Path("/proc/meminfo").read_text().splitlines():
+        if line.startswith("MemTotal:"):
+            return int(line.split()[1]) * 1024
+    return 4 << 30
+
+
+def auto_budget(limit: int, workers: int, max_message_bytes: int) -> int:
+    """The budget ``server.max_inflight_bytes: 0`` means for a worker of ``workers`` sharing ``limit`` bytes."""
+    per_worker = limit // max(workers, 1) - BASELINE_BYTES
+    return max(max_message_bytes, per_worker // PEAK_RATIO)
+
+
+def peak_above_baseline(budget: int, arriving: int) -> int:
+    """The most memory a worker's calls take above its baseline: ``PEAK_RATIO`` x its budget for the calls it
+    handles, plus twice the ``arriving`` bytes of requests grpc is receiving at the same moment (each buffered whole,
+    then handed over as a copy, before the server can refuse it)."""
+    return PEAK_RATIO * budget + 2 * arriving
+
+
+def memory_needed(workers: int, budget: int) -> int:
+    """Memory ``workers`` workers need at most with this budget each (what a container limit must cover)."""
+    return workers * (BASELINE_BYTES + PEAK_RATIO * budget)
+
+
+class ByteBudget:
+    """Bytes of the requests taken and not yet handled; thread-safe (taken on the event loop, given back by the
+    handler thread)."""
+
+    def __init__(self, total: int) -> None:
+        self.total = total
+        self.used = 0
+        self._lock = threading.Lock()
+
+    def take(self, size: int) -> bool:
+        """Take ``size`` bytes when they fit; False (nothing taken) when they do not."""
+        with self._lock:
+            if self.used + size > self.total:
+                return False
+            self.used += size
+            return True
+
+    def release(self, size: int) -> None:
+        """Give ``size`` bytes back."""
+        with self._lock:
+            self.used -= size

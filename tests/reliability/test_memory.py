@@ -1,0 +1,89 @@
+"""Big requests and memory (issue 19 §2): one maximal request stays within the documented peak ratio, and 8 at once
+stay within the documented bound (PEAK_RATIO x the in-flight byte budget, plus the requests grpc buffers as they
+arrive) instead of adding up (8 copies used to peak near 4.5 GB in one worker); the calls that do not fit the budget
+are refused with RESOURCE_EXHAUSTED naming server.max_inflight_bytes."""
+
+from __future__ import annotations
+
+import random
+import threading
+import time
+from pathlib import Path
+
+import grpc
+import pytest
+
+from memrank._gen.v1 import ranking_pb2 as pb
+from memrank.grpc.inflight import PEAK_RATIO, peak_above_baseline
+from tests.integration.conftest import free_port, start_serve, stop
+
+RANK = "/memrank.v1.RankingService/Rank"
+MiB = 1 << 20
+
+
+def maximal_request() -> bytes:
+    """1,600 candidates of ~40 KB content each, within every default limit (about 64 MB on the wire)."""
+    rng = random.Random(0)
+    words = ["alpha", "memory", "agent", "berlin", "kafka", "retry", "budget", "token", "prompt", "invoice"]
+    base = " ".join(rng.choice(words) for _ in range(6200))[:40_000]
+    req = pb.RankRequest(request_id="big", query="where does the agent retry kafka", budget=pb.Budget(max_items=20))
+    req.candidates.extend(pb.Candidate(id=f"m{i}", content=base[i:] + base[:i], retrieval_score=rng.random())
+                          for i in range(1600))
+    return req.SerializeToString()
+
+
+def peak_mib(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024
+    raise AssertionError("no VmHWM")
+
+
+@pytest.fixture(scope="module")
+def data() -> bytes:
+    return maximal_request()
+
+
+def test_maximal_requests_stay_within_the_budget_bound(tmp_path: Path, data: bytes) -> None:
+    size = len(data)
+    budget = 2 * size  # two maximal requests at once
+    port = free_port()
+    proc = start_serve(tmp_path, "--address", f"127.0.0.1:{port}", "--metrics-port", "0", "--workers", "1",
+                       env={"MEMRANK_MAX_INFLIGHT_BYTES": str(budget)})
+    channel = grpc.insecure_channel(f"127.0.0.1:{port}", options=[("grpc.max_send_message_length", 128 * MiB),
+                                                                   ("grpc.max_receive_message_length", 128 * MiB)])
+    rank = channel.unary_unary(RANK)
+    try:
+        rank(pb.RankRequest(query="warm", candidates=[pb.Candidate(id="a", content="x")]).SerializeToString(),
+             timeout=30)
+        base = peak_mib(proc.popen.pid)
+        rank(data, timeout=120)
+        one = peak_mib(proc.popen.pid) - base
+        assert one <= PEAK_RATIO * size / MiB, f"one maximal call: +{one:.0f} MiB for {size / MiB:.0f} MiB"
+        codes: list[tuple[str, str]] = []
+
+        def call() -> None:
+            try:
+                rank(data, timeout=120)
+                codes.append(("OK", ""))
+            except grpc.RpcError as err:
+                codes.append((err.code().name, str(err.details())))
+
+        threads = [threading.Thread(target=call) for _ in range(8)]
+        started = time.monotonic()
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        eight = peak_mib(proc.popen.pid) - base
+    finally:
+        channel.close()
+        assert stop(proc) == 0
+    ok = [c for c, _ in codes if c == "OK"]
+    refused = [(c, d) for c, d in codes if c != "OK"]
+    assert len(ok) >= 2, codes
+    assert all(c == "RESOURCE_EXHAUSTED" and "server.max_inflight_bytes" in d for c, d in refused), refused
+    bound = peak_above_baseline(budget, 8 * size) / MiB  # the 8 requests arrive together
+    assert eight <= bound, f"8 at once: +{eight:.0f} MiB, bound {bound:.0f} MiB ({time.monotonic() - started:.0f} s)"
+    print(f"\none call +{one:.0f} MiB ({one * MiB / size:.1f}x the wire); 8 at once +{eight:.0f} MiB "
+          f"(bound {bound:.0f}); {len(ok)} OK, {len(refused)} RESOURCE_EXHAUSTED")
