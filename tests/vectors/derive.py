@@ -31,7 +31,6 @@ vector asserts a weaker property instead, never the server's value:
   gives "cross_encoder" as an example; the README only says the record exists
   and its objective says "ignored"): provenance caller:<name> and the word
   "ignored" are. Objectives are free text and otherwise not asserted.
-- lians-recall's fusion record output (pending/lians_recall_fusion_stage_output.json).
 - Snowball stems come from a hand-written table (STEMS), and the phrase lists of
   the importance, stability and confidence rules are not copied: the contents
   are asserted to stay clear of the rules derive.py does not implement.
@@ -977,16 +976,6 @@ def expect_contract(req: dict[str, Any], extras: frozenset[str]) -> tuple[dict[s
         result["covered_by"] = run["covered"]
     if "stages" in extras:
         result["stages"] = run["stages"]
-        if "fusion_output_pending" in extras:
-            # The fusion record's output under a lexical blend: the server reports the blended relevance,
-            # the formula gives the fused facets; asserted only by pending/lians_recall_fusion_stage_output.
-            def unasserted(rec: dict[str, Any]) -> dict[str, Any]:
-                return {k: v for k, v in rec.items() if rec.get("stage") != "fusion" or k != "output_score"}
-
-            result["stages"] = {cid: [unasserted(rec) for rec in recs] for cid, recs in run["stages"].items()}
-            why["stages"] = ("the fusion record's output_score is left out here (see "
-                             "pending/lians_recall_fusion_stage_output.json); its position orders the fused values, "
-                             "which with lexical 0 is also the blended values' order")
     if "importance_suggestions" in extras:
         result["importance_suggestions"] = run["suggestions"]
         why["importance_suggestions"] = "importance + 0.1 x (1 - importance) for each selected memory"
@@ -1385,13 +1374,9 @@ def contract_cases() -> list[tuple[str, str, dict[str, Any], frozenset[str]]]:
         turn("m-4", "Certs renew each quarter", 0.6, 0.5, createdAt="2026-05-31T12:00:00Z")]
     add("lians_recall_max_fusion", "lians-recall fuses facets by 'max' (each clipped to [0, 1]: bm25 14.2 counts 1, "
         "-2 counts 0; no facet = 0), then relevance = 0.5 x fused + 0.5 x lexical (0: empty query); the fusion "
-        "stage record carries retrieval_score in (its output is pending/lians_recall_fusion_stage_output's)",
-        rank_request("lians_recall_max_fusion", "lians-recall", max_fusion), "stages", "fusion_output_pending")
-    add("pending/lians_recall_fusion_stage_output", "PENDING (server bug): the facet-fusion stage record's "
-        "output is what max fusion gives (m-1: max(clip(14.2), 0.4) = 1.0); the server reports lians-recall's "
-        "relevance signal after its lexical blend instead (0.5 x 1.0 + 0.5 x 0 = 0.5), so the record "
-        "'fuse facets bm25, dense by max' does not show the fusion's output",
-        rank_request("lians_recall_fusion_stage_output", "lians-recall", max_fusion), "stages")
+        "stage record carries retrieval_score in and the fused facet value out (m-1: max(clip(14.2), 0.4) = 1.0), "
+        "not the blended relevance (0.5)",
+        rank_request("lians_recall_max_fusion", "lians-recall", max_fusion), "stages")
     observer_six = [
         {**cand("o-1", "decision", "We chose Postgres for the ledger", 0.2), "importance": 0.9,
          "createdAt": "2026-04-01T00:00:00Z"},

@@ -9,6 +9,8 @@ import numpy as np
 
 from memrank.core.batch import Batch
 from memrank.core.scores import Scores
+from memrank.core.signals.relevance import fuse
+from memrank.core.types import DropReason
 from memrank.profiles.model import Profile
 
 
@@ -25,12 +27,21 @@ class StageLog:
 
 
 def fusion_log(batch: Batch, scores: Scores, profile: Profile, eligible: np.ndarray) -> StageLog | None:
-    """The facet-fusion record (retrieval score in, fused relevance out), when facets were sent."""
+    """The facet-fusion record (retrieval score in, the fusion's value out), when facets were sent.
+
+    The output is the fused facet value itself: under a profile that blends lexical into relevance
+    (``lexical_blend``), the relevance signal is the blend, so the fusion is computed again here over the
+    population the signals saw (the candidates the safety and time gates kept).
+    """
     relevance = next((c for c in scores.signals if c.name == "relevance"), None)
     if not batch.facets or relevance is None:
         return None
+    fused = relevance.raw
+    if profile.lexical_blend > 0.0:
+        population = np.isin(scores.gate, (DropReason.KEPT, DropReason.BELOW_THRESHOLD, DropReason.ZERO_IMPORTANCE))
+        fused, _ = fuse(batch, profile, population)
     return StageLog("fusion", f"fuse facets {', '.join(sorted(batch.facets))} by {profile.fusion}",
-                    f"memrank:{profile.fusion}", batch.retrieval.astype(np.float64), relevance.raw.astype(np.float64))
+                    f"memrank:{profile.fusion}", batch.retrieval.astype(np.float64), fused.astype(np.float64))
 
 
 def _minmax(values: np.ndarray, mask: np.ndarray) -> np.ndarray:

@@ -59,7 +59,8 @@ def _parts(batch: Batch, profile: Profile, population: np.ndarray) -> np.ndarray
     return parts
 
 
-def _fuse(batch: Batch, profile: Profile, population: np.ndarray) -> tuple[np.ndarray, Table]:
+def fuse(batch: Batch, profile: Profile, population: np.ndarray) -> tuple[np.ndarray, Table]:
+    """The fused facet value of every candidate (before any lexical blend), and each one's reason."""
     names = list(batch.facets)
     parts = _parts(batch, profile, population)
     present = ~np.isnan(parts)
@@ -83,7 +84,7 @@ def relevance(batch: Batch, ctx: ScoringContext, profile: Profile, population: n
     """Relevance from retrieval_score or fused facet scores, optionally blended with lexical."""
     labels: Reasons
     if batch.facets:
-        values, labels = _fuse(batch, profile, population)
+        values, labels = fuse(batch, profile, population)
     else:
         values, labels = batch.retrieval.astype(np.float64), Same(batch.n, "retrieval_score (no facets)")
     b = profile.lexical_blend
