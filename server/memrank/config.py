@@ -13,7 +13,7 @@ import math
 import os
 import re
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, dataclass, fields, replace
 from importlib import resources
 from pathlib import Path
 from types import MappingProxyType
@@ -63,6 +63,10 @@ ENV_KEYS: Mapping[str, str] = MappingProxyType({
     "MEMRANK_DECISION_LOG_CONTENT": "decision_log.content",
     "MEMRANK_DECISION_LOG_HASH_KEY_FILE": "decision_log.hash_key_file",
     "MEMRANK_DECISION_LOG_QUEUE_SIZE": "decision_log.queue_size",
+    "MEMRANK_TRACING_ENABLED": "tracing.enabled",
+    "MEMRANK_TRACING_ENDPOINT": "tracing.endpoint",
+    "MEMRANK_TRACING_SAMPLER_RATIO": "tracing.sampler_ratio",
+    "MEMRANK_TRACING_SERVICE_NAME": "tracing.service_name",
 })
 LOG_LEVELS = ("debug", "info", "warning", "error")
 
@@ -172,6 +176,19 @@ DEFAULT_DECISION_LOG = DecisionLogSettings()
 
 
 @dataclass(frozen=True)
+class TracingSettings:
+    """OpenTelemetry tracing (memrank.grpc.tracing). A key left None defers to its standard OTEL_* variable."""
+
+    enabled: bool = False
+    endpoint: str | None = None  # OTLP/HTTP traces URL; None: OTEL_EXPORTER_OTLP_[TRACES_]ENDPOINT, else localhost:4318
+    sampler_ratio: float | None = None  # parent-based ratio in [0, 1]; None: OTEL_TRACES_SAMPLER[_ARG], else 1
+    service_name: str | None = None  # None: OTEL_SERVICE_NAME / OTEL_RESOURCE_ATTRIBUTES, else "memrank"
+
+
+DEFAULT_TRACING = TracingSettings()
+
+
+@dataclass(frozen=True)
 class Settings:
     """The whole effective configuration."""
 
@@ -183,6 +200,7 @@ class Settings:
     policy_version: str
     drift: DriftSettings = DEFAULT_DRIFT
     decision_log: DecisionLogSettings = DEFAULT_DECISION_LOG
+    tracing: TracingSettings = DEFAULT_TRACING
 
     def provenance_key(self) -> bytes | None:
         """The provenance HMAC key, read from its file (None when not configured)."""
@@ -203,6 +221,7 @@ class Settings:
             "policy_version": self.policy_version,
             "drift": asdict(self.drift),
             "decision_log": asdict(self.decision_log),
+            "tracing": asdict(self.tracing),
         }
 
 
@@ -247,8 +266,10 @@ def _set_dotted(data: dict[str, Any], dotted: str, value: Any) -> None:
     data.setdefault(head, {})[tail] = value
 
 
-def _coerce(key: str, value: Any, kind: type) -> Any:
+def _coerce(key: str, value: Any, kind: type, optional: bool = False) -> Any:
     if value is None and kind is str:
+        return None
+    if optional and (value is None or value == ""):  # a float | None key: null, or an empty variable
         return None
     if kind is bool:
         if isinstance(value, bool):
@@ -272,8 +293,9 @@ def _section(cls: type, key: str, raw: Any) -> Any:
         raise ConfigError(f"{key}: expected a mapping, got {raw!r}")
     values = {}
     for f in fields(cls):
-        kind = {"int": int, "float": float, "str": str, "str | None": str, "bool": bool}[str(f.type)]
-        values[f.name] = _coerce(f"{key}.{f.name}", raw.get(f.name), kind)
+        kind = {"int": int, "float": float, "str": str, "str | None": str, "bool": bool, "float | None": float}[
+            str(f.type)]
+        values[f.name] = _coerce(f"{key}.{f.name}", raw.get(f.name), kind, str(f.type) == "float | None")
     return cls(**values)
 
 
@@ -364,6 +386,18 @@ def _check_decision_log(d: DecisionLogSettings) -> None:
                           "hashes of guessable text cannot be reversed by hashing guesses)")
 
 
+def _check_tracing(t: TracingSettings) -> None:
+    """Values only; the OpenTelemetry packages are looked for when the server starts (memrank.grpc.tracing)."""
+    if t.sampler_ratio is not None and not 0.0 <= t.sampler_ratio <= 1.0:
+        raise ConfigError(f"tracing.sampler_ratio: {t.sampler_ratio!r} is outside [0, 1]")
+    if t.endpoint is not None and not re.fullmatch(r"https?://[^\s/]+(/\S*)?", t.endpoint):
+        raise ConfigError(f"tracing.endpoint: expected an http:// or https:// URL (OTLP/HTTP, e.g. "
+                          f"http://localhost:4318/v1/traces), got {t.endpoint!r}")
+    if t.service_name is not None and not t.service_name.strip():
+        raise ConfigError(f"tracing.service_name: {t.service_name!r} is blank (null = OTEL_SERVICE_NAME, else "
+                          "memrank)")
+
+
 def _layers(raw: Any) -> tuple[LayerSpec, ...]:
     if not isinstance(raw, list):
         raise ConfigError(f"layers: expected a list, got {raw!r}")
@@ -449,10 +483,13 @@ def load_settings(
     _check_drift(drift)
     decision_log = _section(DecisionLogSettings, "decision_log", data["decision_log"])
     _check_decision_log(decision_log)
+    tracing = _section(TracingSettings, "tracing", data["tracing"])
+    tracing = replace(tracing, endpoint=tracing.endpoint or None, service_name=tracing.service_name or None)
+    _check_tracing(tracing)
     return Settings(
         server=server, limits=limits, security=security, layers=_layers(data["layers"]),
         profiles=_profiles(data.get("profiles") or {}), policy_version=_policy_version(data), drift=drift,
-        decision_log=decision_log,
+        decision_log=decision_log, tracing=tracing,
     )
 
 

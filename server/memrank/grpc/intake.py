@@ -18,16 +18,20 @@ which clients retry, while the calls already on the pool finish.
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import logging
 import threading
 import time
 from collections.abc import Callable, Sequence
 from concurrent import futures
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import grpc
 
 from memrank.grpc.inflight import ByteBudget
+
+if TYPE_CHECKING:
+    from memrank.grpc.tracing import Tracing
 
 log = logging.getLogger("memrank.rpc")
 DRAINING = "the server is shutting down (draining); retry: another replica, or this one restarted, will answer"
@@ -80,7 +84,8 @@ class Intake:
     """The read timeout, the concurrency slots and the handler pool of one server."""
 
     def __init__(self, threads: int, max_concurrent: int, read_timeout: float,
-                 observe: Callable[[str, str], None] | None = None, budget: ByteBudget | None = None) -> None:
+                 observe: Callable[[str, str], None] | None = None, budget: ByteBudget | None = None,
+                 tracing: Tracing | None = None) -> None:
         self._pool = futures.ThreadPoolExecutor(max_workers=threads, thread_name_prefix="memrank-rpc")
         self._slots = threading.BoundedSemaphore(max_concurrent)
         self._max = max_concurrent
@@ -90,6 +95,7 @@ class Intake:
         self.draining = False  # set by start_draining: every new call is refused with UNAVAILABLE
         self._active = 0  # calls taken whose status is not yet sent
         self._active_lock = threading.Lock()
+        self.tracing = tracing  # on: each call in a server span, its handler run in the call's context
 
     def method_handler(self, method: str, handle: Handle) -> grpc.RpcMethodHandler:
         """A handler for a unary method: its request is read here, then ``handle`` runs on the pool.
@@ -109,7 +115,8 @@ class Intake:
             # The request bytes live only in the list the handler empties: freed once parsed.
             return await self._run(method, handle, [await self._read(method, context)], context)
 
-        return grpc.stream_unary_rpc_method_handler(serve)
+        return grpc.stream_unary_rpc_method_handler(serve if self.tracing is None
+                                                    else self.tracing.server(method, serve))
 
     def start_draining(self) -> None:
         """From now on every new call is refused with UNAVAILABLE; the calls already taken go on."""
@@ -161,7 +168,8 @@ class Intake:
                                 f"more than {self._max} calls in progress (server.max_concurrent_rpcs)")
         call = CallContext(context.invocation_metadata() or (), context.time_remaining())
         try:
-            job = self._pool.submit(handle, data, call)
+            job = self._pool.submit(handle, data, call) if self.tracing is None else \
+                self._pool.submit(contextvars.copy_context().run, handle, data, call)  # the server span is current
         except RuntimeError:  # the pool is shut down: the server is stopping
             self._slots.release()
             self.budget.release(size)

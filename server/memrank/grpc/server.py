@@ -42,6 +42,7 @@ from memrank.grpc.inflight import ByteBudget, auto_budget, memory_limit, memory_
 from memrank.grpc.intake import CallContext, Handle, Intake
 from memrank.grpc.service import RankingService
 from memrank.grpc.tls import server_credentials
+from memrank.grpc.tracing import Tracing, build_tracing, check_tracing
 from memrank.grpc.wire import bad_utf8_field
 from memrank.logs import setup_logging
 from memrank.metrics.declare import Metrics
@@ -92,6 +93,7 @@ class Running:
     health_server: grpc.aio.Server | None = None  # the plaintext health-only listener (server.health_address)
     health_port: int = 0
     service: RankingService | None = None
+    tracing: Tracing | None = None
 
     def stop(self, grace: float, exiting: bool = False) -> None:
         """Drain, then stop. A second call does nothing.
@@ -99,7 +101,8 @@ class Running:
         Health flips to NOT_SERVING and every new RankingService call is refused with
         UNAVAILABLE (which clients retry), while the calls already taken get up to
         ``grace`` seconds to be answered; then the decision log writes the record of
-        every answered call. ``exiting`` (a ``memrank serve`` process, which ends
+        every answered call and the queued spans are exported (tracing on, at most
+        tracing.FLUSH_SECONDS). ``exiting`` (a ``memrank serve`` process, which ends
         right after): the listeners are left to the process's exit. grpc's own
         shutdown cancels the calls that reached it but were not yet taken, and their
         clients would see CANCELLED (grpc/grpc#41785); closed by the exit, their
@@ -117,6 +120,8 @@ class Running:
             log.warning("grace period over with calls in flight", extra={"grace_seconds": grace})
         if self.service is not None:
             self.service.close()  # every answered call's decision record is written before the process ends
+        if self.tracing is not None:
+            self.tracing.shutdown()  # flushed here: a `memrank serve` process ends with os._exit, no atexit
         if exiting:
             return
         self.loop.run(self.server.stop(0))
@@ -126,8 +131,11 @@ class Running:
         self.loop.close()
 
 
-def create_server(settings: Settings, registry: CollectorRegistry | None = None, reuse_port: bool = False) -> Running:
-    """Build and start a server on settings.server.address (port 0 picks a free port)."""
+def create_server(settings: Settings, registry: CollectorRegistry | None = None, reuse_port: bool = False,
+                  tracing: Tracing | None = None) -> Running:
+    """Build and start a server on settings.server.address (port 0 picks a free port).
+
+    ``tracing``: given (tests: an in-memory exporter), else built from settings.tracing (None when off)."""
     s = settings.server
     registry = registry if registry is not None else CollectorRegistry()
     # One process: signal metrics are recorded after the reply, and a scrape first waits for them.
@@ -137,18 +145,23 @@ def create_server(settings: Settings, registry: CollectorRegistry | None = None,
     if after_reply:
         registry.register(flush)  # before every family, so it runs first
     metrics = Metrics(registry)
-    service = RankingService(settings, metrics, after_reply=after_reply)
+    tracing = tracing if tracing is not None else build_tracing(settings.tracing)
+    service = RankingService(settings, metrics, after_reply=after_reply, tracing=tracing)
     flush.target = service.deferred
     intake = Intake(s.thread_pool_size, s.max_concurrent_rpcs, s.request_read_timeout_seconds, metrics.observe_call,
-                    ByteBudget(inflight_budget(s)))
+                    ByteBudget(inflight_budget(s)), tracing)
     loop = _Loop()
     try:
-        return loop.run(_start(settings, service, intake, loop, reuse_port))
+        running = loop.run(_start(settings, service, intake, loop, reuse_port))
     except BaseException:
         intake.close()
         service.close()
+        if tracing is not None:
+            tracing.shutdown()
         loop.close()
         raise
+    running.tracing = tracing
+    return running
 
 
 async def _start(settings: Settings, service: RankingService, intake: Intake, loop: _Loop,
@@ -404,6 +417,7 @@ def worker_count(settings: Settings) -> int:
 
 def serve(settings: Settings, source: SettingsSource) -> None:
     """Serve with server.workers processes (one in-process server when it resolves to 1)."""
+    check_tracing(settings.tracing)  # before any worker: a worker failing at start would be restarted forever
     workers = worker_count(settings)
     if settings.server.workers == 0:
         log.info("workers: auto", extra={"workers": workers, "cpus": len(os.sched_getaffinity(0))})

@@ -23,6 +23,7 @@ from memrank.grpc import convert
 from memrank.grpc.admission import admission_to_proto
 from memrank.grpc.errors import abort_with, to_status
 from memrank.grpc.feedback import feedback_id, validate_feedback
+from memrank.grpc.tracing import Tracing, untraced
 from memrank.grpc.validate import validate_admission_request, validate_rank_request
 from memrank.metrics.declare import Metrics
 from memrank.metrics.recorder import AfterReply, build_recorder
@@ -44,25 +45,35 @@ def _still_wanted(alive: Callable[[], bool] | None, stage: str) -> None:
 def handle_rank(
     request: pb.RankRequest, settings: Settings, now: float, provenance_key: bytes | None,
     observe: Callable[[RankOutcome], None] | None = None, receipt_key: bytes | None = None,
-    alive: Callable[[], bool] | None = None, decide: Decide | None = None,
+    alive: Callable[[], bool] | None = None, decide: Decide | None = None, trace: Tracing | None = None,
 ) -> pb.RankResponse:
     """Validate, convert, rank and convert back (shared by the servicer and `memrank rank`).
 
     ``alive`` (the call's ``is_active``) is asked between stages: a cancelled call or
     one past its deadline stops there with ``CallAbandoned`` instead of running on.
+    ``trace`` (tracing on): each stage is a child span of the call's server span.
     """
-    columns = validate_rank_request(request, settings.limits, profiles=settings.profiles)
+    stage = untraced if trace is None else trace.stage
+    if trace is not None:
+        trace.candidates(len(request.candidates))
+    with stage("validate"):
+        columns = validate_rank_request(request, settings.limits, profiles=settings.profiles)
     _still_wanted(alive, "validated")
-    batch, params = convert.request_to_domain(request, now, columns)  # the columns validation read
+    with stage("convert"):
+        batch, params = convert.request_to_domain(request, now, columns)  # the columns validation read
     _still_wanted(alive, "converted")
-    outcome = rank(batch, params, settings.profiles, settings.layers, provenance_key)
+    with stage("rank"):  # scoring and selection: one call into the pure core
+        outcome = rank(batch, params, settings.profiles, settings.layers, provenance_key)
+    if trace is not None:
+        trace.outcome(outcome)
     _still_wanted(alive, "ranked")
     if log.isEnabledFor(logging.DEBUG):
         # Content and queries are logged only at debug, on purpose.
         log.debug("rank detail", extra={"request_id": request.request_id, "query": request.query,
                                         "selected": [batch.ids[i] for i in outcome.ranked]})
-    response = convert.outcome_to_proto(outcome, batch, params, request.request_id, settings.policy_version,
-                                        receipt_key)
+    with stage("encode"):
+        response = convert.outcome_to_proto(outcome, batch, params, request.request_id, settings.policy_version,
+                                            receipt_key)
     if decide is not None:  # before the answer leaves: a record of every answered call is queued
         response.decision_logged = decide(request, outcome, batch, params, response, now)
     if observe is not None:  # once the answer is built (a deferred recorder then overlaps sending it)
@@ -74,8 +85,9 @@ class RankingService(pb_grpc.RankingServiceServicer):
     """memrank.v1.RankingService over the pure core."""
 
     def __init__(self, settings: Settings, metrics: Metrics, clock: Callable[[], float] = time.time,
-                 after_reply: bool = False) -> None:
+                 after_reply: bool = False, tracing: Tracing | None = None) -> None:
         self._settings = settings
+        self._tracing = tracing  # None: tracing off
         self._metrics = metrics
         self._clock = clock
         self._provenance_key = settings.provenance_key()
@@ -133,7 +145,7 @@ class RankingService(pb_grpc.RankingServiceServicer):
         """Rank candidate memories."""
         with self._call("Rank", request.request_id, context):
             return handle_rank(request, self._settings, self._clock(), self._provenance_key, self._record,
-                               self._receipt_key, context.is_active, self._decide)
+                               self._receipt_key, context.is_active, self._decide, self._tracing)
         raise AssertionError("unreachable")  # abort raised
 
     def ScoreAdmission(

@@ -87,7 +87,11 @@ def confidence_of(content: str, metadata: Mapping[str, str], event_time: bool, s
     number = _NUMBER.search(text) is not None
     found = (number, has_date(text, padded_words(text) if padded is None else padded, number), has_entity(text),
              event_time, source, any(not k.startswith("_") for k in metadata))
-    return BASE + sum(w for (_, w), f in zip(FEATURES, found, strict=True) if f), _reasons(found, metadata)
+    bonus = 0.0
+    for (_, weight), present in zip(FEATURES, found, strict=True):  # one addition at a time, as the column-wise
+        if present:  # code adds them (Python 3.12's sum() of floats compensates: its last bit may differ)
+            bonus += weight
+    return BASE + bonus, _reasons(found, metadata)
 
 
 def _reasons(found: Sequence[bool], metadata: Mapping[str, str]) -> tuple[str, ...]:
@@ -122,7 +126,7 @@ def confidence(batch: Batch, ctx: ScoringContext, profile: Profile, population: 
     metadata = np.fromiter((any(not k.startswith("_") for k in m) for m in batch.metadata), dtype=bool, count=n)
     found = np.stack([number, date, entity, event_time, source, metadata], axis=1)
     bonus = np.zeros(n)
-    for j, (_, weight) in enumerate(FEATURES):  # summed in feature order, as confidence_of's sum() does
+    for j, (_, weight) in enumerate(FEATURES):  # summed in feature order, as confidence_of does
         bonus = bonus + np.where(found[:, j], weight, 0.0)
     values = np.minimum(BASE + bonus, 1.0)
     return RawSignal(values, Lazy(n, lambda i: _reasons(found[i].tolist(), batch.metadata[i])))

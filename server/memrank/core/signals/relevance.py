@@ -21,6 +21,8 @@ result is (1 - b) x fused + b x lexical. Every fusion gives a value in [0, 1].
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from memrank.core.batch import Batch
@@ -71,7 +73,8 @@ def fuse(batch: Batch, profile: Profile, population: np.ndarray) -> tuple[np.nda
     else:
         fused = np.where(present, parts, 0.0).sum(axis=1)
         if profile.fusion == "weighted":
-            total = sum(profile.facet_weights.get(f, 1.0) for f in names)
+            # fsum: correctly rounded on every Python (3.12's sum() of floats compensates, 3.11's does not)
+            total = math.fsum(profile.facet_weights.get(f, 1.0) for f in names)
             fused = fused / total if total > 0 else np.zeros_like(fused)
     any_facet = present.any(axis=1)
     fused = np.where(any_facet, fused, 0.0)
