@@ -32,6 +32,7 @@ from typing import Any
 
 import grpc
 import pytest
+import yaml
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
     ExportTraceServiceRequest,
@@ -47,10 +48,11 @@ from bench.data import workload
 from memrank import __version__
 from memrank._gen.v1 import ranking_pb2 as pb
 from memrank._gen.v1 import ranking_service_pb2_grpc as svc
-from memrank.config import TracingSettings, load_settings
+from memrank.config import ENV_KEYS, TracingSettings, load_settings
 from memrank.core.errors import ConfigError
 from memrank.grpc.server import Running, create_server
 from memrank.grpc.tracing import build_tracing
+from tests.helm.conftest import CHART, find_helm, missing, run_helm, template_args
 from tests.integration.conftest import Proc, free_port, loopback_settings, start_serve, stop
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -483,3 +485,33 @@ def test_on_without_the_packages_fails_at_start_naming_the_extra(workers: int) -
     assert "pip install 'memrank-sidecar[tracing]'" in proc.stderr
     assert "worker starting" not in proc.stderr + proc.stdout, "refused before any worker starts"
 
+
+# ---------------------------------------------------------------- the chart's switches
+
+
+def test_the_chart_passes_its_tracing_values_as_known_memrank_variables(tmp_path: Path) -> None:
+    helm = find_helm()
+    if helm is None:
+        missing("helm binary not found (go install helm.sh/helm/v3/cmd/helm@v3.22.0)")
+    assert helm is not None
+
+    def env_of(values: dict[str, Any]) -> dict[str, str]:
+        proc = run_helm(helm, *template_args(CHART, tmp_path, [values]))
+        assert proc.returncode == 0, proc.stderr
+        (deployment,) = [d for d in yaml.safe_load_all(proc.stdout) if d and d["kind"] == "Deployment"]
+        (container,) = [c for c in deployment["spec"]["template"]["spec"]["containers"] if c["name"] == "memrank"]
+        return {e["name"]: e.get("value", "") for e in container["env"]}
+
+    on = env_of({"tracing": {"enabled": True, "endpoint": "http://otel-collector.obs:4318/v1/traces",
+                             "samplerRatio": 0.05}})
+    assert {k for k in on if k.startswith("MEMRANK_")} <= set(ENV_KEYS) | {"MEMRANK_CONFIG"}
+    settings = load_settings(env={k: v for k, v in on.items() if k in ENV_KEYS}).tracing
+    assert settings == TracingSettings(True, "http://otel-collector.obs:4318/v1/traces", 0.05, None)
+    assert load_settings(env={k: v for k, v in env_of({"tracing": {"enabled": True, "samplerRatio": 0}}).items()
+                              if k in ENV_KEYS}).tracing == TracingSettings(True, None, 0.0, None)
+    defaults = env_of({"tracing": {"enabled": True}})
+    assert [k for k in defaults if k.startswith("MEMRANK_TRACING_")] == ["MEMRANK_TRACING_ENABLED"]
+    assert not [k for k in env_of({}) if k.startswith("MEMRANK_TRACING_")]
+    for bad in ({"samplerRatio": 1.5}, {"endpoint": "otel-collector:4318"}, {"sampler": 1}):
+        proc = run_helm(helm, *template_args(CHART, tmp_path, [{"tracing": {"enabled": True, **bad}}]))
+        assert proc.returncode != 0 and "values don't meet the specifications of the schema" in proc.stderr, bad

@@ -76,6 +76,18 @@ namespace with the host's own containers.
     - name: MEMRANK_AUTH_TOKEN_FILE
       value: {{ printf "%s/%s" $v.auth.mountPath $v.auth.key | quote }}
     {{- end }}
+    {{- if $v.tracing.enabled }}
+    - name: MEMRANK_TRACING_ENABLED
+      value: "true"
+    {{- with $v.tracing.endpoint }}
+    - name: MEMRANK_TRACING_ENDPOINT
+      value: {{ . | quote }}
+    {{- end }}
+    {{- if not (kindIs "invalid" $v.tracing.samplerRatio) }}
+    - name: MEMRANK_TRACING_SAMPLER_RATIO
+      value: {{ $v.tracing.samplerRatio | quote }}
+    {{- end }}
+    {{- end }}
     {{- with $v.extraEnv }}
     {{- toYaml . | nindent 4 }}
     {{- end }}
