@@ -41,8 +41,9 @@ def calibrate(prior_in_rank_order: np.ndarray) -> Buckets:
         return Buckets(empty, empty, empty, empty)
     idx = np.arange(k, dtype=np.float64)
     width = 1.0 / k
-    upper = 1.0 - idx * width
-    lower = 1.0 - (idx + 1.0) * width
+    # 1 - r/k as written (1 - r x (1/k) differs in the last bit for some r and k, and receipts bind the bits).
+    upper = 1.0 - idx / k
+    lower = 1.0 - (idx + 1.0) / k
     p = np.clip(prior_in_rank_order, 0.0, 1.0)
     score = lower + width * (MARGIN + (1.0 - 2.0 * MARGIN) * p)
     return Buckets(lower, upper, prior_in_rank_order.astype(np.float64), score)
