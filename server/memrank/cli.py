@@ -62,6 +62,7 @@ def _parser() -> argparse.ArgumentParser:
     _common(profiles)
     profiles.add_argument("--json", action="store_true", help="print ListProfilesResponse JSON")
     _drift_parser(sub)
+    _verify_parser(sub)
     from memrank.evaluation.cli import add_parser as add_eval_parser
 
     add_eval_parser(sub)
@@ -86,6 +87,23 @@ def _drift_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
                                                          "http://127.0.0.1:9464/metrics")
     snap.add_argument("requests", nargs="*", metavar="REQUEST", help="RankRequest JSON (.json) or JSON lines "
                                                                      "(.jsonl) files, ranked offline")
+
+
+def _verify_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    verify = sub.add_parser(
+        "verify", help="check a response's receipt against its request",
+        description="Rebuild a RankResponse's receipt (memrank.receipt.v2, README 'Receipt canonical form') from "
+                    "the RankRequest and the response, both protobuf JSON, compare its SHA-256 with "
+                    "receipt.digest and, with the key, check receipt.signature. Exit 0: verified; 1: something "
+                    "differs (said what); 2: not verifiable (no request, or a response without the breakdowns "
+                    "the receipt binds), or unreadable input.",
+    )
+    verify.add_argument("response", metavar="RESPONSE.json", help="RankResponse JSON, or - for standard input")
+    verify.add_argument("--request", metavar="REQUEST.json",
+                        help="the RankRequest JSON it answered (needed for the digest: it holds the candidates)")
+    verify.add_argument("--key-file", metavar="KEY", help="the receipt key file (security.receipt_key_file), to "
+                                                          "check the signature")
+    verify.add_argument("--lines", action="store_true", help="also print the canonical lines rebuilt")
 
 
 def _serve(args: argparse.Namespace) -> int:
@@ -191,6 +209,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             from memrank.tuning.cli import run as run_tune
 
             return run_tune(args)
+        if args.command == "verify":
+            from memrank.grpc.verify import run as run_verify
+
+            return run_verify(args)
         settings = SettingsSource(args.config).load()
         if args.command == "drift":
             return _drift_snapshot(args, settings)

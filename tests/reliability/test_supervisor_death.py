@@ -26,7 +26,10 @@ def _alive(pid: int) -> bool:
 
 
 def _port_free(port: int) -> bool:
+    """A new server can listen on the port (SO_REUSEADDR, as grpc's listeners do: connections the exit closed may
+    linger in TIME_WAIT, which holds no port for a listener)."""
     with socket.socket() as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
             s.bind(("127.0.0.1", port))
         except OSError:

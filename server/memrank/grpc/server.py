@@ -55,6 +55,7 @@ T = TypeVar("T")
 
 
 DRAIN_POLL_SECONDS = 0.02
+ACCEPT_AFTER_NOT_SERVING_SECONDS = 0.5  # calls still taken after health turns NOT_SERVING
 
 
 class _Loop:
@@ -98,8 +99,8 @@ class Running:
     def stop(self, grace: float, exiting: bool = False) -> None:
         """Drain, then stop. A second call does nothing.
 
-        Health flips to NOT_SERVING and every new RankingService call is refused with
-        UNAVAILABLE (which clients retry), while the calls already taken get up to
+        Health flips to NOT_SERVING; half a second later (a quarter of ``grace`` at most), every new
+        RankingService call is refused with UNAVAILABLE (which clients retry), while the calls taken get up to
         ``grace`` seconds to be answered; then the decision log writes the record of
         every answered call and the queued spans are exported (tracing on, at most
         tracing.FLUSH_SECONDS). ``exiting`` (a ``memrank serve`` process, which ends
@@ -111,9 +112,12 @@ class Running:
         """
         if self.loop.closed:
             return
-        self.loop.run(self.health.enter_graceful_shutdown())
-        self.intake.start_draining()
         deadline = time.monotonic() + grace
+        self.loop.run(self.health.enter_graceful_shutdown())
+        # Calls sent just before the signal may still be on their way in (grpc hands a busy server its calls a
+        # little late): they are taken for a moment more, then every new one is refused.
+        time.sleep(min(ACCEPT_AFTER_NOT_SERVING_SECONDS, grace / 4))
+        self.intake.start_draining()
         while not self.intake.idle() and time.monotonic() < deadline:
             time.sleep(DRAIN_POLL_SECONDS)
         if not self.intake.idle():
