@@ -117,7 +117,7 @@ def _serve(args: argparse.Namespace) -> int:
     source = SettingsSource(args.config, tuple((k, v) for k, v in overrides.items() if v is not None))
     settings = source.load()
     if args.print_config:
-        print(yaml.safe_dump(settings.as_dict(), sort_keys=False), end="")
+        print(settings.to_yaml(), end="")
         return 0
     setup_logging(settings.server.log_level)
     serve(settings, source)

@@ -24,7 +24,7 @@ import yaml
 from memrank.core.batch import LayerSpec
 from memrank.core.errors import ConfigError
 from memrank.profiles.builtin import BUILTIN_PROFILES
-from memrank.profiles.model import Profile, profile_from_mapping
+from memrank.profiles.model import Profile, profile_from_mapping, profile_to_mapping
 
 # Environment variable -> dotted config key.
 ENV_KEYS: Mapping[str, str] = MappingProxyType({
@@ -211,18 +211,23 @@ class Settings:
         return _read_key("security.receipt_key_file", self.security.receipt_key_file)
 
     def as_dict(self) -> dict[str, Any]:
-        """Plain data for --print-config (profiles summarised by their weights)."""
+        """The effective configuration as a config file's data: ``load_settings`` of it gives these settings again
+        (every profile in full, built-in ones included; the policy version is derived, so not a key)."""
         return {
             "server": asdict(self.server),
             "limits": asdict(self.limits),
             "security": asdict(self.security),
-            "layers": [asdict(layer) for layer in self.layers],
-            "profiles": {name: {s.name: s.weight for s in p.signals} for name, p in sorted(self.profiles.items())},
-            "policy_version": self.policy_version,
             "drift": asdict(self.drift),
             "decision_log": asdict(self.decision_log),
             "tracing": asdict(self.tracing),
+            "layers": [asdict(layer) for layer in self.layers],
+            "profiles": {name: profile_to_mapping(p) for name, p in sorted(self.profiles.items())},
         }
+
+    def to_yaml(self) -> str:
+        """``--print-config``: ``as_dict`` as YAML, headed by the policy version as a comment."""
+        header = f"# memrank effective configuration; policy_version {self.policy_version}\n"
+        return header + str(yaml.safe_dump(self.as_dict(), sort_keys=False))
 
 
 def _read_key(key: str, path: str | None) -> bytes | None:
@@ -441,8 +446,21 @@ def _profiles(raw: Any) -> Mapping[str, Profile]:
     return MappingProxyType(out)
 
 
-def _policy_version(data: Mapping[str, Any]) -> str:
-    canonical = json.dumps({k: data[k] for k in ("limits", "layers", "profiles")}, sort_keys=True, default=str)
+_LAYER_DEFAULTS = {f.name: f.default for f in fields(LayerSpec) if f.name not in ("name", "share")}
+
+
+def _policy_version(limits: Limits, layers: tuple[LayerSpec, ...], profiles: Mapping[str, Profile]) -> str:
+    """A hash of what decides answers (limits, default layers, profiles), however the config spelled it: layer
+    keys at their defaults and profiles equal to the built-in ones of their name are left out, as a config file
+    that does not mention them (the default configuration hashes as it always has)."""
+    data = {
+        "limits": asdict(limits),
+        "layers": [{k: v for k, v in asdict(layer).items() if _LAYER_DEFAULTS.get(k, object()) != v}
+                   for layer in layers],
+        "profiles": {name: profile_to_mapping(p) for name, p in sorted(profiles.items())
+                     if BUILTIN_PROFILES.get(name) != p},
+    }
+    canonical = json.dumps(data, sort_keys=True, default=str)
     return "policy-" + hashlib.sha256(canonical.encode()).hexdigest()[:12]
 
 
@@ -486,10 +504,11 @@ def load_settings(
     tracing = _section(TracingSettings, "tracing", data["tracing"])
     tracing = replace(tracing, endpoint=tracing.endpoint or None, service_name=tracing.service_name or None)
     _check_tracing(tracing)
+    layers, profiles = _layers(data["layers"]), _profiles(data.get("profiles") or {})
     return Settings(
-        server=server, limits=limits, security=security, layers=_layers(data["layers"]),
-        profiles=_profiles(data.get("profiles") or {}), policy_version=_policy_version(data), drift=drift,
-        decision_log=decision_log, tracing=tracing,
+        server=server, limits=limits, security=security, layers=layers, profiles=profiles,
+        policy_version=_policy_version(limits, layers, profiles), drift=drift, decision_log=decision_log,
+        tracing=tracing,
     )
 
 

@@ -178,3 +178,22 @@ def profile_from_mapping(key: str, raw: Mapping[str, Any], base: Profile | None 
         raise ConfigError(f"{key}.signals: required")
     values["name"] = key.rsplit(".", 1)[-1]
     return Profile(**values)
+
+
+def profile_to_mapping(profile: Profile) -> dict[str, Any]:
+    """The profile as config data that ``profile_from_mapping`` reads back to an equal profile (every field)."""
+    out: dict[str, Any] = {}
+    for f in fields(Profile):
+        value = getattr(profile, f.name)
+        if f.name == "name":
+            continue
+        if f.name == "signals":
+            value = [{"name": s.name, "weight": s.weight, "normalization": s.normalization} for s in value]
+        elif f.name == "recency":
+            value = {"decay_per_hour": value.decay_per_hour, "floor": value.floor}
+        elif f.name == "placement":
+            value = value.name.lower()
+        elif isinstance(value, Mapping):
+            value = dict(value)
+        out[f.name] = value
+    return out

@@ -1,0 +1,53 @@
+"""--print-config prints a config file: loading it gives the same configuration, and printing that gives the same
+text (default settings, a custom profile, environment overrides); the README's sample error is the real one."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from memrank.config import load_settings
+from memrank.core.errors import ConfigError
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.mark.parametrize(("config", "env"), [
+    (None, {}),
+    (ROOT / "examples" / "custom-profile.yaml", {}),
+    (None, {"MEMRANK_MAX_CANDIDATES": "800", "MEMRANK_DECISION_LOG_ENABLED": "true", "MEMRANK_WORKERS": "3"}),
+])
+def test_print_load_print_is_an_identity(tmp_path: Path, config: Path | None, env: dict[str, str]) -> None:
+    first = load_settings(str(config) if config else None, env=env)
+    printed = tmp_path / "printed.yaml"
+    printed.write_text(first.to_yaml())
+    again = load_settings(str(printed), env={})
+    assert again.to_yaml() == first.to_yaml()
+    assert again.as_dict() == first.as_dict() and again.policy_version == first.policy_version
+    assert dict(again.profiles) == dict(first.profiles)
+    assert first.to_yaml().startswith(f"# memrank effective configuration; policy_version {first.policy_version}\n")
+
+
+def test_the_policy_version_does_not_depend_on_how_the_config_spells_it(tmp_path: Path) -> None:
+    default = load_settings(env={})
+    spelled = tmp_path / "spelled.yaml"  # the default layers written out in full, a built-in profile restated
+    spelled.write_text("layers:\n"
+                       "  - {name: session, share: 0.4, floor_tokens: 0, max_items: 0, min_score: null}\n"
+                       "  - {name: durable, share: 0.35, floor_tokens: 256}\n"
+                       "  - {name: knowledge, share: 0.25}\n"
+                       "profiles:\n  support: {min_score: 0.0}\n")
+    assert load_settings(str(spelled), env={}).policy_version == default.policy_version
+    changed = tmp_path / "changed.yaml"
+    changed.write_text("profiles:\n  support: {min_score: 0.5}\n")
+    assert load_settings(str(changed), env={}).policy_version != default.policy_version
+
+
+def test_the_readmes_sample_config_error_is_the_real_message() -> None:
+    readme = (ROOT / "README.md").read_text()
+    sample = re.search(r"the key and the bad value \(`(server\.workers: (\d+) is outside [^`]+)`\)", readme)
+    assert sample, "the README's sample error moved"
+    with pytest.raises(ConfigError) as err:
+        load_settings(env={"MEMRANK_WORKERS": sample.group(2)})
+    assert str(err.value) == sample.group(1)
