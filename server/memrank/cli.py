@@ -9,8 +9,6 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-import yaml
-
 import memrank._process  # noqa: F401  (before numpy loads: one BLAS thread, freed memory kept)
 from memrank import __version__
 from memrank.config import ENV_KEYS, Settings, SettingsSource
