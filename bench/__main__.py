@@ -1,17 +1,20 @@
-"""``python -m bench``: run the benchmark, print the table, write bench/results.json."""
+"""``python -m bench``: run the benchmark, print the table, write the results JSON (``--out``; by default in the
+temp folder, so a run never overwrites the committed bench/results.json: pass ``--out bench/results.json`` to
+publish one)."""
 
 from __future__ import annotations
 
 import argparse
 import json
 import sys
+import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
 from bench.report import table, targets
 from bench.run import Options, run
 
-DEFAULT_OUT = Path(__file__).resolve().parent / "results.json"
+DEFAULT_OUT = Path(tempfile.gettempdir()) / "memrank-bench-results.json"
 
 
 def parse(argv: Sequence[str] | None) -> tuple[Options, Path]:
