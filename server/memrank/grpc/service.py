@@ -53,9 +53,8 @@ def handle_rank(
     one past its deadline stops there with ``CallAbandoned`` instead of running on.
     ``trace`` (tracing on): each stage is a child span of the call's server span.
     """
-    stage = untraced if trace is None else trace.stage
-    if trace is not None:
-        trace.candidates(len(request.candidates))
+    # Tracing on: child spans of the call's server span when it is sampled (the candidate count set before validation).
+    stage = untraced if trace is None else trace.stages(len(request.candidates))
     with stage("validate"):
         columns = validate_rank_request(request, settings.limits, profiles=settings.profiles)
     _still_wanted(alive, "validated")

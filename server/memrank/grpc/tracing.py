@@ -12,7 +12,8 @@ continues the caller's W3C trace context (``traceparent``/``tracestate`` in the
 call's metadata; none: a new trace). The span is made current in the call's
 context, which the handler thread runs in, so ``handle_rank``'s stage spans
 (``memrank.validate``, ``memrank.convert``, ``memrank.rank`` — scoring and
-selection, one pure core call — and ``memrank.encode``) are its children.
+selection, one pure core call — and ``memrank.encode``) are its children. A call not sampled gets a non-recording
+server span and the no-op stages.
 
 Attributes are counts and names, never memory content, query text or ids:
 ``rpc.system``, ``rpc.service``, ``rpc.method``, ``rpc.grpc.status_code``,
@@ -135,6 +136,14 @@ class Tracing:
 
         return traced
 
+    def stages(self, candidates: int) -> Callable[[str], contextlib.AbstractContextManager[None]]:
+        """``stage`` when the call's span is sampled (its candidate count set on it), else the shared no-op."""
+        span = self._trace.get_current_span()
+        if not span.is_recording():
+            return untraced
+        span.set_attribute("memrank.candidate_count", candidates)
+        return self.stage
+
     @contextlib.contextmanager
     def stage(self, name: str) -> Iterator[None]:
         """A child span of the current (server) span around one stage; an exception marks it ERROR by type only."""
@@ -148,10 +157,6 @@ class Tracing:
             raise
         finally:
             span.end()
-
-    def candidates(self, count: int) -> None:
-        """The request's candidate count, on the current span (set before validation)."""
-        self._trace.get_current_span().set_attribute("memrank.candidate_count", count)
 
     def outcome(self, outcome: RankOutcome) -> None:
         """Profile, selected count and dropped counts per reason, on the current span."""
