@@ -4,13 +4,11 @@ from __future__ import annotations
 
 import hashlib
 import hmac
-import json
-import struct
 from dataclasses import replace
 from pathlib import Path
 
 from memrank._gen.v1 import ranking_pb2 as pb
-from memrank.client import RankingClient
+from memrank.client import RankingClient, verify_receipt
 from memrank.config import load_settings
 from memrank.grpc.server import create_server
 
@@ -79,36 +77,17 @@ def test_a_layer_with_nothing_to_select_releases_its_share(client: RankingClient
     assert len(resp.selected) == 6
 
 
-def _f(x: float) -> str:
-    return struct.pack(">d", x).hex()
-
-
-def _independent_receipt(resp: pb.RankResponse, contents: dict[str, str]) -> str:
-    """Recomputed from the README's canonical form, using only the response and the request's contents."""
-    q = json.dumps
-    out = ["schema memrank.receipt.v1",
-           f"reference_time {resp.reference_time.seconds} {resp.reference_time.nanos}",
-           f"profile {q(resp.profile)}", f"policy_version {q(resp.policy_version)}", f"weights {len(resp.weights)}"]
-    out += [f"weight {q(w.signal)} {_f(w.weight)}" for w in resp.weights]
-    out.append(f"memories {len(resp.selected)}")
-    for m in sorted(resp.selected, key=lambda m: m.rank):
-        b = m.breakdown
-        sha = hashlib.sha256(contents[m.id].encode()).hexdigest()
-        out.append(f"memory {m.rank} {q(m.id)} {sha} {_f(m.score)} {_f(b.combined_score)} {_f(b.final_score)} "
-                   f"{_f(b.blend_term)}")
-        out += [f"signal {q(s.name)} {_f(s.raw)} {_f(s.normalized)} {_f(s.weight)} {_f(s.contribution)}"
-                for s in b.signals]
-    return hashlib.sha256(("\n".join(out) + "\n").encode()).hexdigest()
-
-
 def test_receipt_digest_recomputes_from_the_response(client: RankingClient) -> None:
-    cands = _near_copies()
-    resp = client.rank({"query": "breakfast", "referenceTime": REF, "candidates": cands,
-                        "placement": "PLACEMENT_EDGES"})
-    assert resp.receipt.schema == "memrank.receipt.v1"
-    assert resp.receipt.digest == _independent_receipt(resp, {str(c["id"]): str(c["content"]) for c in cands})
+    """verify_receipt rebuilds the README's canonical form from the request and the response (the receipt
+    tests proper: tests/unit/test_receipt_verify.py and every vector's replay)."""
+    request = {"query": "breakfast", "referenceTime": REF, "candidates": _near_copies(),
+               "placement": "PLACEMENT_EDGES", "explain": "EXPLAIN_LEVEL_FULL"}
+    resp = client.rank(request)
+    assert resp.receipt.schema == "memrank.receipt.v2"
+    check = verify_receipt(request, resp)
+    assert check and check.digest == resp.receipt.digest, check.message()
     assert resp.receipt.signature == ""
-    other = client.rank({"query": "breakfast", "referenceTime": "2026-06-02T00:00:00Z", "candidates": cands})
+    other = client.rank({"query": "breakfast", "referenceTime": "2026-06-02T00:00:00Z", "candidates": _near_copies()})
     assert other.receipt.digest != resp.receipt.digest
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import os
 import re
 from collections.abc import Iterator
@@ -22,7 +23,7 @@ from google.protobuf import json_format
 from google.protobuf.message import Message
 
 from memrank._gen.v1 import ranking_pb2 as pb
-from memrank.client import RankingClient, RankingError, pack_embeddings
+from memrank.client import RankingClient, RankingError, pack_embeddings, verify_receipt
 
 VECTORS = Path(__file__).resolve().parents[1] / "vectors"
 FILES = sorted(VECTORS.glob("*.json"))
@@ -96,6 +97,41 @@ def test_vector(vector_client: RankingClient, digests: dict[str, dict[str, str]]
     ids = [c["id"] for c in vec["request"]["candidates"]]
     assert sorted([m.id for m in resp.selected] + [d.id for d in resp.dropped]) == sorted(ids)
     check_extras(want, resp)
+    check_receipt(request, resp)
+
+
+def tampered(resp: pb.RankResponse) -> Iterator[tuple[str, pb.RankResponse]]:
+    """Copies of the response with one score changed (by one ulp), one id swapped (a selected one for a dropped
+    one, else renamed) and one dropped candidate removed."""
+    def copy() -> pb.RankResponse:
+        out = pb.RankResponse()
+        out.CopyFrom(resp)
+        return out
+
+    bad = copy()
+    target = bad.selected[0] if bad.selected else bad.dropped[0]
+    target.score = math.nextafter(target.score, math.inf)
+    yield "score", bad
+    bad = copy()
+    if bad.selected and bad.dropped:
+        bad.selected[0].id, bad.dropped[0].id = bad.dropped[0].id, bad.selected[0].id
+    else:
+        (bad.selected or bad.dropped)[0].id += "-x"
+    yield "id", bad
+    if resp.dropped:
+        bad = copy()
+        del bad.dropped[0]
+        yield "dropped", bad
+
+
+def check_receipt(request: pb.RankRequest, resp: pb.RankResponse) -> None:
+    """memrank.client.verify_receipt rebuilds the receipt from the request and response: it verifies, and every
+    tampered copy fails naming what differs."""
+    check = verify_receipt(request, resp)
+    assert check, check.message()
+    for what, bad in tampered(resp):
+        got = verify_receipt(request, bad)
+        assert not got and got.problems, (what, got.message())
 
 
 def close(got: float, want: float) -> bool:

@@ -25,8 +25,8 @@ vector asserts a weaker property instead, never the server's value:
   client fills with the response's policy_version before hashing. Receipts are
   derived only where the README fixes every float64 rounding: not for a lexical
   value summing three or more IDFs (the README does not say in which order: the
-  bits may differ in the last place), nor for k = 5, 6, 7 selected (1 - r/k and
-  1 - r x (1/k) differ; pending/receipt_bucket_bounds.json).
+  bits may differ in the last place). Calibration bounds are 1 - r/k as the
+  README writes them (receipt_bucket_bounds: k = 5, where 1 - r x (1/k) differs).
 - stages: the stage name of a caller score's record is not asserted (the proto
   gives "cross_encoder" as an example; the README only says the record exists
   and its objective says "ignored"): provenance caller:<name> and the word
@@ -480,7 +480,25 @@ RECENCY_DECAY = 0.995
 RRF_K = 60
 CALIBRATION_MARGIN = 0.1
 IMPORTANCE_RAISE = 0.1
-RECEIPT_SCHEMA = "memrank.receipt.v1"
+RECEIPT_SCHEMA = "memrank.receipt.v2"
+# Enum numbers of proto/memrank/v1/ranking.proto (the receipt writes enums by number).
+SOURCE_NUMBER = {name: n for n, name in enumerate((
+    "SOURCE_UNSPECIFIED", "SOURCE_SYSTEM_VERIFIED", "SOURCE_TRUSTED_SOURCE", "SOURCE_USER_PROVIDED", "SOURCE_CHAT",
+    "SOURCE_IMPORTED", "SOURCE_UNKNOWN", "SOURCE_UNTRUSTED", "SOURCE_MODEL_INFERRED"))}
+SAFETY_NUMBER = {name: n for n, name in enumerate((
+    "SAFETY_STATUS_UNSPECIFIED", "SAFETY_STATUS_SAFE", "SAFETY_STATUS_REVIEW_NEEDED", "SAFETY_STATUS_UNSAFE",
+    "SAFETY_STATUS_QUARANTINED", "SAFETY_STATUS_PENDING"))}
+PLACEMENT_NUMBER = {name: n for n, name in enumerate((
+    "PLACEMENT_UNSPECIFIED", "PLACEMENT_BEST_FIRST", "PLACEMENT_BEST_LAST", "PLACEMENT_EDGES"))}
+DROP_NUMBER = {name: n for n, name in enumerate((
+    "DROP_REASON_UNSPECIFIED", "DROP_REASON_BELOW_THRESHOLD", "DROP_REASON_ZERO_IMPORTANCE",
+    "DROP_REASON_SAFETY_GATED", "DROP_REASON_FUTURE_EVENT", "DROP_REASON_NOT_YET_VALID", "DROP_REASON_EXPIRED",
+    "DROP_REASON_REDUNDANT", "DROP_REASON_OVER_BUDGET", "DROP_REASON_MAX_ITEMS", "DROP_REASON_BELOW_MIN_SCORE"))}
+# Selection step 1's gates: a candidate they drop scores 0 (DroppedMemory.score: "0 for gated candidates").
+GATE_REASONS = frozenset(("DROP_REASON_BELOW_THRESHOLD", "DROP_REASON_ZERO_IMPORTANCE", "DROP_REASON_SAFETY_GATED",
+                          "DROP_REASON_FUTURE_EVENT", "DROP_REASON_NOT_YET_VALID", "DROP_REASON_EXPIRED"))
+CONFIGURED_LAYERS = ("session", "durable", "knowledge")  # README Selection 5: the layers without request policies
+TIME_FIELDS = ("createdAt", "lastAccessedAt", "eventTime", "ingestedAt", "validFrom", "validTo")
 POLICY_PLACEHOLDER = "${policy_version}"  # the receipt line a client fills with q(RankResponse.policy_version)
 
 # Query words the vectors use that are English stop words (each is in every common English list).
@@ -919,7 +937,7 @@ def contract_run(req: dict[str, Any], profile: str, overrides: dict[str, float] 
                    for cid in ranked}
     return {"profile": prof, "ranked": ranked, "final": final, "dropped": dropped, "covered": covered,
             "stages": stages, "public": public, "signals": signals, "combined": combined, "blend": blend_term,
-            "suggestions": suggestions, "why": why}
+            "suggestions": suggestions, "why": why, "current": current}
 
 
 def kendall_tau_b(a: list[str], b: list[str]) -> float:
@@ -934,29 +952,77 @@ def kendall_tau_b(a: list[str], b: list[str]) -> float:
     return (conc - disc) / math.sqrt(n0 * n0)
 
 
+def seconds_nanos(text: str) -> tuple[int, int]:
+    """An RFC 3339 timestamp as protobuf Timestamp seconds and nanos."""
+    m = re.fullmatch(r"(.*T\d\d:\d\d:\d\d)(?:\.(\d{1,9}))?(Z|[+-]\d\d:\d\d)", text)
+    assert m, f"derive.py: timestamp {text!r}"
+    whole = datetime.fromisoformat(m[1] + ("+00:00" if m[3] == "Z" else m[3]))
+    return int(whole.timestamp()), int((m[2] or "").ljust(9, "0"))
+
+
 def receipt_lines(req: dict[str, Any], run: dict[str, Any]) -> list[str]:
-    """README "Receipt canonical form", from the derived numbers; the policy_version line is left for the
-    client to fill with the response's (a hash of the server's configuration, not a derived number)."""
+    """README "Receipt canonical form" (memrank.receipt.v2): the request's fields as sent, the derived answer;
+    the policy_version line is left for the client to fill with the response's (a hash of the server's
+    configuration, not a derived number)."""
     def f(x: float) -> str:
         return struct.pack(">d", x).hex()
 
     def q(s: str) -> str:
         return json.dumps(s, ensure_ascii=True)
 
-    ref = ts(req["referenceTime"])
-    seconds = int(ref.timestamp())
-    assert seconds == ref.timestamp(), "derive.py: whole-second reference times"
-    by_id = {c["id"]: c for c in req["candidates"]}
+    def h(s: str) -> str:
+        return hashlib.sha256(s.encode("utf-8")).hexdigest()
+
+    def opt(x: float | None) -> str:
+        return "-" if x is None else f(x)
+
+    def when(text: str | None) -> str:
+        if text is None:
+            return "-"
+        seconds, nanos = seconds_nanos(text)
+        return f(seconds + nanos / 1e9)
+
+    assert not req.get("layers") and not req.get("embeddingsF32") and not any(c.get("embedding")
+                                                                             for c in req["candidates"])
+    seconds, nanos = seconds_nanos(req["referenceTime"])
     prof = run["profile"]
-    lines = [f"schema {RECEIPT_SCHEMA}", f"reference_time {seconds} 0", f"profile {q(prof['name'])}",
-             f"policy_version {POLICY_PLACEHOLDER}", f"weights {len(prof['signals'])}"]
-    lines += [f"weight {q(s)} {f(w)}" for s, w, _ in prof["signals"]]
-    lines.append(f"memories {len(run['ranked'])}")
+    budget = req.get("budget", {})
+    lines = [f"schema {RECEIPT_SCHEMA}", f"query {h(req.get('query', ''))}", f"reference_time {seconds} {nanos}",
+             f"profile {q(prof['name'])}", f"policy_version {POLICY_PLACEHOLDER}", f"weights {len(prof['signals'])}"]
+    lines += [f"weight {q(s)} {f(w)} {q(z)}" for s, w, z in prof["signals"]]
+    lines += [f"explicit_lookup {int(bool(req.get('explicitLookup')))}",
+              f"placement {PLACEMENT_NUMBER[req.get('placement', 'PLACEMENT_UNSPECIFIED')]}",
+              f"budget {budget.get('maxTokens', 0)} {budget.get('maxItems', 0)}",
+              f"min_score {opt(req.get('minScore'))}",
+              f"relevance_threshold {opt(req.get('relevanceThreshold'))}", "layers 0", "embeddings 0 -",
+              f"candidates {len(req['candidates'])}"]
+    layer_of = {c["id"]: c.get("layer", "") if c.get("layer", "") in CONFIGURED_LAYERS else "other"
+                for c in req["candidates"]}
+    for c in req["candidates"]:
+        position = c.get("position")
+        lines.append(" ".join([
+            "candidate", q(c["id"]), q(c.get("layer", "")), q(c.get("kind", "")), h(c.get("content", "")),
+            f(c.get("retrievalScore", 0.0)), opt(c.get("importance")), str(c.get("accessCount", 0)),
+            str(c.get("tokenCount", 0)), str(SOURCE_NUMBER[c.get("source", "SOURCE_UNSPECIFIED")]),
+            str(SAFETY_NUMBER[c.get("safety", "SAFETY_STATUS_UNSPECIFIED")]), q(c.get("provenance", "")),
+            q(c.get("thread", "")), "-" if position is None else str(int(position)), q(c.get("speaker", "")),
+            *(when(c.get(name)) for name in TIME_FIELDS)]))
+        lines += [f"facet {k} {f(v)}" for k, v in sorted((q(k), v) for k, v in c.get("facetScores", {}).items())]
+        lines += [f"stage {k} {f(v)}" for k, v in sorted((q(k), v) for k, v in c.get("stageScores", {}).items())]
+        lines += [f"metadata {k}" for k in sorted(map(q, c.get("metadata", {})))]
+    placed = place(run["ranked"], req.get("placement", "PLACEMENT_BEST_FIRST"))
+    lines.append(f"selected {len(run['ranked'])}")
     for r, cid in enumerate(run["ranked"], start=1):
-        digest = hashlib.sha256(by_id[cid].get("content", "").encode("utf-8")).hexdigest()
-        lines.append(f"memory {r} {q(cid)} {digest} {f(run['public'][cid])} {f(run['combined'][cid])} "
-                     f"{f(run['final'][cid])} {f(run['blend'][cid])}")
+        lines.append(f"memory {r} {q(cid)} {q(layer_of[cid])} {placed.index(cid)} {f(run['public'][cid])} "
+                     f"{f(run['combined'][cid])} {f(run['final'][cid])} {f(run['blend'][cid])}")
         lines += [f"signal {q(n)} {f(raw)} {f(z)} {f(w)} {f(c)}" for n, raw, z, w, c in run["signals"][cid]]
+    dropped = [c["id"] for c in req["candidates"] if c["id"] in run["dropped"]]
+    lines.append(f"dropped {len(dropped)}")
+    for cid in dropped:
+        reason = run["dropped"][cid]
+        score = 0.0 if reason in GATE_REASONS else run["current"][cid]
+        lines.append(f"drop {q(cid)} {q(layer_of[cid])} {DROP_NUMBER[reason]} {f(score)} "
+                     f"{q(run['covered'].get(cid, ''))}")
     return lines
 
 
@@ -1402,17 +1468,42 @@ def contract_cases() -> list[tuple[str, str, dict[str, Any], frozenset[str]]]:
             {**c, "stageScores": {"cross_encoder": 5.0 - k, "llm_judge": 0.1 * k}}
             for k, c in enumerate(observer_six[:4])], OBSERVER_QUERY),
         "stages")
-    add("receipt_observer", "receipt: the README's canonical lines (schema, reference time, profile, policy "
-        "version, the four weights, each selected memory in rank order with sha256(content), public score, "
-        "combined, final and blend term as float64 bits, then its signals) rebuilt from agent-observer's "
-        "derived terms; 4 selected, so each public score is (1 - r/4) + 0.25 x (0.1 + 0.8 x final)",
+    add("receipt_observer", "receipt: the README's canonical lines (memrank.receipt.v2: the query's sha256, "
+        "reference time, profile, policy version, the four weights, the request's parameters, every candidate's "
+        "fields as sent, each selected memory in rank order with layer, position, public score, combined, final "
+        "and blend term as float64 bits, then its signals) rebuilt from agent-observer's derived terms; 4 "
+        "selected, so each public score is (1 - r/4) + 0.25 x (0.1 + 0.8 x final)",
         rank_request("receipt_observer", "agent-observer", observer_six[:4], OBSERVER_QUERY),
         "receipt", "stages")
-    add("pending/receipt_bucket_bounds", "PENDING (server bug, one float64 rounding): with 5 selected, rank 3's "
-        "bucket lower bound is 1 - 3/5 = 0.4 (README), so o-4's public score is 0.4 + 0.2 x (0.1 + 0.8 x 0.545) = "
-        "0.5072000000000001; the server computes 1 - 3 x (1/5) = 0.3999999999999999 and 0.5071999999999999, two "
-        "ulps lower, and its receipt binds those bits, so a receipt rebuilt from the formula does not verify",
+    add("receipt_bucket_bounds", "receipt with 5 selected: rank 3's bucket lower bound is 1 - 3/5 = 0.4 "
+        "(README), so o-4's public score is 0.4 + 0.2 x (0.1 + 0.8 x 0.545) = 0.5072000000000001 (computing "
+        "1 - 3 x (1/5) gives 0.3999999999999999 and a score two ulps lower, which the receipt would bind)",
         rank_request("receipt_bucket_bounds", "agent-observer", observer_six, OBSERVER_QUERY), "receipt", "stages")
+    add("receipt_fields", "receipt over every candidate field the canonical form binds: non-ASCII ids, kinds, "
+        "threads and speakers (q escapes them, an emoji as its UTF-16 surrogate pair), facet, stage and metadata "
+        "names sorted by their escaped literal's ASCII bytes (Zeta, then \\u00e9t\\u00e9, then alpha), all six "
+        "timestamps (one with nanoseconds: t = f(seconds + nanos / 1e9)), source, safety, provenance, "
+        "token_count, position, explicit_lookup, placement EDGES, min_score, a request relevance_threshold and "
+        "budget.max_items; drops "
+        "with their scores (BELOW_THRESHOLD 0, BELOW_MIN_SCORE and MAX_ITEMS their score) in request order",
+        rank_request("receipt_fields", "agent-observer", [
+            {**cand("r-é", "décision", "Le grand livre 'ledger' est sur Postgres", 0.8), "importance": 0.7,
+             "thread": "fil-😀", "position": 3, "speaker": "José", "source": "SOURCE_CHAT",
+             "safety": "SAFETY_STATUS_REVIEW_NEEDED", "provenance": "ab" * 32, "tokenCount": 12, "accessCount": 4,
+             "createdAt": "2026-05-01T08:30:00.123456789Z", "lastAccessedAt": "2026-05-31T00:00:00Z",
+             "eventTime": "2026-04-30T00:00:00Z", "ingestedAt": "2026-05-01T08:30:01Z",
+             "validFrom": "2026-01-01T00:00:00Z", "validTo": "2027-01-01T00:00:00Z",
+             "facetScores": {"alpha": 0.25, "Zeta": 0.5, "été": 0.75},
+             "stageScores": {"rerank": 0.9}, "metadata": {"team": "payments", "_trace": "x", "Équipe": "y"}},
+            {**cand("r-2", "fact", "The ledger runs on Postgres 16", 0.9), "importance": 0.2, "thread": "fil-😀",
+             "position": 4, "layer": "durable", "source": "SOURCE_USER_PROVIDED"},
+            {**cand("r-3", "attempt", "Tried sharding", 0.6), "importance": 0.1, "layer": "scratch"},
+            {**cand("r-4", "preference", "User prefers short answers about the ledger", 0.7), "importance": 0.6},
+            {**cand("r-5", "fact", "Below the request's threshold", 0.05), "importance": 0.9},
+            {**cand("r-6", "failure", "Ledger migration failed", 0.3), "importance": 0.4, "layer": "session"}],
+            OBSERVER_QUERY, explicitLookup=True, placement="PLACEMENT_EDGES", minScore=0.3,
+            relevanceThreshold=0.1, budget={"maxItems": 3}),
+        "receipt", "stages")
     add("suggestions_edges", "importance_suggestions: importance + 0.1 x (1 - importance) for each selected "
         "memory (0 -> 0.1, 1 -> 1, 0.95 -> 0.955), none for the dropped one; agent-observer has no zero-importance "
         "gate, so importance 0 is selected",

@@ -1,70 +1,198 @@
-"""Receipts: a SHA-256 digest over a canonical serialisation of an answer, optionally HMAC-signed.
+"""Receipts: a SHA-256 digest over a canonical serialisation of a request's inputs and its answer, optionally
+HMAC-signed.
 
-Canonical form (UTF-8, each line ending in "\\n"; ``f(x)`` is the 16 hex
-digits of the IEEE-754 big-endian float64 bits of x, ``q(s)`` is the JSON
-string literal of s with ASCII escapes)::
+Canonical form ``memrank.receipt.v2`` (README "Receipt canonical form"; UTF-8 lines, each ending in "\\n").
+``f(x)`` is the 16 lower-case hex digits of the IEEE-754 big-endian float64 bits of x, ``q(s)`` the JSON
+string literal of s with ASCII escapes (``json.dumps(s, ensure_ascii=True)``), ``h(b)`` the SHA-256 hex of
+bytes b, ``-`` an unset optional value; integers are decimal::
 
-    schema memrank.receipt.v1
+    schema memrank.receipt.v2
+    query h(query)
     reference_time <seconds> <nanos>
     profile q(profile)
     policy_version q(policy_version)
     weights <count>
-    weight q(signal) f(weight)                       one per weight, response order
-    memories <count>
-    memory <rank> q(id) <sha256(content) hex> f(score) f(combined) f(final) f(blend_term)
-    signal q(name) f(raw) f(normalized) f(weight) f(contribution)   per signal, after its memory
+    weight q(signal) f(weight) q(normalization)           one per RankResponse.weights entry, in order
+    explicit_lookup <0|1>
+    placement <RankRequest.placement number>
+    budget <max_tokens> <max_items>
+    min_score <f(x) | ->
+    relevance_threshold <f(x) | ->
+    layers <count>
+    layer q(name) f(share) <floor_tokens> <max_items> <f(min_score) | ->     RankRequest.layers, in order
+    embeddings <dim> <h(n x dim float32 little-endian) | ->
+    candidates <count>
+    candidate q(id) q(layer) q(kind) h(content) f(retrieval_score) <f(importance) | -> <access_count>
+              <token_count> <source> <safety> q(provenance) q(thread) <position | -> q(speaker)
+              <created_at> <last_accessed_at> <event_time> <ingested_at> <valid_from> <valid_to>
+    facet q(name) f(score)        per facet score of the candidate above, sorted by q(name)
+    stage q(name) f(score)        per stage score, sorted by q(name)
+    metadata q(key)               per metadata key, sorted by q(key) (values never change the answer)
+    selected <count>
+    memory <rank> q(id) q(layer) <position> f(score) f(combined_score) f(final_score) f(blend_term)
+    signal q(name) f(raw) f(normalized) f(weight) f(contribution)     per signal, after its memory
+    dropped <count>
+    drop q(id) q(layer) <reason number> f(score) q(covered_by)
 
-Memories are the selected ones in rank order. Digest = SHA-256 hex of the
-bytes; signature = HMAC-SHA256(receipt key, digest hex) hex, or "".
+(a candidate is one line; it is wrapped here). Candidates are in request order, a time is
+``f(seconds + nanos / 1e9)`` or ``-``; selected memories in rank order, dropped ones in response order. The
+embedding matrix is every candidate's row, a candidate without an embedding contributing ``dim`` zeros (what the
+server ranks with); ``embeddings 0 -`` when the request carries none. Digest = SHA-256 hex of the bytes;
+signature = HMAC-SHA256(receipt key, digest hex) hex, or "". Nothing here depends on the explain level.
 """
 
 from __future__ import annotations
 
 import hashlib
 import hmac
-import json
 import struct
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Iterable, Sequence
+from itertools import repeat
+from json.encoder import encode_basestring_ascii
 
-SCHEMA = "memrank.receipt.v1"
+import numpy as np
 
+from memrank.core.batch import Batch, RankParams
+from memrank.core.outcome import RankOutcome
 
-@dataclass(frozen=True)
-class ReceiptMemory:
-    """What a receipt binds about one returned memory."""
-
-    rank: int
-    id: str
-    content: str
-    score: float
-    combined: float
-    final: float
-    blend_term: float
-    signals: Sequence[tuple[str, float, float, float, float]]  # name, raw, normalized, weight, contribution
+SCHEMA = "memrank.receipt.v2"
+q = encode_basestring_ascii  # q(s): the JSON string literal of s with ASCII escapes (json.dumps's, in C)
+EMPTY = q("")
+TIMES = ("created_at", "last_accessed_at", "event_time", "ingested_at", "valid_from", "valid_to")
 
 
-def _f(x: float) -> str:
+def f(x: float) -> str:
+    """The 16 hex digits of the big-endian float64 bits of x."""
     return struct.pack(">d", x).hex()
 
 
-def _q(s: str) -> str:
-    return json.dumps(s, ensure_ascii=True)
+def _opt(x: float | None) -> str:
+    return "-" if x is None else f(x)
 
 
-def canonical(ref_seconds: int, ref_nanos: int, profile: str, policy_version: str,
-              weights: Sequence[tuple[str, float]], memories: Sequence[ReceiptMemory]) -> bytes:
-    """The canonical serialisation described in the module docstring."""
-    lines = [f"schema {SCHEMA}", f"reference_time {ref_seconds} {ref_nanos}", f"profile {_q(profile)}",
-             f"policy_version {_q(policy_version)}", f"weights {len(weights)}"]
-    lines += [f"weight {_q(name)} {_f(w)}" for name, w in weights]
-    lines.append(f"memories {len(memories)}")
-    for m in memories:
-        digest = hashlib.sha256(m.content.encode()).hexdigest()
-        lines.append(f"memory {m.rank} {_q(m.id)} {digest} {_f(m.score)} {_f(m.combined)} {_f(m.final)} "
-                     f"{_f(m.blend_term)}")
-        lines += [f"signal {_q(n)} {_f(r)} {_f(z)} {_f(w)} {_f(c)}" for n, r, z, w, c in m.signals]
+def _hexes(col: np.ndarray) -> list[str]:
+    """f of every value of a float64 column (one conversion for the whole column)."""
+    return np.ascontiguousarray(col, dtype=">f8").tobytes().hex(" ", 8).split(" ") if len(col) else []
+
+
+def _opt_hexes(col: np.ndarray) -> list[str]:
+    """f of every value, "-" where it is NaN (unset)."""
+    unset = np.isnan(col)
+    if unset.all():
+        return ["-"] * len(col)
+    out = _hexes(col)
+    for i in np.flatnonzero(unset).tolist():
+        out[i] = "-"
+    return out
+
+
+_SMALL = [str(i) for i in range(1024)]
+
+
+def _ints(col: np.ndarray) -> list[str]:
+    """Decimal strings of an integer column (small values from a table: most counts are)."""
+    values = col.tolist()
+    if not values or (col.min() >= 0 and col.max() < len(_SMALL)):
+        return list(map(_SMALL.__getitem__, values))
+    return list(map(str, values))
+
+
+def _sha(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def _shas(texts: Iterable[str]) -> list[str]:
+    """_sha of each text."""
+    return [hashlib.sha256(b).hexdigest() for b in map(str.encode, texts)]
+
+
+def _extras(batch: Batch) -> dict[int, list[str]]:
+    """The facet, stage and metadata lines of each candidate that has any."""
+    out: dict[int, list[str]] = {}
+    for tag, columns in (("facet", batch.facets), ("stage", batch.stage_scores)):
+        for name in sorted(columns, key=q):
+            col = columns[name]
+            head, at = f"{tag} {q(name)} ", np.flatnonzero(~np.isnan(col)).tolist()
+            for i, h in zip(at, _hexes(col[at]), strict=True):
+                out.setdefault(i, []).append(head + h)
+    for i, m in enumerate(batch.metadata):
+        if m:
+            out.setdefault(i, []).extend(f"metadata {k}" for k in sorted(map(q, m)))
+    return out
+
+
+def _candidates(batch: Batch, ids: Sequence[str]) -> list[str]:
+    """The candidate lines, each followed by its facet, stage and metadata lines."""
+    positions = ["-" if p != p else str(int(p)) for p in batch.positions.tolist()]
+    columns: list[Iterable[str]] = [
+        repeat("candidate"), ids, map(q, batch.layers), map(q, batch.kinds), _shas(batch.contents),
+        _hexes(batch.retrieval), _opt_hexes(batch.importance), _ints(batch.access_count), _ints(batch.token_count),
+        _ints(batch.source), _ints(batch.safety),
+        map(q, batch.provenance), map(q, batch.threads), positions, map(q, batch.speakers),
+        *(_opt_hexes(getattr(batch, name)) for name in TIMES),
+    ]
+    lines = list(map(" ".join, zip(*columns, strict=False)))  # strict: repeat() is endless
+    extras = _extras(batch)
+    if not extras:
+        return lines
+    out: list[str] = []
+    for i, line in enumerate(lines):
+        out.append(line)
+        out.extend(extras.get(i, ()))
+    return out
+
+
+def _embeddings(batch: Batch) -> str:
+    e = batch.embeddings
+    if e is None:
+        return "embeddings 0 -"
+    return f"embeddings {e.shape[1]} {hashlib.sha256(np.ascontiguousarray(e, dtype='<f4').data).hexdigest()}"
+
+
+def canonical(batch: Batch, o: RankOutcome, params: RankParams, ref_seconds: int, ref_nanos: int,
+              policy_version: str) -> bytes:
+    """The canonical serialisation described in the module docstring, of the answer ``o`` to a request."""
+    lines = [f"schema {SCHEMA}", f"query {_sha(params.query)}", f"reference_time {ref_seconds} {ref_nanos}",
+             f"profile {q(o.profile.name)}", f"policy_version {q(policy_version)}",
+             f"weights {len(o.profile.signals)}"]
+    lines += [f"weight {q(s.name)} {f(s.weight)} {q(s.normalization)}" for s in o.profile.signals]
+    lines += [f"explicit_lookup {int(params.explicit_lookup)}", f"placement {int(params.placement)}",
+              f"budget {params.max_tokens} {params.max_items}", f"min_score {_opt(params.min_score)}",
+              f"relevance_threshold {_opt(params.relevance_threshold)}", f"layers {len(params.layers)}"]
+    lines += [f"layer {q(x.name)} {f(x.share)} {x.floor_tokens} {x.max_items} {_opt(x.min_score)}"
+              for x in params.layers]
+    ids = list(map(q, batch.ids))
+    lines += [_embeddings(batch), f"candidates {batch.n}", *_candidates(batch, ids)]
+    layer = o.layer_of
+    quoted = {name: q(name) for name in set(layer)}
+    lines += _selected(o, ids, quoted)
+    dropped = np.flatnonzero(o.drop).tolist()
+    lines.append(f"dropped {len(dropped)}")
+    if dropped:
+        cover = o.covered_by[dropped].tolist()
+        lines += map(" ".join, zip(repeat("drop"), [ids[i] for i in dropped], [quoted[layer[i]] for i in dropped],
+                                   _ints(o.drop[dropped]), _hexes(o.final[dropped]),
+                                   [ids[c] if c >= 0 else EMPTY for c in cover], strict=False))
     return ("\n".join(lines) + "\n").encode()
+
+
+def _selected(o: RankOutcome, ids: Sequence[str], quoted: dict[str, str]) -> list[str]:
+    """The selected count line, then each memory's line and its signal lines, in rank order."""
+    ranked = o.ranked.tolist()
+    s = o.scores
+    out = [f"selected {len(ranked)}"]
+    if not ranked:
+        return out
+    at = o.ranked
+    numbers = zip(o.positions.tolist(), _hexes(o.public_score), _hexes(s.combined[at]), _hexes(o.final[at]),
+                  _hexes(s.blend_term[at]), strict=True)
+    signals = [(f"signal {q(c.name)} ", _hexes(c.raw[at]), _hexes(c.normalized[at]), f(c.weight),
+                _hexes(c.contribution[at])) for c in s.signals]
+    for r, (i, (position, score, combined, final, blend)) in enumerate(zip(ranked, numbers, strict=True)):
+        out.append(f"memory {r + 1} {ids[i]} {quoted[o.layer_of[i]]} {position} {score} {combined} {final} {blend}")
+        out += [f"{head}{raw[r]} {normalized[r]} {weight} {contribution[r]}"
+                for head, raw, normalized, weight, contribution in signals]
+    return out
 
 
 def seal(payload: bytes, key: bytes | None) -> tuple[str, str]:

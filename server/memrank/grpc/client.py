@@ -22,6 +22,8 @@ from memrank._gen.v1 import ranking_service_pb2_grpc as pb_grpc
 from memrank.core.batch import CandidateInput
 from memrank.grpc.convert import candidate_to_proto
 from memrank.grpc.tls import channel_credentials
+from memrank.grpc.verify import ReceiptCheck as ReceiptCheck  # re-exported: memrank.client
+from memrank.grpc.verify import verify_receipt as verify_receipt
 
 T = TypeVar("T", bound=Message)
 RETRYABLE = frozenset({grpc.StatusCode.UNAVAILABLE})

@@ -230,26 +230,16 @@ def outcome_to_proto(o: RankOutcome, batch: Batch, params: RankParams, request_i
         sh = o.shadow
         resp.shadow.CopyFrom(pb.ShadowComparison(profile=sh.profile, k=sh.k, overlap_at_k=sh.overlap_at_k,
                                                  kendall_tau=sh.kendall_tau, selected_ids=sh.selected_ids))
-    digest, signature = receipt.seal(receipt_payload(o, batch, resp), receipt_key)
+    digest, signature = receipt.seal(receipt_payload(o, batch, params, resp), receipt_key)
     resp.receipt.CopyFrom(pb.Receipt(schema=receipt.SCHEMA, digest=digest, signature=signature))
     return resp
 
 
-def receipt_payload(o: RankOutcome, batch: Batch, resp: pb.RankResponse) -> bytes:
-    """The canonical receipt bytes of an answer (always over the full breakdowns, whatever the explain level)."""
-    s = o.scores
-    memories = [
-        receipt.ReceiptMemory(
-            rank=r + 1, id=batch.ids[i], content=batch.contents[i], score=float(o.public_score[r]),
-            combined=float(s.combined[i]), final=float(o.final[i]), blend_term=float(s.blend_term[i]),
-            signals=[(c.name, float(c.raw[i]), float(c.normalized[i]), float(c.weight), float(c.contribution[i]))
-                     for c in s.signals],
-        )
-        for r, i in enumerate(o.ranked.tolist())
-    ]
-    weights = [(w.signal, w.weight) for w in resp.weights]
-    return receipt.canonical(resp.reference_time.seconds, resp.reference_time.nanos, resp.profile,
-                             resp.policy_version, weights, memories)
+def receipt_payload(o: RankOutcome, batch: Batch, params: RankParams, resp: pb.RankResponse) -> bytes:
+    """The canonical receipt bytes of an answer: the request's inputs and every outcome, whatever the explain
+    level (``core.receipt``)."""
+    return receipt.canonical(batch, o, params, resp.reference_time.seconds, resp.reference_time.nanos,
+                             resp.policy_version)
 
 
 def profile_to_proto(p: Profile) -> pb.Profile:
