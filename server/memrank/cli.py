@@ -13,6 +13,7 @@ import memrank._process  # noqa: F401  (before numpy loads: one BLAS thread, fre
 from memrank import __version__
 from memrank.config import ENV_KEYS, Settings, SettingsSource
 from memrank.core.errors import ConfigError, InvalidRequest
+from memrank.ports import AddressInUse
 
 EPILOG_ENV = "environment variables (override the config file; flags override them):\n" + "\n".join(
     f"  {var:<32} {key}" for var, key in ENV_KEYS.items()
@@ -215,6 +216,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "drift":
             return _drift_snapshot(args, settings)
         return _rank(args, settings) if args.command == "rank" else _profiles(args, settings)
+    except AddressInUse as exc:  # not the file's fault: say only what is in use
+        print(f"memrank: {exc}", file=sys.stderr)
+        return 2
     except ConfigError as exc:
         print(f"memrank: configuration error: {exc}", file=sys.stderr)
         return 2

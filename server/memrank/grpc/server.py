@@ -31,6 +31,7 @@ from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 from prometheus_client import CollectorRegistry
 
+from memrank import ports
 from memrank._gen.v1 import ranking_service_pb2 as svc_pb
 from memrank._process import TRIM_AFTER_BYTES, release_freed_memory
 from memrank.config import ServerSettings, Settings, SettingsSource
@@ -181,7 +182,7 @@ async def _start(settings: Settings, service: RankingService, intake: Intake, lo
         (SERVICE_NAME, health_pb2.DESCRIPTOR.services_by_name["Health"].full_name, reflection.SERVICE_NAME), server,
         pool=_MethodAwarePool(descriptor_pool.Default()),
     )
-    port = _bind(server, "server.address", s.address, server_credentials(settings.security))
+    port = _bind(server, "server.address", s.address, server_credentials(settings.security), reuse_port)
     health_server, health_port = _health_listener(settings, health_servicer, reuse_port)
     await server.start()
     if health_server is not None:
@@ -302,14 +303,17 @@ def _interceptors(settings: Settings) -> list[grpc.aio.ServerInterceptor]:
     return [BearerAuthInterceptor(TokenFile(sec.auth_token_file), open_matcher(sec.auth_open_methods))]
 
 
-def _bind(server: grpc.aio.Server, key: str, address: str, credentials: grpc.ServerCredentials | None) -> int:
+def _bind(server: grpc.aio.Server, key: str, address: str, credentials: grpc.ServerCredentials | None,
+          shared: bool = False) -> int:
     try:
         port = (server.add_secure_port(address, credentials) if credentials is not None
                 else server.add_insecure_port(address))
     except RuntimeError:  # grpc.aio raises where grpc returned 0
         port = 0
     if port == 0:
-        raise ConfigError(f"{key}: cannot bind {address!r} (in use or not a local address)")
+        if not shared:  # say why (a worker's port is held by its supervisor: a probe would find that)
+            ports.check_free(key, address)
+        raise ConfigError(f"{key} {address}: cannot bind (in use or not a local address)")
     return int(port)
 
 
@@ -321,7 +325,7 @@ def _health_listener(settings: Settings, servicer: health.aio.HealthServicer,
         return None, 0
     server = grpc.aio.server(options=_connection_options(settings.server, reuse_port))
     health_pb2_grpc.add_HealthServicer_to_server(servicer, server)
-    return server, _bind(server, "server.health_address", address, None)
+    return server, _bind(server, "server.health_address", address, None, reuse_port)
 
 
 def _wait_for_signal() -> int:
@@ -340,13 +344,19 @@ def _wait_for_signal() -> int:
 
 
 def serve_single(settings: Settings, reuse_port: bool = False, with_metrics: bool = True,
-                 exit_when_done: bool = True) -> None:
+                 exit_when_done: bool = True, metrics_endpoint: bool = True) -> None:
     """Run one server process until SIGTERM/SIGINT, then drain and end the process (exit status 0);
-    ``exit_when_done`` False: stop the listeners and return instead."""
+    ``exit_when_done`` False: stop the listeners and return instead. ``metrics_endpoint`` False (a worker):
+    metrics are recorded but served by the supervisor. The metrics port is bound before the gRPC one."""
     registry = CollectorRegistry() if with_metrics else None
-    running = create_server(settings, registry, reuse_port)
     exposition = serve_metrics(settings.server.metrics_host, settings.server.metrics_port, registry) \
-        if registry is not None else None
+        if registry is not None and metrics_endpoint else None
+    try:
+        running = create_server(settings, registry, reuse_port)
+    except BaseException:
+        if exposition is not None:
+            exposition[0].server_close()
+        raise
     log.info("serving", extra={"address": settings.server.address, "port": running.port, "pid": os.getpid(),
                                "tls": bool(settings.security.tls_cert_file),
                                "mtls": bool(settings.security.tls_client_ca_file),
@@ -427,6 +437,8 @@ def serve(settings: Settings, source: SettingsSource) -> None:
         log.info("workers: auto", extra={"workers": workers, "cpus": len(os.sched_getaffinity(0))})
     settings = replace(settings, server=replace(settings.server, workers=workers))
     if workers == 1:
+        for key, address in _listen_addresses(settings):
+            ports.check_free(key, address)  # grpc would refuse too (no SO_REUSEPORT), with a log line of its own
         serve_single(settings)
         return
     if settings.server.address.rpartition(":")[2] == "0":
@@ -434,10 +446,23 @@ def serve(settings: Settings, source: SettingsSource) -> None:
     _supervise(settings, source)
 
 
+def _listen_addresses(settings: Settings) -> list[tuple[str, str]]:
+    """(key, address) of each gRPC listener."""
+    s = settings.server
+    return [("server.address", s.address)] + ([("server.health_address", s.health_address)]
+                                              if s.health_address else [])
+
+
 def _supervise(settings: Settings, source: SettingsSource) -> None:
-    """Start N workers sharing the port (SO_REUSEPORT), restart any that die, drain all on a signal."""
+    """Start N workers sharing the port (SO_REUSEPORT), restart any that die, drain all on a signal.
+
+    Before any worker starts: the ports are refused if another process holds them, then held for our
+    workers only (see memrank.ports), and the metrics port is bound; a failure ends the start with
+    nothing left running.
+    """
     from prometheus_client import multiprocess
 
+    holds = [sock for key, address in _listen_addresses(settings) for sock in ports.claim(key, address)]
     # Workers write their samples to mmap files here; the supervisor's /metrics sums them
     # (counters, histograms) or takes the live maximum (drift gauges, multiprocess_mode livemax).
     _clean_stale_metrics_dirs()
@@ -447,6 +472,12 @@ def _supervise(settings: Settings, source: SettingsSource) -> None:
     os.environ[DECISION_LOCK_ENV] = os.path.join(mp_dir, "decision-log.lock")
     registry = CollectorRegistry()
     multiprocess.MultiProcessCollector(registry, path=mp_dir)
+    try:
+        exposition = serve_metrics(settings.server.metrics_host, settings.server.metrics_port, registry)
+    except BaseException:
+        shutil.rmtree(mp_dir, ignore_errors=True)
+        ports.release(holds)
+        raise
     ctx = multiprocessing.get_context("spawn")
     procs: dict[int, multiprocessing.process.BaseProcess] = {}
 
@@ -458,7 +489,6 @@ def _supervise(settings: Settings, source: SettingsSource) -> None:
 
     for i in range(settings.server.workers):
         start(i)
-    exposition = serve_metrics(settings.server.metrics_host, settings.server.metrics_port, registry)
     log.info("supervising", extra={"workers": settings.server.workers, "address": settings.server.address,
                                    "metrics_dir": mp_dir})
     stopping = threading.Event()
@@ -478,5 +508,6 @@ def _supervise(settings: Settings, source: SettingsSource) -> None:
         p.join(max(0.0, deadline - time.monotonic()))
     if exposition is not None:
         exposition[0].shutdown()
+    ports.release(holds)
     shutil.rmtree(mp_dir, ignore_errors=True)
     log.info("stopped", extra={"workers": len(procs)})
