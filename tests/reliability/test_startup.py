@@ -1,5 +1,5 @@
 """Startup fails loudly and cleanly (issue 24 §2): a port another process holds is refused, naming its key,
-with nothing left running.
+with nothing left running; the first log line says what the server runs as.
 
 Every test runs a real `memrank serve` in a session of its own, so that whatever it spawned (workers, the
 resource tracker) can be found afterwards by session id.
@@ -7,17 +7,20 @@ resource tracker) can be found afterwards by session id.
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import socket
 import subprocess
 import sys
 import time
+import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+import memrank
 from memrank.client import RankingClient
 from tests.integration.conftest import Proc, free_port, start_serve, stop
 
@@ -150,3 +153,38 @@ def test_a_held_health_address_is_refused_naming_it(tmp_path: Path, held: socket
     assert code == 2, out
     assert f"memrank: server.health_address 127.0.0.1:{health} is in use" in out
     assert _port_free(port)
+
+
+def test_the_first_log_line_says_version_sources_and_addresses_and_workers_say_who_serves_metrics(
+        tmp_path: Path) -> None:
+    port, metrics = free_port(), free_port()
+    config = tmp_path / "memrank.yaml"
+    config.write_text("server:\n  grace_period_seconds: 5\n", encoding="utf-8")
+    tokens = tmp_path / "secret-tokens-path"
+    tokens.write_text("s3cret-token-value\n", encoding="utf-8")
+    proc = start_serve(tmp_path, "--config", str(config), "--address", f"127.0.0.1:{port}", "--workers", "2",
+                       env={"MEMRANK_METRICS_PORT": str(metrics), "MEMRANK_AUTH_TOKEN_FILE": str(tokens)})
+    try:
+        _first(proc)
+        deadline = time.monotonic() + 10
+        while len([x for x in proc.lines() if x["msg"] == "worker starting"]) < 2 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        lines = proc.lines()
+        first = lines[0]
+        assert first["msg"] == "memrank starting", first
+        assert first["version"] == memrank.__version__
+        assert first["config_sources"] == ["built-in defaults", f"file {config} (--config)",
+                                           "env MEMRANK_METRICS_PORT, MEMRANK_AUTH_TOKEN_FILE",
+                                           "flags --address, --workers"]
+        assert first["address"] == f"127.0.0.1:{port}"
+        assert first["metrics"] == f"http://127.0.0.1:{metrics}/metrics"
+        assert "secret" not in json.dumps(first), first  # names of variables, never their values
+        workers = [x for x in lines if x["msg"] == "worker starting"]
+        assert len(workers) == 2
+        assert all(x["metrics"] == f"served by the supervisor (http://127.0.0.1:{metrics}/metrics)"
+                   for x in workers), workers
+        assert not [x for x in lines if "metrics endpoint disabled" in str(x["msg"])]
+        with urllib.request.urlopen(f"http://127.0.0.1:{metrics}/metrics", timeout=5) as r:
+            assert b"memrank_" in r.read()
+    finally:
+        assert stop(proc) == 0

@@ -394,11 +394,17 @@ def _follow_parent(parent: int) -> None:
 
 def _worker_main(source: SettingsSource, index: int, parent: int, workers: int) -> None:
     settings = source.load()
-    settings = replace(settings, server=replace(settings.server, metrics_port=0, workers=workers))
+    settings = replace(settings, server=replace(settings.server, workers=workers))
     setup_logging(settings.server.log_level)
-    log.info("worker starting", extra={"worker": index, "pid": os.getpid()})
+    log.info("worker starting", extra={"worker": index, "pid": os.getpid(),
+                                       "metrics": f"served by the supervisor ({metrics_url(settings.server)})"})
     _follow_parent(parent)
-    serve_single(settings, reuse_port=True, with_metrics=True)
+    serve_single(settings, reuse_port=True, with_metrics=True, metrics_endpoint=False)
+
+
+def metrics_url(s: ServerSettings) -> str:
+    """Where /metrics is served, or "off"."""
+    return f"http://{ports.display(s.metrics_host, s.metrics_port)}/metrics" if s.metrics_port else "off"
 
 
 METRICS_DIR_PREFIX = "memrank-metrics-"
