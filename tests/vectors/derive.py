@@ -1493,8 +1493,10 @@ def contract_cases() -> list[tuple[str, str, dict[str, Any], frozenset[str]]]:
              "createdAt": "2026-05-01T08:30:00.123456789Z", "lastAccessedAt": "2026-05-31T00:00:00Z",
              "eventTime": "2026-04-30T00:00:00Z", "ingestedAt": "2026-05-01T08:30:01Z",
              "validFrom": "2026-01-01T00:00:00Z", "validTo": "2027-01-01T00:00:00Z",
-             "facetScores": {"alpha": 0.25, "Zeta": 0.5, "été": 0.75},
-             "stageScores": {"rerank": 0.9}, "metadata": {"team": "payments", "_trace": "x", "Équipe": "y"}},
+             # Map keys in code point order: clients/test.sh compares each client's deterministic request bytes,
+             # and @bufbuild/protobuf writes map entries in insertion order.
+             "facetScores": {"Zeta": 0.5, "alpha": 0.25, "été": 0.75},
+             "stageScores": {"rerank": 0.9}, "metadata": {"_trace": "x", "team": "payments", "Équipe": "y"}},
             {**cand("r-2", "fact", "The ledger runs on Postgres 16", 0.9), "importance": 0.2, "thread": "fil-😀",
              "position": 4, "layer": "durable", "source": "SOURCE_USER_PROVIDED"},
             {**cand("r-3", "attempt", "Tried sharding", 0.6), "importance": 0.1, "layer": "scratch"},
