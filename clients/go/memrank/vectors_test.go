@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"math"
 	"os"
 	"path/filepath"
@@ -186,7 +187,46 @@ func replay(t *testing.T, c *memrank.Client, v vector) map[string]string {
 		t.Errorf("accounted for %d of %d candidates", n, len(req.GetCandidates()))
 	}
 	checkExtras(t, v, resp)
+	checkReceipt(t, req, resp)
 	return out
+}
+
+// checkReceipt: memrank.VerifyReceipt rebuilds the receipt from the request and the response and it verifies;
+// copies with one score changed (one ulp), one id swapped (or renamed) and one dropped candidate removed fail.
+func checkReceipt(t *testing.T, req *memrank.RankRequest, resp *memrank.RankResponse) {
+	t.Helper()
+	if err := memrank.VerifyReceipt(req, resp, nil); err != nil {
+		t.Fatalf("VerifyReceipt: %v", err)
+	}
+	tampered := map[string]*memrank.RankResponse{}
+	bad := proto.Clone(resp).(*memrank.RankResponse)
+	if len(bad.Selected) > 0 {
+		bad.Selected[0].Score = math.Nextafter(bad.Selected[0].Score, math.Inf(1))
+	} else {
+		bad.Dropped[0].Score = math.Nextafter(bad.Dropped[0].Score, math.Inf(1))
+	}
+	tampered["score"] = bad
+	bad = proto.Clone(resp).(*memrank.RankResponse)
+	switch {
+	case len(bad.Selected) > 0 && len(bad.Dropped) > 0:
+		bad.Selected[0].Id, bad.Dropped[0].Id = bad.Dropped[0].Id, bad.Selected[0].Id
+	case len(bad.Selected) > 0:
+		bad.Selected[0].Id += "-x"
+	default:
+		bad.Dropped[0].Id += "-x"
+	}
+	tampered["id"] = bad
+	if len(resp.GetDropped()) > 0 {
+		bad = proto.Clone(resp).(*memrank.RankResponse)
+		bad.Dropped = bad.Dropped[1:]
+		tampered["dropped"] = bad
+	}
+	for what, bad := range tampered {
+		err := memrank.VerifyReceipt(req, bad, nil)
+		if !errors.Is(err, memrank.ErrReceiptMismatch) {
+			t.Errorf("tampered %s: want ErrReceiptMismatch, got %v", what, err)
+		}
+	}
 }
 
 func close9(got, want float64) bool { return math.Abs(got-want) <= 1e-9 }

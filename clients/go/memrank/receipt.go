@@ -1,0 +1,302 @@
+package memrank
+
+import (
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"math"
+	"sort"
+	"strconv"
+	"strings"
+	"unicode/utf16"
+
+	memrankv1 "github.com/memrank/memrank/clients/go/gen/memrank/v1"
+	"google.golang.org/protobuf/types/known/timestamppb"
+)
+
+// ReceiptSchema is the receipt canonical form VerifyReceipt rebuilds (README "Receipt canonical form").
+const ReceiptSchema = "memrank.receipt.v2"
+
+// Errors a *ReceiptError wraps: the receipt differs from the request and response, or it cannot be rebuilt.
+var (
+	ErrReceiptMismatch     = errors.New("memrank: receipt does not verify")
+	ErrReceiptUnverifiable = errors.New("memrank: receipt cannot be verified")
+)
+
+// ReceiptError says what differs (Problems) and what could not be checked (Unchecked).
+type ReceiptError struct {
+	Problems  []string
+	Unchecked []string
+}
+
+func (e *ReceiptError) Error() string {
+	var b strings.Builder
+	b.WriteString(e.Unwrap().Error())
+	for _, p := range e.Problems {
+		b.WriteString("; differs: " + p)
+	}
+	for _, u := range e.Unchecked {
+		b.WriteString("; not checked: " + u)
+	}
+	return b.String()
+}
+
+// Unwrap gives ErrReceiptMismatch when something differs, else ErrReceiptUnverifiable.
+func (e *ReceiptError) Unwrap() error {
+	if len(e.Problems) > 0 {
+		return ErrReceiptMismatch
+	}
+	return ErrReceiptUnverifiable
+}
+
+const again = "the receipt is the same at every explain level, so the same request asked at EXPLAIN_LEVEL_FULL " +
+	"(with the response's reference_time) gives a response that verifies against the same digest"
+
+// rq is q(s): the JSON string literal of s in ASCII (README; encoding/json escapes otherwise).
+func rq(s string) string {
+	var b strings.Builder
+	b.WriteByte('"')
+	for _, r := range s {
+		switch {
+		case r == '"':
+			b.WriteString(`\"`)
+		case r == '\\':
+			b.WriteString(`\\`)
+		case r == '\b':
+			b.WriteString(`\b`)
+		case r == '\f':
+			b.WriteString(`\f`)
+		case r == '\n':
+			b.WriteString(`\n`)
+		case r == '\r':
+			b.WriteString(`\r`)
+		case r == '\t':
+			b.WriteString(`\t`)
+		case r < 0x20 || r == 0x7f || (r > 0x7f && r <= 0xffff):
+			fmt.Fprintf(&b, `\u%04x`, r)
+		case r > 0xffff:
+			hi, lo := utf16.EncodeRune(r)
+			fmt.Fprintf(&b, `\u%04x\u%04x`, hi, lo)
+		default:
+			b.WriteRune(r)
+		}
+	}
+	b.WriteByte('"')
+	return b.String()
+}
+
+// rf is f(x): the 16 hex digits of the big-endian float64 bits of x.
+func rf(x float64) string { return fmt.Sprintf("%016x", math.Float64bits(x)) }
+
+// rh is h(b): the SHA-256 hex of b.
+func rh(b []byte) string {
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:])
+}
+
+func ropt(x *float64) string {
+	if x == nil {
+		return "-"
+	}
+	return rf(*x)
+}
+
+func rtime(t *timestamppb.Timestamp) string {
+	if t == nil {
+		return "-"
+	}
+	return rf(float64(t.GetSeconds()) + float64(t.GetNanos())/1e9)
+}
+
+func sortedLines(tag string, m map[string]float64) []string {
+	out := make([]string, 0, len(m))
+	for k, v := range m {
+		out = append(out, tag+" "+rq(k)+" "+rf(v))
+	}
+	sort.Strings(out) // keys are distinct, so this is q(key) order
+	return out
+}
+
+func embeddingsLine(req *RankRequest) string {
+	if len(req.GetEmbeddingsF32()) > 0 {
+		return fmt.Sprintf("embeddings %d %s", req.GetEmbeddingDim(), rh(req.GetEmbeddingsF32()))
+	}
+	dim := 0
+	for _, c := range req.GetCandidates() {
+		dim = max(dim, len(c.GetEmbedding()))
+	}
+	if dim == 0 {
+		return "embeddings 0 -"
+	}
+	matrix := make([]byte, 0, 4*dim*len(req.GetCandidates()))
+	for _, c := range req.GetCandidates() {
+		row := make([]byte, 4*dim) // a candidate without an embedding is a row of zeros
+		if e := c.GetEmbedding(); len(e) == dim {
+			for i, v := range e {
+				binary.LittleEndian.PutUint32(row[4*i:], math.Float32bits(v))
+			}
+		}
+		matrix = append(matrix, row...)
+	}
+	return fmt.Sprintf("embeddings %d %s", dim, rh(matrix))
+}
+
+// ReceiptCanonical rebuilds a response's receipt bytes (memrank.receipt.v2) from the request and the
+// response alone; the error wraps ErrReceiptUnverifiable when the response lacks a part the receipt binds.
+func ReceiptCanonical(req *RankRequest, resp *RankResponse) ([]byte, error) {
+	var lines []string
+	add := func(format string, args ...any) { lines = append(lines, fmt.Sprintf(format, args...)) }
+	add("schema %s", ReceiptSchema)
+	add("query %s", rh([]byte(req.GetQuery())))
+	add("reference_time %d %d", resp.GetReferenceTime().GetSeconds(), resp.GetReferenceTime().GetNanos())
+	add("profile %s", rq(resp.GetProfile()))
+	add("policy_version %s", rq(resp.GetPolicyVersion()))
+	add("weights %d", len(resp.GetWeights()))
+	for _, w := range resp.GetWeights() {
+		add("weight %s %s %s", rq(w.GetSignal()), rf(w.GetWeight()), rq(w.GetNormalization()))
+	}
+	lookup := 0
+	if req.GetExplicitLookup() {
+		lookup = 1
+	}
+	add("explicit_lookup %d", lookup)
+	add("placement %d", int32(req.GetPlacement()))
+	add("budget %d %d", req.GetBudget().GetMaxTokens(), req.GetBudget().GetMaxItems())
+	add("min_score %s", ropt(req.MinScore))
+	add("relevance_threshold %s", ropt(req.RelevanceThreshold))
+	add("layers %d", len(req.GetLayers()))
+	for _, l := range req.GetLayers() {
+		add("layer %s %s %d %d %s", rq(l.GetName()), rf(l.GetShare()), l.GetFloorTokens(), l.GetMaxItems(),
+			ropt(l.MinScore))
+	}
+	lines = append(lines, embeddingsLine(req))
+	add("candidates %d", len(req.GetCandidates()))
+	for _, c := range req.GetCandidates() {
+		position := "-"
+		if c.Position != nil {
+			position = strconv.FormatInt(*c.Position, 10)
+		}
+		fields := []string{"candidate", rq(c.GetId()), rq(c.GetLayer()), rq(c.GetKind()), rh([]byte(c.GetContent())),
+			rf(c.GetRetrievalScore()), ropt(c.Importance), strconv.FormatUint(uint64(c.GetAccessCount()), 10),
+			strconv.FormatUint(uint64(c.GetTokenCount()), 10), strconv.Itoa(int(c.GetSource())),
+			strconv.Itoa(int(c.GetSafety())), rq(c.GetProvenance()), rq(c.GetThread()), position, rq(c.GetSpeaker()),
+			rtime(c.GetCreatedAt()), rtime(c.GetLastAccessedAt()), rtime(c.GetEventTime()), rtime(c.GetIngestedAt()),
+			rtime(c.GetValidFrom()), rtime(c.GetValidTo())}
+		lines = append(lines, strings.Join(fields, " "))
+		lines = append(lines, sortedLines("facet", c.GetFacetScores())...)
+		lines = append(lines, sortedLines("stage", c.GetStageScores())...)
+		keys := make([]string, 0, len(c.GetMetadata()))
+		for k := range c.GetMetadata() {
+			keys = append(keys, "metadata "+rq(k))
+		}
+		sort.Strings(keys)
+		lines = append(lines, keys...)
+	}
+	selected := append([]*RankedMemory(nil), resp.GetSelected()...)
+	sort.SliceStable(selected, func(i, j int) bool { return selected[i].GetRank() < selected[j].GetRank() })
+	add("selected %d", len(selected))
+	for _, m := range selected {
+		b := m.GetBreakdown()
+		if b == nil {
+			return nil, &ReceiptError{Unchecked: []string{fmt.Sprintf("the digest: selected %q carries no breakdown "+
+				"(EXPLAIN_LEVEL_NONE), and the receipt binds its combined, final and signal scores; %s", m.GetId(), again)}}
+		}
+		add("memory %d %s %s %d %s %s %s %s", m.GetRank(), rq(m.GetId()), rq(m.GetLayer()), m.GetPosition(),
+			rf(m.GetScore()), rf(b.GetCombinedScore()), rf(b.GetFinalScore()), rf(b.GetBlendTerm()))
+		for _, s := range b.GetSignals() {
+			add("signal %s %s %s %s %s", rq(s.GetName()), rf(s.GetRaw()), rf(s.GetNormalized()), rf(s.GetWeight()),
+				rf(s.GetContribution()))
+		}
+	}
+	add("dropped %d", len(resp.GetDropped()))
+	for _, d := range resp.GetDropped() {
+		if d.GetReason() == memrankv1.DropReason_DROP_REASON_REDUNDANT && d.GetBreakdown() == nil {
+			return nil, &ReceiptError{Unchecked: []string{fmt.Sprintf("the digest: dropped %q is REDUNDANT but carries "+
+				"no breakdown (below EXPLAIN_LEVEL_FULL), so its covered_by is unknown; %s", d.GetId(), again)}}
+		}
+		add("drop %s %s %d %s %s", rq(d.GetId()), rq(d.GetLayer()), int32(d.GetReason()), rf(d.GetScore()),
+			rq(d.GetBreakdown().GetCoveredBy()))
+	}
+	return []byte(strings.Join(lines, "\n") + "\n"), nil
+}
+
+// accounting lists what cannot be an answer to the request: a candidate missing, unknown or twice.
+func accounting(req *RankRequest, resp *RankResponse) []string {
+	var out []string
+	asked := map[string]bool{}
+	for _, c := range req.GetCandidates() {
+		asked[c.GetId()] = true
+	}
+	told := map[string]int{}
+	var order []string
+	for _, m := range resp.GetSelected() {
+		told[m.GetId()]++
+		order = append(order, m.GetId())
+	}
+	for _, d := range resp.GetDropped() {
+		told[d.GetId()]++
+		order = append(order, d.GetId())
+	}
+	for _, c := range req.GetCandidates() {
+		if told[c.GetId()] == 0 {
+			out = append(out, fmt.Sprintf("candidate %q is neither selected nor dropped", c.GetId()))
+		}
+	}
+	for _, id := range order {
+		if !asked[id] {
+			out = append(out, fmt.Sprintf("%q is in the response but is no candidate of the request", id))
+		} else if told[id] > 1 {
+			out = append(out, fmt.Sprintf("%q is in the response %d times", id, told[id]))
+			told[id] = 1
+		}
+	}
+	return out
+}
+
+// VerifyReceipt checks a response's receipt: it rebuilds the canonical bytes from the request and the
+// response (README "Receipt canonical form"), compares their SHA-256 with receipt.digest and, when key is
+// given (the receipt key file's bytes, surrounding whitespace removed), checks receipt.signature. It returns
+// nil when the receipt verified, else a *ReceiptError wrapping ErrReceiptMismatch or ErrReceiptUnverifiable.
+// A nil req checks the signature only: the digest binds the candidates' fields, which only the request holds.
+func VerifyReceipt(req *RankRequest, resp *RankResponse, key []byte) error {
+	r := resp.GetReceipt()
+	e := &ReceiptError{}
+	if r.GetSchema() != ReceiptSchema {
+		e.Problems = append(e.Problems, fmt.Sprintf("receipt schema is %q; this verifier knows %q", r.GetSchema(),
+			ReceiptSchema))
+		return e
+	}
+	switch {
+	case len(key) > 0 && r.GetSignature() == "":
+		e.Problems = append(e.Problems, "the receipt is not signed, but a key was given")
+	case len(key) > 0:
+		mac := hmac.New(sha256.New, key)
+		mac.Write([]byte(r.GetDigest()))
+		if !hmac.Equal([]byte(hex.EncodeToString(mac.Sum(nil))), []byte(r.GetSignature())) {
+			e.Problems = append(e.Problems, "signature: not the HMAC-SHA256 of the digest under this key")
+		}
+	}
+	if req == nil {
+		e.Unchecked = append(e.Unchecked, "the digest: it binds every candidate's fields, which only the request "+
+			"holds (give the request)")
+		return e
+	}
+	e.Problems = append(e.Problems, accounting(req, resp)...)
+	canonical, err := ReceiptCanonical(req, resp)
+	var re *ReceiptError
+	if errors.As(err, &re) {
+		e.Unchecked = append(e.Unchecked, re.Unchecked...)
+		return e
+	}
+	if digest := rh(canonical); digest != r.GetDigest() {
+		e.Problems = append(e.Problems, fmt.Sprintf("digest: recomputed %s, the receipt says %s: the request and "+
+			"response are not the pair the receipt was made for", digest, r.GetDigest()))
+	}
+	if len(e.Problems) > 0 {
+		return e
+	}
+	return nil
+}
