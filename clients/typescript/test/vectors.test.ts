@@ -4,7 +4,7 @@ import { createHash } from "node:crypto";
 import { readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { after, describe, test } from "node:test";
 import { fileURLToPath } from "node:url";
-import { fromJson, toBinary, type DescMessage, type JsonValue, type MessageShape } from "@bufbuild/protobuf";
+import { clone, create, fromJson, toBinary, type DescMessage, type JsonValue, type MessageShape } from "@bufbuild/protobuf";
 import {
   dropReasonName,
   MemrankClient,
@@ -12,7 +12,10 @@ import {
   packEmbeddings,
   RankRequestSchema,
   RankResponseSchema,
+  RECEIPT_SCHEMA,
+  receiptCanonical,
   status,
+  verifyReceipt,
 } from "../src/index.js";
 
 interface Vector {
@@ -96,6 +99,42 @@ function checkExtras(want: Expect, resp: Response): void {
   }
 }
 
+/** verifyReceipt rebuilds the receipt from the request and the response and it verifies; copies with one score
+ * changed (one ulp up), one id swapped (or renamed) and one dropped candidate removed fail. */
+function checkReceipt(request: MessageShape<typeof RankRequestSchema>, resp: Response): void {
+  const check = verifyReceipt(request, resp);
+  assert.ok(check.ok, `receipt: ${JSON.stringify(check)}`);
+  assert.equal(check.digest, resp.receipt?.digest);
+  const tampered: Record<string, Response> = {};
+  let bad = clone(RankResponseSchema, resp);
+  const target = bad.selected[0] ?? bad.dropped[0]!;
+  target.score = nextUp(target.score);
+  tampered["score"] = bad;
+  bad = clone(RankResponseSchema, resp);
+  if (bad.selected[0] && bad.dropped[0]) {
+    [bad.selected[0].id, bad.dropped[0].id] = [bad.dropped[0].id, bad.selected[0].id];
+  } else (bad.selected[0] ?? bad.dropped[0]!).id += "-x";
+  tampered["id"] = bad;
+  if (resp.dropped.length > 0) {
+    bad = clone(RankResponseSchema, resp);
+    bad.dropped.shift();
+    tampered["dropped"] = bad;
+  }
+  for (const [what, copy] of Object.entries(tampered)) {
+    const got = verifyReceipt(request, copy);
+    assert.ok(!got.ok && got.problems.length > 0, `tampered ${what} verified: ${JSON.stringify(got)}`);
+  }
+}
+
+/** The next float64 above x (x finite). */
+function nextUp(x: number): number {
+  const view = new DataView(new ArrayBuffer(8));
+  view.setFloat64(0, x);
+  const bits = view.getBigUint64(0);
+  view.setBigUint64(0, x === 0 ? 1n : x > 0 ? bits + 1n : bits - 1n);
+  return view.getFloat64(0);
+}
+
 /** SHA-256 hex of the vector's canonical receipt lines, ${policy_version} filled with the JSON string of the
  * response's policy_version, each line ending in a newline. */
 function receiptDigest(lines: string[], policyVersion: string): string {
@@ -132,6 +171,19 @@ test("packEmbeddings gives the packed vectors' embeddingsF32", () => {
     const flat = packEmbeddings(Float32Array.from(v.embeddings!.flat()), want.embeddingDim);
     assert.deepEqual(flat.embeddingsF32, want.embeddingsF32, `${v.name} (flat Float32Array)`);
   }
+});
+
+test("receiptCanonical writes q(s), f(x) and times as the README says", () => {
+  const id = 'a"b\\c\n\t\b\f\r\u0001\u001f\u007f é😀\u2028/<&>';
+  const request = create(RankRequestSchema, {
+    candidates: [{ id, retrievalScore: 0.1, position: 0n, createdAt: { seconds: 1780315200n, nanos: 250_000_000 } }],
+  });
+  const response = create(RankResponseSchema, { receipt: { schema: RECEIPT_SCHEMA } });
+  const line = receiptCanonical(request, response).split("\n").find((l) => l.startsWith("candidate "));
+  const want = '"a\\"b\\\\c\\n\\t\\b\\f\\r\\u0001\\u001f\\u007f \\u00e9\\ud83d\\ude00\\u2028/<&>"';
+  assert.equal(line?.split(" 3fb999999999999a ")[0], `candidate ${want} "" "" ${createHash("sha256").digest("hex")}`);
+  assert.ok(line?.endsWith(` - 0 0 0 0 "" "" 0 "" 41da875d10100000 - - - - -`), line);
+  assert.equal(verifyReceipt(undefined, response).ok, false);
 });
 
 test("packEmbeddings checks shapes", () => {
@@ -181,6 +233,7 @@ describe("conformance vectors", { skip: addr ? false : "MEMRANK_ADDR is not set"
       assert.deepEqual(Object.fromEntries(resp.dropped.map((d) => [d.id, dropReasonName(d.reason)])), want.dropped);
       assert.equal(resp.selected.length + resp.dropped.length, request.candidates.length);
       checkExtras(want, resp);
+      checkReceipt(request, resp);
     });
   }
 });
