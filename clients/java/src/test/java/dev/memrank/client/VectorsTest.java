@@ -197,6 +197,55 @@ class VectorsTest {
     assertEquals(wantDropped, dropped, "dropped");
     assertEquals(req.getCandidatesCount(), resp.getSelectedCount() + resp.getDroppedCount(), "accounted for");
     checkExtras(want, resp);
+    checkReceipt(req, resp);
+  }
+
+  /**
+   * Receipts.verify rebuilds the receipt from the request and the response and it verifies; copies with one
+   * score changed (one ulp up), one id swapped (or renamed) and one dropped candidate removed fail.
+   */
+  private static void checkReceipt(RankRequest req, RankResponse resp) {
+    Receipts.Check check = Receipts.verify(req, resp, null);
+    assertTrue(check.ok(), "receipt: " + check);
+    assertEquals(resp.getReceipt().getDigest(), check.digest());
+    Map<String, RankResponse> tampered = new LinkedHashMap<>();
+    RankResponse.Builder bad = resp.toBuilder();
+    if (bad.getSelectedCount() > 0) {
+      bad.getSelectedBuilder(0).setScore(Math.nextUp(bad.getSelected(0).getScore()));
+    } else {
+      bad.getDroppedBuilder(0).setScore(Math.nextUp(bad.getDropped(0).getScore()));
+    }
+    tampered.put("score", bad.build());
+    bad = resp.toBuilder();
+    if (bad.getSelectedCount() > 0 && bad.getDroppedCount() > 0) {
+      String s = bad.getSelected(0).getId();
+      bad.getSelectedBuilder(0).setId(bad.getDropped(0).getId());
+      bad.getDroppedBuilder(0).setId(s);
+    } else if (bad.getSelectedCount() > 0) {
+      bad.getSelectedBuilder(0).setId(bad.getSelected(0).getId() + "-x");
+    } else {
+      bad.getDroppedBuilder(0).setId(bad.getDropped(0).getId() + "-x");
+    }
+    tampered.put("id", bad.build());
+    if (resp.getDroppedCount() > 0) {
+      tampered.put("dropped", resp.toBuilder().removeDropped(0).build());
+    }
+    tampered.forEach((what, copy) -> {
+      Receipts.Check got = Receipts.verify(req, copy, null);
+      assertTrue(!got.ok() && !got.problems().isEmpty(), "tampered " + what + " verified: " + got);
+    });
+  }
+
+  @Test
+  void receiptQuotingAndFloats() {
+    String s = "a\"b\\c\n\t\b\f\r\u0001\u001f\u007f é😀\u2028/<&>";
+    assertEquals("\"a\\\"b\\\\c\\n\\t\\b\\f\\r\\u0001\\u001f\\u007f \\u00e9\\ud83d\\ude00\\u2028/<&>\"",
+        Receipts.q(s));
+    assertEquals("3fb999999999999a", Receipts.f(0.1));
+    assertEquals("8000000000000000", Receipts.f(-0.0));
+    Receipts.Check alone = Receipts.verify(null, RankResponse.newBuilder()
+        .setReceipt(memrank.v1.Ranking.Receipt.newBuilder().setSchema(Receipts.SCHEMA)).build(), null);
+    assertTrue(!alone.ok() && alone.problems().isEmpty() && alone.unchecked().get(1).startsWith("the digest"));
   }
 
   /** The optional expectations (tests/vectors/README.md): covered_by, stages, importance_suggestions, shadow, receipt. */
