@@ -6,6 +6,7 @@ import argparse
 import json
 import logging
 import os
+import signal
 import sys
 import time
 from collections.abc import Sequence
@@ -55,13 +56,19 @@ def _parser() -> argparse.ArgumentParser:
     rank = sub.add_parser(
         "rank", help="rank a request given as protobuf JSON and print the response",
         description="Rank a memrank.v1.RankRequest given as protobuf JSON (a file, or - for stdin) through the "
-                    "same validation and core as the server, and print the RankResponse as JSON.",
+                    "same validation and core as the server, and print the RankResponse as JSON. Input takes "
+                    "either field spelling (requestId or request_id); output uses protobuf's JSON names "
+                    "(camelCase, as the clients' JSON and grpcurl print them) unless --proto-names.",
     )
     _common(rank)
     rank.add_argument("file", help="RankRequest JSON file, or - for standard input")
+    rank.add_argument("--proto-names", action="store_true",
+                      help="print the .proto field names (snake_case, as the README's prose and the proto files "
+                           "spell them) instead of the JSON names")
     profiles = sub.add_parser("profiles", help="list the profiles and their weights")
     _common(profiles)
     profiles.add_argument("--json", action="store_true", help="print ListProfilesResponse JSON")
+    profiles.add_argument("--proto-names", action="store_true", help="with --json: snake_case field names")
     _drift_parser(sub)
     _verify_parser(sub)
     from memrank.evaluation.cli import add_parser as add_eval_parser
@@ -163,7 +170,7 @@ def _rank(args: argparse.Namespace, settings: Settings) -> int:
         for v in exc.violations:
             print(f"memrank rank: INVALID_ARGUMENT {v.field}: {v.description}", file=sys.stderr)
         return 2
-    print(json_format.MessageToJson(response, indent=2))
+    print(json_format.MessageToJson(response, indent=2, preserving_proto_field_name=args.proto_names))
     return 0
 
 
@@ -173,7 +180,8 @@ def _profiles(args: argparse.Namespace, settings: Settings) -> int:
     from memrank.grpc.convert import profiles_to_proto
 
     if args.json:
-        print(json_format.MessageToJson(profiles_to_proto(settings.profiles, settings.policy_version), indent=2))
+        print(json_format.MessageToJson(profiles_to_proto(settings.profiles, settings.policy_version), indent=2,
+                                        preserving_proto_field_name=args.proto_names))
         return 0
     for name in sorted(settings.profiles):
         p = settings.profiles[name]
@@ -218,6 +226,10 @@ def _drift_snapshot(args: argparse.Namespace, settings: Settings) -> int:
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the `memrank` console script."""
     args = _parser().parse_args(argv)
+    if args.command != "serve":
+        # `memrank profiles | head`: a closed pipe ends the command quietly, as it does a Unix tool (the
+        # server keeps Python's default: a peer that goes away must not kill it).
+        signal.signal(signal.SIGPIPE, signal.SIG_DFL)
     try:
         if args.command == "serve":
             return _serve(args)

@@ -88,3 +88,43 @@ def helm() -> str:
     if not Path(path).exists():
         missing("helm")
     return path
+
+
+def test_the_quick_start_python_snippet_runs_and_names_drop_reasons(capsys: pytest.CaptureFixture[str]) -> None:
+    from memrank.grpc.server import create_server
+    from tests.integration.conftest import loopback_settings
+
+    readme = (ROOT / "README.md").read_text()
+    start = readme.index("From Python (the client ships in the package):")
+    code = readme[readme.index("```python\n", start) + len("```python\n"):readme.index("```\n", start + 60)]
+    running = create_server(loopback_settings())
+    try:
+        exec(code.replace("localhost:50051", f"127.0.0.1:{running.port}"), {})  # the README's own code
+    finally:
+        running.stop(0)
+    lines = capsys.readouterr().out.splitlines()
+    assert lines and lines[0].startswith("1 m1 ")  # rank 1, the preference, with its signal contributions
+    assert all("DROP_REASON_" in line for line in lines[1:])
+
+
+def test_rank_prints_json_names_by_default_and_proto_names_on_request() -> None:
+    camel, snake = rank("request.json"), rank("request.json", "--proto-names")
+    assert "finalScore" in camel["selected"][0]["breakdown"] and "requestId" not in json.dumps(snake)
+    assert "final_score" in snake["selected"][0]["breakdown"] and "scoring_schema" in snake
+
+
+def test_a_closed_pipe_ends_a_command_quietly() -> None:
+    big = {"query": "tea", "explain": "EXPLAIN_LEVEL_FULL",  # ~1 MB of JSON out: far past the 64 KiB pipe buffer
+           "candidates": [{"id": f"m{i}", "content": f"memory {i} about tea and coffee", "retrievalScore": 0.5}
+                          for i in range(400)]}
+    proc = subprocess.Popen([sys.executable, "-m", "memrank.cli", "rank", "-"], stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
+    proc.stdin.write(json.dumps(big).encode())
+    proc.stdin.close()
+    proc.stdout.read(10)
+    proc.stdout.close()  # like `memrank rank big.json | head -c 10`
+    err = proc.stderr.read().decode()
+    proc.stderr.close()
+    proc.wait(60)
+    assert "Broken pipe" not in err and "BrokenPipeError" not in err and "Traceback" not in err, err
