@@ -6,8 +6,9 @@
   content, query text or id anywhere in a span.
 - A real ``memrank serve`` process exporting over OTLP/HTTP to a small collector written here
   (http.server decoding ExportTraceServiceRequest with opentelemetry-proto): the spans held by a
-  long batch delay arrive when SIGTERM drains the process (1 and 2 workers); the standard OTEL_*
-  variables configure endpoint, sampler, service name and batch delay.
+  long batch delay arrive when SIGTERM drains the process (1 and 2 workers); a collector that is down
+  costs the shutdown at most the flush bound; the standard OTEL_* variables configure endpoint,
+  sampler, service name and batch delay.
 - Off: no OpenTelemetry module is imported, no processor thread runs, nothing is exported even with
   OTEL_* set; on without the packages: the start fails naming the extra.
 """
@@ -51,7 +52,7 @@ from memrank._gen.v1 import ranking_service_pb2_grpc as svc
 from memrank.config import ENV_KEYS, TracingSettings, load_settings
 from memrank.core.errors import ConfigError
 from memrank.grpc.server import Running, create_server
-from memrank.grpc.tracing import build_tracing
+from memrank.grpc.tracing import FLUSH_SECONDS, build_tracing
 from tests.helm.conftest import CHART, find_helm, missing, run_helm, template_args
 from tests.integration.conftest import Proc, free_port, loopback_settings, start_serve, stop
 
@@ -402,6 +403,23 @@ def test_spans_reach_an_otlp_http_collector_when_sigterm_drains_the_process(tmp_
     if workers == 2:
         drained = [line for line in proc.lines() if line.get("msg") == "stopped" and "pid" in line]
         assert len(drained) == 2, "both workers drained and flushed"
+
+
+def test_a_collector_that_is_down_delays_neither_calls_nor_shutdown_past_the_flush_bound(tmp_path: Path) -> None:
+    env = serve_env(MEMRANK_TRACING_ENABLED="true", OTEL_BSP_SCHEDULE_DELAY="600000",
+                    MEMRANK_TRACING_ENDPOINT=f"http://127.0.0.1:{free_port()}/v1/traces")  # nothing listens
+    proc, target = started(tmp_path, 1, env)
+    try:
+        began = time.monotonic()
+        call_traced(target, [CALLER_TRACE])
+        assert time.monotonic() - began < 5
+    finally:
+        began = time.monotonic()
+        code = stop(proc)
+        took = time.monotonic() - began
+    assert code == 0
+    assert took < FLUSH_SECONDS + 2.5, took  # the exporter alone would retry for 10 s
+    assert "spans not exported within the shutdown flush; the rest are lost" in [line["msg"] for line in proc.lines()]
 
 
 def test_the_standard_otel_variables_configure_endpoint_sampler_service_and_batching(tmp_path: Path) -> None:
