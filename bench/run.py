@@ -19,13 +19,13 @@ from memrank._gen.v1 import ranking_pb2 as pb
 from memrank.config import load_settings
 from memrank.core.batch import Batch, RankParams
 from memrank.core.pipeline import rank
+from memrank.core.profile import Profile, SignalSpec
 from memrank.core.score import score
 from memrank.core.scores import Scores, ScoringContext
 from memrank.core.types import ExplainLevel
 from memrank.grpc import convert
 from memrank.grpc.service import handle_rank
 from memrank.grpc.validate import validate_rank_request
-from memrank.profiles.model import Profile, SignalSpec
 
 EXPLAIN = {"full": ExplainLevel.FULL, "selected": ExplainLevel.SELECTED, "none": ExplainLevel.NONE}
 

@@ -48,6 +48,7 @@ import numpy as np
 
 from memrank.core.batch import Batch, RankParams
 from memrank.core.pipeline import rank
+from memrank.core.profile import Profile, SignalSpec
 from memrank.evaluation import report
 from memrank.evaluation.data import load_conversations
 from memrank.evaluation.metrics import score_ranking
@@ -55,7 +56,6 @@ from memrank.evaluation.requests import build_request, count_tokens
 from memrank.evaluation.retrieval import Retriever, baseline_orders, pool
 from memrank.grpc.convert import request_to_domain
 from memrank.profiles.builtin import BUILTIN_PROFILES
-from memrank.profiles.model import Profile, SignalSpec
 from memrank.tuning.ascent import GRID, coordinate_ascent, to_simplex
 from memrank.tuning.columns import query_of
 from memrank.tuning.dataset import Query, Stack

@@ -23,8 +23,9 @@ import yaml
 
 from memrank.core.batch import LayerSpec
 from memrank.core.errors import ConfigError
+from memrank.core.profile import Profile
 from memrank.profiles.builtin import BUILTIN_PROFILES
-from memrank.profiles.model import Profile, profile_from_mapping, profile_to_mapping
+from memrank.profiles.model import profile_from_mapping, profile_to_mapping
 
 # Environment variable -> dotted config key.
 ENV_KEYS: Mapping[str, str] = MappingProxyType({

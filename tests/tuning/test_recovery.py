@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 from memrank.config import load_settings
-from memrank.profiles.model import SignalSpec
+from memrank.core.profile import SignalSpec
 from memrank.tuning.columns import base_profile, query_of_request
 from memrank.tuning.crossval import cross_validate
 from memrank.tuning.labels import load_labels

@@ -22,11 +22,11 @@ from dataclasses import dataclass
 import numpy as np
 
 from memrank.core.batch import Batch
+from memrank.core.profile import Profile
 from memrank.core.score import score_gated
 from memrank.core.scores import Scores, ScoringContext, SignalColumn
 from memrank.core.signals.confidence import reserved_keys
 from memrank.core.types import AdmissionDecision, DropReason
-from memrank.profiles.model import Profile
 
 _NOT_GATES_AT_ADMISSION = frozenset({DropReason.FUTURE_EVENT, DropReason.NOT_YET_VALID})
 

@@ -7,8 +7,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from memrank.core.profile import Profile
 from memrank.core.scores import Scores
-from memrank.profiles.model import Profile
 
 SCORING_SCHEMA = "memrank.score.v1"
 

@@ -14,6 +14,7 @@ from memrank.core.calibrate import calibrate
 from memrank.core.errors import FieldViolation, InvalidRequest, UnknownProfile
 from memrank.core.order import placement_positions, tie_order
 from memrank.core.outcome import Allocation, RankOutcome, ShadowResult, Stage
+from memrank.core.profile import Profile
 from memrank.core.reasons import Lazy
 from memrank.core.score import score
 from memrank.core.scores import ScoringContext
@@ -22,7 +23,6 @@ from memrank.core.shadow import kendall_tau_b, overlap_at_k
 from memrank.core.similarity import Similarity
 from memrank.core.stages import StageLog, blend_stage_scores, fusion_log
 from memrank.core.types import DropReason, Placement
-from memrank.profiles.model import Profile
 
 CATCH_ALL_LAYER = "other"
 # Feedback: a selected memory's importance moves this share of the way to 1.

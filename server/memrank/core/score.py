@@ -32,10 +32,10 @@ import numpy as np
 from memrank.core.batch import Batch
 from memrank.core.gates import GateSet, safety_gate, temporal_gates, threshold_gate, zero_importance_gate
 from memrank.core.normalize import normalize
+from memrank.core.profile import Profile
 from memrank.core.scores import Scores, ScoringContext, SignalColumn
 from memrank.core.signals import RawSignal, get_signal
 from memrank.core.types import DropReason
-from memrank.profiles.model import Profile
 
 
 def score(batch: Batch, ctx: ScoringContext, profile: Profile) -> Scores:

@@ -8,10 +8,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from memrank.core.batch import Batch
+from memrank.core.profile import Profile
 from memrank.core.scores import Scores
 from memrank.core.signals.relevance import fuse
 from memrank.core.types import DropReason
-from memrank.profiles.model import Profile
 
 
 @dataclass(frozen=True)

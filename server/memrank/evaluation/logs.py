@@ -28,8 +28,8 @@ from typing import Any
 
 import numpy as np
 
+from memrank.core.profile import Profile
 from memrank.evaluation.bootstrap import paired
-from memrank.profiles.model import Profile
 from memrank.tuning.columns import TUNABLE_FORMULAS
 from memrank.tuning.dataset import Query, Stack, TuningError
 from memrank.tuning.logs import LogStats, describe, join, query_of_decision, read_records

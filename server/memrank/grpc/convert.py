@@ -14,10 +14,10 @@ from memrank._gen.v1 import ranking_pb2 as pb
 from memrank.core import receipt
 from memrank.core.batch import Batch, CandidateInput, LayerSpec, RankParams
 from memrank.core.outcome import SCORING_SCHEMA, RankOutcome
+from memrank.core.profile import Profile
 from memrank.core.scores import Scores
 from memrank.core.types import ExplainLevel, Placement
 from memrank.grpc.columns import TIME_FIELDS, CandidateColumns
-from memrank.profiles.model import Profile
 
 
 def ts_to_seconds(ts: Timestamp) -> float:

@@ -11,8 +11,8 @@ from google.protobuf.timestamp_pb2 import Timestamp
 from memrank._gen.v1 import ranking_pb2 as pb
 from memrank.config import Limits
 from memrank.core.errors import FieldViolation, InvalidRequest, LimitExceeded
+from memrank.core.profile import Profile
 from memrank.grpc.columns import TIME_FIELDS, CandidateColumns
-from memrank.profiles.model import Profile
 
 # Timestamp's documented range: 0001-01-01T00:00:00Z .. 9999-12-31T23:59:59Z.
 MIN_SECONDS, MAX_SECONDS = -62_135_596_800, 253_402_300_799

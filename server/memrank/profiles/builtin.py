@@ -58,7 +58,7 @@ from __future__ import annotations
 
 from types import MappingProxyType
 
-from memrank.profiles.model import Profile, RecencySpec, SignalSpec
+from memrank.core.profile import Profile, RecencySpec, SignalSpec
 
 
 def _own(name: str, description: str, weights: dict[str, float], recency: RecencySpec | None = None) -> Profile:

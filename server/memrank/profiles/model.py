@@ -1,108 +1,23 @@
-"""Profile data: which signals a ranking uses, how each is normalised and weighed.
-
-A profile is plain frozen data. ``profile_from_mapping`` builds one from a
-config mapping and names the key and the value of anything wrong.
+"""Profiles from config data: ``profile_from_mapping`` builds a ``core.profile.Profile`` and names the key
+and the value of anything wrong; ``profile_to_mapping`` writes one back.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import fields
 from types import MappingProxyType
 from typing import Any
 
 from memrank.core.errors import ConfigError
+from memrank.core.profile import Profile, RecencySpec, SignalSpec
 from memrank.core.text.stem import LANGUAGES
 from memrank.core.types import Placement
 
 NORMALIZATIONS = ("none", "min_max", "z_score", "rank")
 FUSIONS = ("max", "weighted", "rrf")
 FORMULAS = ("weighted_sum", "agent_observer", "blend")
-
-
-@dataclass(frozen=True)
-class SignalSpec:
-    """One signal of a profile: its weight and normaliser."""
-
-    name: str
-    weight: float
-    normalization: str = "none"
-
-
-@dataclass(frozen=True)
-class RecencySpec:
-    """Shape of the recency decay: decay**hours, never below floor."""
-
-    decay_per_hour: float = 0.995
-    floor: float = 0.05
-
-    @staticmethod
-    def from_half_life(hours: float, floor: float = 0.05) -> RecencySpec:
-        """Decay rate whose half-life is ``hours``."""
-        return RecencySpec(decay_per_hour=0.5 ** (1.0 / hours), floor=floor)
-
-
-DEFAULT_KIND_PRIOR: Mapping[str, float] = MappingProxyType(
-    {"decision": 0.35, "fact": 0.30, "preference": 0.25, "failure": 0.20, "attempt": 0.05}
-)
-
-
-@dataclass(frozen=True)
-class Profile:
-    """A named scoring profile.
-
-    ``formula``: ``weighted_sum`` (combined = sum of weight x normalised),
-    ``agent_observer`` (the Go scorer, raw values summed), or ``blend``
-    (combined = retrieval_blend x retrieval + (1 - retrieval_blend) x quality,
-    the seven-component design).
-
-    Signal weights are the profile's own weights (e.g. 0.35 for relevance in
-    lians-recall). Under ``blend`` the effective weight reported in a
-    breakdown is ``(1 - retrieval_blend) x weight`` (0.2 x 0.35 = 0.07), so
-    contribution = effective weight x normalised still holds.
-    ``lexical_blend`` mixes the lexical signal into raw relevance:
-    relevance = (1 - lexical_blend) x fused retrieval + lexical_blend x lexical.
-    ``context_lexical`` is the lexical part of a neighbour's match in the
-    context signal: match = (1 - context_lexical) x minmax(relevance) +
-    context_lexical x lexical.
-    """
-
-    name: str
-    description: str
-    signals: tuple[SignalSpec, ...]
-    formula: str = "weighted_sum"
-    fusion: str = "max"
-    facet_weights: Mapping[str, float] = field(default_factory=dict)
-    compatibility: bool = False
-    relevance_threshold: float | None = None
-    min_score: float = 0.0
-    diversity_lambda: float = 1.0  # 1 = no diversity pass
-    dedupe_threshold: float = 0.92
-    retrieval_blend: float = 0.0
-    recency: RecencySpec = field(default_factory=RecencySpec)
-    kind_prior: Mapping[str, float] = field(default_factory=lambda: DEFAULT_KIND_PRIOR)
-    gate_zero_importance: bool = True
-    placement: Placement = Placement.BEST_FIRST
-    stage_weights: Mapping[str, float] = field(default_factory=dict)
-    admit_threshold: float = 0.6
-    hold_threshold: float = 0.4
-    lexical_blend: float = 0.0
-    context_lexical: float = 0.25
-    lexical_stemmer: str | None = None  # a Snowball language (core.text.stem.LANGUAGES); None: exact words
-
-    def weight_of(self, signal: str) -> float:
-        """The weight of a signal, 0 when the profile does not use it."""
-        return next((s.weight for s in self.signals if s.name == signal), 0.0)
-
-    def with_overrides(self, overrides: Mapping[str, float]) -> Profile:
-        """A copy with some signal weights replaced (names must exist)."""
-        if not overrides:
-            return self
-        signals = tuple(
-            replace(s, weight=float(overrides[s.name])) if s.name in overrides else s for s in self.signals
-        )
-        return replace(self, signals=signals)
 
 
 def _number(key: str, value: Any, lo: float = -math.inf, hi: float = math.inf) -> float:

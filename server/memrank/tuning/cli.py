@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 
 from memrank.config import Limits
-from memrank.profiles.model import Profile
+from memrank.core.profile import Profile
 from memrank.tuning.ascent import Settings
 from memrank.tuning.crossval import CrossValidation
 from memrank.tuning.dataset import Dataset

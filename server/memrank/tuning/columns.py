@@ -19,11 +19,11 @@ from memrank._gen.v1 import ranking_pb2 as pb
 from memrank.config import Limits
 from memrank.core.batch import Batch, RankParams
 from memrank.core.pipeline import estimate_tokens
+from memrank.core.profile import Profile
 from memrank.core.score import score
 from memrank.core.scores import ScoringContext
 from memrank.grpc.convert import request_to_domain
 from memrank.grpc.validate import validate_rank_request
-from memrank.profiles.model import Profile
 from memrank.tuning.dataset import Query, TuningError
 
 TUNABLE_FORMULAS = ("weighted_sum", "agent_observer")  # combined = sum of weight x normalised, nothing else

@@ -24,7 +24,7 @@ from google.protobuf import json_format
 from memrank._gen.v1 import ranking_pb2 as pb
 from memrank.config import Limits
 from memrank.core.errors import InvalidRequest
-from memrank.profiles.model import Profile
+from memrank.core.profile import Profile
 from memrank.tuning.columns import query_of_request
 from memrank.tuning.dataset import Dataset, Query, TuningError
 

@@ -18,11 +18,11 @@ from pathlib import Path
 
 from memrank._gen.v1 import ranking_pb2 as pb
 from memrank.config import Limits
+from memrank.core.profile import Profile
 from memrank.evaluation.data import Conversation, Question, load_conversations
 from memrank.evaluation.report import OVERALL_CATEGORIES
 from memrank.evaluation.requests import build_request
 from memrank.evaluation.retrieval import Retriever, pool
-from memrank.profiles.model import Profile
 from memrank.tuning.columns import query_of_request
 from memrank.tuning.dataset import Dataset, TuningError
 

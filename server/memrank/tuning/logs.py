@@ -26,8 +26,8 @@ from typing import Any
 
 import numpy as np
 
+from memrank.core.profile import Profile
 from memrank.decisions.record import DECISION_SCHEMA, FEEDBACK_SCHEMA, GATES
-from memrank.profiles.model import Profile
 from memrank.tuning.dataset import Dataset, Query, TuningError
 
 

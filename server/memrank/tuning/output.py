@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 import yaml
 
-from memrank.profiles.model import Profile
+from memrank.core.profile import Profile
 from memrank.tuning.crossval import CrossValidation
 
 

@@ -8,10 +8,10 @@ from typing import Any
 import numpy as np
 
 from memrank.core.batch import Batch, CandidateInput, batch_from_rows
+from memrank.core.profile import Profile
 from memrank.core.scores import ScoringContext
 from memrank.core.signals.base import RawSignal
 from memrank.profiles.builtin import BUILTIN_PROFILES
-from memrank.profiles.model import Profile
 
 REF = 1_700_000_000.0  # reference time of every test, epoch seconds
 HOUR = 3600.0

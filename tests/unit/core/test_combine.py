@@ -2,8 +2,8 @@ import numpy as np
 import pytest
 
 from memrank.core.errors import ConfigError
+from memrank.core.profile import SignalSpec
 from memrank.core.score import reference_order, score
-from memrank.profiles.model import SignalSpec
 from tests.unit.core.build import HOUR, REF, batch, ctx, profile
 
 LIANS_RECALL = {"relevance": 0.35, "confidence": 0.15, "importance": 0.15, "trust": 0.10, "freshness": 0.10,

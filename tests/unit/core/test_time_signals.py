@@ -1,8 +1,8 @@
 import pytest
 
+from memrank.core.profile import RecencySpec
 from memrank.core.signals.freshness import freshness
 from memrank.core.signals.recency import recency
-from memrank.profiles.model import RecencySpec
 from tests.unit.core.build import HOUR, REF, batch, profile, run
 
 

@@ -8,9 +8,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from memrank.core.batch import Batch
+from memrank.core.profile import Profile
 from memrank.core.reasons import Same
 from memrank.core.scores import ScoringContext
-from memrank.profiles.model import Profile
 
 # Per candidate, a tuple of reason strings; usually a lazy ``core.reasons`` column.
 Reasons = Sequence[tuple[str, ...]]

@@ -22,6 +22,7 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 
 from memrank.core.batch import Batch
+from memrank.core.profile import Profile
 from memrank.core.reasons import Lazy
 from memrank.core.scores import ScoringContext
 from memrank.core.signals.base import RawSignal
@@ -29,7 +30,6 @@ from memrank.core.text.buffers import padded_index, short_ascii, token_index
 from memrank.core.text.normalize import fold, padded_words, sample
 from memrank.core.text.phrases import Phrases
 from memrank.core.types import Source
-from memrank.profiles.model import Profile
 
 BASE = 0.30
 _MONTHS = ("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec")

@@ -14,10 +14,10 @@ from __future__ import annotations
 import numpy as np
 
 from memrank.core.batch import Batch
+from memrank.core.profile import Profile
 from memrank.core.scores import ScoringContext
 from memrank.core.signals.base import RawSignal
 from memrank.core.signals.recency import hours_since
-from memrank.profiles.model import Profile
 
 HALF_LIFE_HOURS = 720.0
 FLOOR = 0.1

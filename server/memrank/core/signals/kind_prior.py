@@ -9,9 +9,9 @@ from __future__ import annotations
 import numpy as np
 
 from memrank.core.batch import Batch
+from memrank.core.profile import Profile
 from memrank.core.scores import ScoringContext
 from memrank.core.signals.base import RawSignal
-from memrank.profiles.model import Profile
 
 
 def kind_prior(batch: Batch, ctx: ScoringContext, profile: Profile, population: np.ndarray) -> RawSignal:

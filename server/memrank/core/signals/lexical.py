@@ -30,6 +30,7 @@ import math
 import numpy as np
 
 from memrank.core.batch import Batch
+from memrank.core.profile import Profile
 from memrank.core.reasons import Lazy, Same
 from memrank.core.scores import ScoringContext
 from memrank.core.signals.base import RawSignal
@@ -38,7 +39,6 @@ from memrank.core.text.index import WordIndex
 from memrank.core.text.normalize import terms
 from memrank.core.text.stem import matching, stem
 from memrank.core.text.stopwords import BY_LANGUAGE
-from memrank.profiles.model import Profile
 
 _SHOWN_TERMS = 5
 _LEARN_ABOVE = 8  # query terms: up to this many, each is one scan of the word hashes (cheaper than a sort)

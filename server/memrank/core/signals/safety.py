@@ -19,6 +19,7 @@ from types import MappingProxyType
 import numpy as np
 
 from memrank.core.batch import Batch
+from memrank.core.profile import Profile
 from memrank.core.reasons import Lazy
 from memrank.core.scores import ScoringContext
 from memrank.core.signals.base import RawSignal
@@ -27,7 +28,6 @@ from memrank.core.text.index import WordIndex
 from memrank.core.text.normalize import fold
 from memrank.core.text.phrases import Cue
 from memrank.core.types import Safety
-from memrank.profiles.model import Profile
 
 _I = re.IGNORECASE
 INJECTION_PATTERNS: Mapping[str, Cue] = MappingProxyType({

@@ -24,11 +24,11 @@ import unicodedata
 import numpy as np
 
 from memrank.core.batch import Batch
+from memrank.core.profile import Profile
 from memrank.core.reasons import Same, Table
 from memrank.core.scores import ScoringContext
 from memrank.core.signals.base import RawSignal
 from memrank.core.text.normalize import STOP_WORDS, sample
-from memrank.profiles.model import Profile
 
 _WORD = re.compile(r"\w+")
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 import numpy as np
 
 from memrank.core.batch import Batch
+from memrank.core.profile import Profile
 from memrank.core.reasons import Lazy
 from memrank.core.scores import ScoringContext
 from memrank.core.signals.base import RawSignal
@@ -23,7 +24,6 @@ from memrank.core.signals.importance import CONSTRAINT_PREF, DECISION_FACT
 from memrank.core.text.buffers import padded_index, short_ascii, token_index
 from memrank.core.text.normalize import count_tokens, is_pleasantry, padded_words, sample
 from memrank.core.text.phrases import Phrases
-from memrank.profiles.model import Profile
 
 DURABLE_KINDS = frozenset({"fact", "preference", "decision", "constraint", "profile", "identity", "correction"})
 DURABLE = CONSTRAINT_PREF + DECISION_FACT

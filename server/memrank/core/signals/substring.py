@@ -24,12 +24,12 @@ from collections import Counter
 import numpy as np
 
 from memrank.core.batch import Batch
+from memrank.core.profile import Profile
 from memrank.core.reasons import Lazy
 from memrank.core.scores import ScoringContext
 from memrank.core.signals.base import RawSignal, same_reason
 from memrank.core.text.buffers import ascii_joined
 from memrank.core.text.golang import fields, lower_utf8, to_lower
-from memrank.profiles.model import Profile
 
 MIN_WORD_BYTES = 3
 _LOW = np.array([(1 << (8 * k)) - 1 for k in range(9)], dtype=np.uint64)  # the low k bytes of a uint64 chunk

@@ -17,10 +17,10 @@ import numpy as np
 
 from memrank.core import provenance
 from memrank.core.batch import Batch
+from memrank.core.profile import Profile
 from memrank.core.scores import ScoringContext
 from memrank.core.signals.base import RawSignal
 from memrank.core.types import Source
-from memrank.profiles.model import Profile
 
 TRUST: Mapping[Source, float] = MappingProxyType({
     Source.UNSPECIFIED: 0.5,
