@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 import queue
 import threading
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from typing import Any
 
 import numpy as np
@@ -15,23 +15,13 @@ from memrank.core.outcome import RankOutcome
 from memrank.core.types import DropReason
 from memrank.metrics.declare import Metrics
 from memrank.metrics.drift import BIN_COUNT, bin_index
+from memrank.metrics.measured import drift_population
+from memrank.metrics.reference import load_reference
 from memrank.metrics.window import DriftTracker
 
 log = logging.getLogger("memrank.metrics")
 OTHER = "other"
 FORMS = ("raw", "normalized")
-
-
-def drift_population(outcome: RankOutcome) -> np.ndarray:
-    """The candidates whose signals are measured: those that passed the gates (bool mask)."""
-    return np.asarray(outcome.scores.gate == 0)
-
-
-def raw_signals(outcome: RankOutcome) -> Iterator[tuple[str, np.ndarray]]:
-    """(signal name, raw values of the measured candidates), for the drift reference and window."""
-    mask = drift_population(outcome)
-    for column in outcome.scores.signals:
-        yield column.name, np.asarray(column.raw, dtype=np.float64)[mask]
 
 
 class Recorder:
@@ -198,8 +188,6 @@ class Recorder:
 
 def build_recorder(metrics: Metrics, settings: Settings) -> Recorder:
     """The recorder for a server: labels bounded by ``settings``, drift per ``settings.drift``."""
-    from memrank.metrics.reference import load_reference  # imports this module
-
     d = settings.drift
     references = load_reference(d.reference_file) if d.reference_file else None
     tracker = DriftTracker(d.window_size, d.reference_size, references)
