@@ -20,9 +20,12 @@ ENV PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_NO_CACHE_DIR=1
 WORKDIR /src
 COPY pyproject.toml README.md ./
 COPY server ./server
+# Extras to install with it, comma-separated (e.g. --build-arg EXTRAS=tracing for OpenTelemetry); none by default.
+ARG EXTRAS=""
 RUN python3 -m venv /opt/memrank \
  && /opt/memrank/bin/python -m pip wheel --no-deps --wheel-dir /wheels . \
- && /opt/memrank/bin/python -m pip install /wheels/memrank_sidecar-*.whl \
+ && wheel="$(echo /wheels/memrank_sidecar-*.whl)" \
+ && /opt/memrank/bin/python -m pip install "${wheel}${EXTRAS:+[$EXTRAS]}" \
  && /opt/memrank/bin/python -m pip uninstall --yes pip setuptools \
  && /opt/memrank/bin/memrank --version
 
