@@ -21,6 +21,7 @@ fi
 helm version --short
 
 python3 -m pip install --quiet -e '.[helm]'
+python3 scripts/gen_chart_schema.py --check  # values.schema.json's config: is the server's settings model
 
 if ! command -v promtool >/dev/null; then
   echo "installing promtool (Debian package prometheus)"

@@ -305,29 +305,57 @@ def _section(cls: type, key: str, raw: Any) -> Any:
     return cls(**values)
 
 
+# The numeric bounds of the settings, inclusive, by dotted key (hi None: no upper bound), in the order they are
+# checked: the one table the _check_* functions and scripts/gen_chart_schema.py (the chart's values.schema.json)
+# read. Written as the error messages print them ([0, 1], not [0.0, 1.0]).
+BOUNDS: Mapping[str, tuple[float, float | None]] = MappingProxyType({
+    "server.metrics_port": (0, 65535),
+    "server.workers": (0, 64),
+    "server.grace_period_seconds": (0, 3600),
+    "server.max_message_bytes": (1024, 1 << 30),
+    "server.max_concurrent_rpcs": (1, 100_000),
+    "server.thread_pool_size": (1, 1024),
+    "server.request_read_timeout_seconds": (0.1, 3600),
+    "server.max_streams_per_connection": (1, 100_000),
+    "server.max_connection_idle_seconds": (0, 86_400),
+    "server.max_connection_age_seconds": (0, 31_536_000),
+    "server.max_connection_age_grace_seconds": (0, 3600),
+    "server.keepalive_time_seconds": (0.1, 86_400),
+    "server.keepalive_timeout_seconds": (0.1, 3600),
+    "server.max_inflight_bytes": (0, 1 << 40),
+    **{f"limits.{f.name}": (1, None) for f in fields(Limits)},
+    "drift.window_size": (10, 10_000_000),
+    "drift.reference_size": (10, 10_000_000),
+    "decision_log.sample_rate": (0, 1),
+    "decision_log.max_bytes": (1 << 16, 1 << 40),
+    "decision_log.backups": (0, 100),
+    "decision_log.queue_size": (1, 1_000_000),
+    "tracing.sampler_ratio": (0, 1),
+    "layers.share": (0, None),  # every item's (_layers)
+})
+# What security.auth_open_methods entries and tracing.endpoint must match in full (re.fullmatch).
+OPEN_METHOD = r"[A-Za-z_][\w.]*|/[A-Za-z_][\w.]*/\w+"
+TRACING_ENDPOINT = r"https?://[^\s/]+(/\S*)?"
+
+
+def _check_bounds(section: str, settings: Any) -> None:
+    """BOUNDS of one section's keys, in table order (a None value, "unset", is not checked)."""
+    for key, (lo, hi) in BOUNDS.items():
+        head, _, name = key.partition(".")
+        if head != section or (value := getattr(settings, name)) is None:
+            continue
+        if hi is None:
+            if value < lo:
+                raise ConfigError(f"{key}: {value!r} must be at least {lo}")
+        elif not lo <= value <= hi:
+            raise ConfigError(f"{key}: {value!r} is outside [{lo}, {hi}]")
+
+
 def _check_server(s: ServerSettings) -> None:
     host, sep, port = s.address.rpartition(":")
     if not sep or not host or not port.isdigit() or not 0 <= int(port) <= 65535:
         raise ConfigError(f"server.address: expected host:port, got {s.address!r}")
-    checks = [
-        ("server.metrics_port", s.metrics_port, 0, 65535),
-        ("server.workers", s.workers, 0, 64),
-        ("server.grace_period_seconds", s.grace_period_seconds, 0, 3600),
-        ("server.max_message_bytes", s.max_message_bytes, 1024, 1 << 30),
-        ("server.max_concurrent_rpcs", s.max_concurrent_rpcs, 1, 100_000),
-        ("server.thread_pool_size", s.thread_pool_size, 1, 1024),
-        ("server.request_read_timeout_seconds", s.request_read_timeout_seconds, 0.1, 3600),
-        ("server.max_streams_per_connection", s.max_streams_per_connection, 1, 100_000),
-        ("server.max_connection_idle_seconds", s.max_connection_idle_seconds, 0, 86_400),
-        ("server.max_connection_age_seconds", s.max_connection_age_seconds, 0, 31_536_000),
-        ("server.max_connection_age_grace_seconds", s.max_connection_age_grace_seconds, 0, 3600),
-        ("server.keepalive_time_seconds", s.keepalive_time_seconds, 0.1, 86_400),
-        ("server.keepalive_timeout_seconds", s.keepalive_timeout_seconds, 0.1, 3600),
-        ("server.max_inflight_bytes", s.max_inflight_bytes, 0, 1 << 40),
-    ]
-    for key, value, lo, hi in checks:
-        if not lo <= value <= hi:
-            raise ConfigError(f"{key}: {value!r} is outside [{lo}, {hi}]")
+    _check_bounds("server", s)
     if 0 < s.max_inflight_bytes < s.max_message_bytes:
         raise ConfigError(f"server.max_inflight_bytes: {s.max_inflight_bytes} is below server.max_message_bytes "
                           f"({s.max_message_bytes}): a request of the largest size allowed could never run")
@@ -352,22 +380,17 @@ def _check_security(sec: SecuritySettings) -> None:
         raise ConfigError(f"security.tls_client_ca_file: {sec.tls_client_ca_file!r} needs security.tls_cert_file "
                           "and security.tls_key_file (mutual TLS is TLS first)")
     for entry in (e.strip() for e in sec.auth_open_methods.split(",")):
-        if entry and not re.fullmatch(r"[A-Za-z_][\w.]*|/[A-Za-z_][\w.]*/\w+", entry):
+        if entry and not re.fullmatch(OPEN_METHOD, entry):
             raise ConfigError(f"security.auth_open_methods: {entry!r} is not a service (pkg.Service) or a "
                               "method (/pkg.Service/Method)")
 
 
 def _check_limits(limits: Limits) -> None:
-    for f in fields(limits):
-        value = getattr(limits, f.name)
-        if value < 1:
-            raise ConfigError(f"limits.{f.name}: {value!r} must be at least 1")
+    _check_bounds("limits", limits)
 
 
 def _check_drift(d: DriftSettings) -> None:
-    for key, value in (("drift.window_size", d.window_size), ("drift.reference_size", d.reference_size)):
-        if not 10 <= value <= 10_000_000:
-            raise ConfigError(f"{key}: {value!r} is outside [10, 10000000]")
+    _check_bounds("drift", d)
     if d.reference_file is not None and not Path(d.reference_file).is_file():
         raise ConfigError(f"drift.reference_file: {d.reference_file!r} is not a readable file")
 
@@ -378,13 +401,7 @@ def _check_decision_log(d: DecisionLogSettings) -> None:
         raise ConfigError(f"decision_log.sink: {d.sink!r} is not one of {', '.join(DECISION_SINKS)}")
     if d.content not in DECISION_CONTENT:
         raise ConfigError(f"decision_log.content: {d.content!r} is not one of {', '.join(DECISION_CONTENT)}")
-    if not 0.0 <= d.sample_rate <= 1.0:
-        raise ConfigError(f"decision_log.sample_rate: {d.sample_rate!r} is outside [0, 1]")
-    for key, value, lo, hi in (("decision_log.max_bytes", d.max_bytes, 1 << 16, 1 << 40),
-                               ("decision_log.backups", d.backups, 0, 100),
-                               ("decision_log.queue_size", d.queue_size, 1, 1_000_000)):
-        if not lo <= value <= hi:
-            raise ConfigError(f"{key}: {value!r} is outside [{lo}, {hi}]")
+    _check_bounds("decision_log", d)
     if d.enabled and d.sink == "file" and not d.path:
         raise ConfigError("decision_log.path: required with decision_log.sink: file")
     if d.enabled and d.content == "hash" and not d.hash_key_file:
@@ -394,9 +411,8 @@ def _check_decision_log(d: DecisionLogSettings) -> None:
 
 def _check_tracing(t: TracingSettings) -> None:
     """Values only; the OpenTelemetry packages are looked for when the server starts (memrank.grpc.tracing)."""
-    if t.sampler_ratio is not None and not 0.0 <= t.sampler_ratio <= 1.0:
-        raise ConfigError(f"tracing.sampler_ratio: {t.sampler_ratio!r} is outside [0, 1]")
-    if t.endpoint is not None and not re.fullmatch(r"https?://[^\s/]+(/\S*)?", t.endpoint):
+    _check_bounds("tracing", t)
+    if t.endpoint is not None and not re.fullmatch(TRACING_ENDPOINT, t.endpoint):
         raise ConfigError(f"tracing.endpoint: expected an http:// or https:// URL (OTLP/HTTP, e.g. "
                           f"http://localhost:4318/v1/traces), got {t.endpoint!r}")
     if t.service_name is not None and not t.service_name.strip():
@@ -416,8 +432,8 @@ def _layers(raw: Any) -> tuple[LayerSpec, ...]:
         if unknown:
             raise ConfigError(f"{key}.{sorted(unknown)[0]}: unknown layer key")
         share = _coerce(f"{key}.share", item.get("share", 0.0), float)
-        if share < 0:
-            raise ConfigError(f"{key}.share: {share!r} must be >= 0")
+        if share < (lowest := BOUNDS["layers.share"][0]):
+            raise ConfigError(f"{key}.share: {share!r} must be >= {lowest}")
         min_score = item.get("min_score")
         out.append(LayerSpec(
             name=str(item["name"]), share=share,

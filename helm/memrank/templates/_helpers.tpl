@@ -75,6 +75,28 @@ app.kubernetes.io/part-of: memrank
 {{- end }}
 
 {{/*
+Why a monitoring object that is enabled was not rendered, naming its CRD and how to get it: NOTES.txt
+prints it after helm install/upgrade, and the object's template leaves it as a comment in the manifest
+(what helm template shows). dict "key" (serviceMonitor ...) "kind" (ServiceMonitor ...).
+*/}}
+{{- define "memrank.monitoringMissing" -}}
+{{ .key }}.enabled is true, but the cluster does not serve monitoring.coreos.com/v1 (no {{ lower .kind }}s.monitoring.coreos.com
+CRD: the Prometheus Operator's CRDs are not installed), so no {{ .kind }} was rendered. Install the CRDs, e.g.
+  helm repo add prometheus-community https://prometheus-community.github.io/helm-charts
+  helm install prometheus-operator-crds prometheus-community/prometheus-operator-crds
+(kube-prometheus-stack brings them too), then upgrade this release; with helm template, pass
+--api-versions monitoring.coreos.com/v1; or set {{ .key }}.force=true to render it anyway.
+{{- end }}
+
+{{/* The monitoringMissing text as a YAML comment, when the object is enabled but neither forced nor served. */}}
+{{- define "memrank.monitoringMissingComment" -}}
+{{- $v := index .root.Values .key }}
+{{- if and $v.enabled (not $v.force) (not (include "memrank.hasMonitoringAPI" .root)) }}
+# WARNING: {{ include "memrank.monitoringMissing" . | replace "\n" "\n# " }}
+{{- end }}
+{{- end }}
+
+{{/*
 terminationGracePeriodSeconds: the server's grace period, plus the preStop sleep,
 plus the 5 s the multi-worker supervisor adds, must fit inside it. Empty value:
 that sum + 10. A value that does not exceed the sum fails the render.
