@@ -274,7 +274,9 @@ def _set_dotted(data: dict[str, Any], dotted: str, value: Any) -> None:
 
 def _coerce(key: str, value: Any, kind: type, optional: bool = False) -> Any:
     if value is None and kind is str:
-        return None
+        if optional:
+            return None
+        raise ConfigError(f"{key}: expected a string, got null")
     if optional and (value is None or value == ""):  # a float | None key: null, or an empty variable
         return None
     if kind is bool:
@@ -285,6 +287,8 @@ def _coerce(key: str, value: Any, kind: type, optional: bool = False) -> Any:
         raise ConfigError(f"{key}: expected true or false, got {value!r}")
     if isinstance(value, bool):
         raise ConfigError(f"{key}: expected {kind.__name__}, got {value!r}")
+    if kind is int and isinstance(value, float) and not value.is_integer():  # int(400.7) would be 400
+        raise ConfigError(f"{key}: expected a whole number, got {value!r}")
     try:
         out = kind(value)
     except (TypeError, ValueError):
@@ -301,7 +305,7 @@ def _section(cls: type, key: str, raw: Any) -> Any:
     for f in fields(cls):
         kind = {"int": int, "float": float, "str": str, "str | None": str, "bool": bool, "float | None": float}[
             str(f.type)]
-        values[f.name] = _coerce(f"{key}.{f.name}", raw.get(f.name), kind, str(f.type) == "float | None")
+        values[f.name] = _coerce(f"{key}.{f.name}", raw.get(f.name), kind, str(f.type).endswith("| None"))
     return cls(**values)
 
 

@@ -51,3 +51,20 @@ def test_the_readmes_sample_config_error_is_the_real_message() -> None:
     with pytest.raises(ConfigError) as err:
         load_settings(env={"MEMRANK_WORKERS": sample.group(2)})
     assert str(err.value) == sample.group(1)
+
+
+def test_a_fraction_for_a_whole_number_and_null_for_a_string_are_refused_naming_the_key(tmp_path: Path) -> None:
+    frac = tmp_path / "frac.yaml"
+    frac.write_text("limits:\n  max_candidates: 400.7\n")  # used to become 400 without a word
+    with pytest.raises(ConfigError, match=r"^limits\.max_candidates: expected a whole number, got 400\.7$"):
+        load_settings(str(frac), env={})
+    whole = tmp_path / "whole.yaml"
+    whole.write_text("limits:\n  max_candidates: 400.0\n")
+    assert load_settings(str(whole), env={}).limits.max_candidates == 400
+    null = tmp_path / "null.yaml"
+    null.write_text("security:\n  auth_open_methods: null\n")  # used to raise AttributeError
+    with pytest.raises(ConfigError, match=r"^security\.auth_open_methods: expected a string, got null$"):
+        load_settings(str(null), env={})
+    ok = tmp_path / "ok.yaml"
+    ok.write_text("security:\n  receipt_key_file: null\n")  # a str | None key: null is its default
+    assert load_settings(str(ok), env={}).security.receipt_key_file is None
