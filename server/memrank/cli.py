@@ -18,6 +18,10 @@ from memrank.config import ENV_KEYS, Settings, SettingsSource
 from memrank.core.errors import ConfigError, InvalidRequest
 from memrank.ports import AddressInUse
 
+# Each command imports inside its function what only it uses (the gRPC server, servicer and stubs, protobuf's
+# JSON, the drift reference; the eval and tune modules when the parser is built): importing this module stays
+# light and `memrank profiles` does not load the server. Nothing imported there imports this module.
+
 EPILOG_ENV = "environment variables (override the config file; flags override them):\n" + "\n".join(
     f"  {var:<32} {key}" for var, key in ENV_KEYS.items()
 ) + "\n  MEMRANK_CONFIG                   path of the config file (as --config)"

@@ -35,6 +35,7 @@ from memrank.config import DecisionLogSettings
 from memrank.decisions.mask import HASH, PLAIN, Masker
 from memrank.decisions.record import to_line
 from memrank.decisions.sink import open_sink
+from memrank.logs import setup_logging
 from memrank.metrics.declare import Metrics
 
 log = logging.getLogger("memrank.decisions")
@@ -157,8 +158,6 @@ def _read_exactly(stream: IO[bytes], n: int) -> bytes | None:
 
 def main(argv: list[str]) -> int:
     """The writer process: read framed captures from stdin until end of file, write each as one line."""
-    from memrank.logs import setup_logging
-
     signal.signal(signal.SIGTERM, signal.SIG_IGN)  # the server closes the pipe after its drain
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C reaches the whole process group
     setup_logging("info")

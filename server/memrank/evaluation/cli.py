@@ -1,4 +1,9 @@
-"""The `memrank eval` subcommand: its parser and its entry point (wired into memrank.cli)."""
+"""The `memrank eval` subcommand: its parser and its entry point (wired into memrank.cli).
+
+memrank.cli builds this parser on every start, so what only a run needs is imported inside ``run`` and
+``_run_log``: the gRPC client, the harness (runner) and the decision-log evaluation with the scoring stack and
+configuration behind them. None of them imports this module.
+"""
 
 from __future__ import annotations
 
@@ -6,6 +11,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from memrank.evaluation._deps import MissingExtra
 from memrank.evaluation.report import SIDECAR_PROFILES
 from memrank.evaluation.retrieval import BASELINES
 
@@ -53,7 +59,6 @@ def _names(text: str) -> tuple[str, ...]:
 def run(args: argparse.Namespace) -> int:
     """Run `memrank eval`; prints the table and writes the report."""
     from memrank.client import RankingError
-    from memrank.evaluation._deps import MissingExtra
     from memrank.evaluation.runner import EvalOptions, evaluate, table, write_report
 
     if args.log:

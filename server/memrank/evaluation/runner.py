@@ -18,9 +18,11 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from memrank.client import RankingClient
 from memrank.evaluation import report
 from memrank.evaluation._deps import require
 from memrank.evaluation.data import Conversation, load_conversations
+from memrank.evaluation.embed import embed_all, load_encoder
 from memrank.evaluation.metrics import score_ranking
 from memrank.evaluation.report import SIDECAR_PROFILES
 from memrank.evaluation.requests import build_request, count_tokens, ranking_of
@@ -59,6 +61,7 @@ def sidecar(target: str | None, config: str | None) -> Iterator[str]:
     if target:
         yield target
         return
+    # Only without --target: the in-process server (gRPC server, servicer, scoring core) loads for this case alone.
     from memrank.config import SettingsSource
     from memrank.grpc.server import create_server
 
@@ -74,8 +77,6 @@ def sidecar(target: str | None, config: str | None) -> Iterator[str]:
 def _load(opts: EvalOptions) -> list[Conversation]:
     convs = load_conversations(opts.data, opts.embeddings)
     if opts.embeddings is None:
-        from memrank.evaluation.embed import embed_all, load_encoder
-
         encoder, note = load_encoder()
         opts.notes.append(note)
         print(f"memrank eval: {note}", file=sys.stderr)
@@ -96,8 +97,6 @@ def _questions(conv: Conversation, limit: int) -> list[int]:
 
 def evaluate(opts: EvalOptions) -> dict[str, Any]:
     """Run the evaluation and return the report (see ``report.row`` for the row shape)."""
-    from memrank.client import RankingClient
-
     started = time.monotonic()
     convs = _load(opts)
     names = [*opts.baselines, *opts.profiles]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from memrank._gen.v1 import ranking_pb2 as pb
 from memrank.config import Settings
+from memrank.core.admission import score_admission
 from memrank.core.batch import batch_from_rows
 from memrank.core.pipeline import resolve_profile
 from memrank.core.scores import ScoringContext
@@ -14,8 +15,6 @@ def admission_to_proto(
     req: pb.ScoreAdmissionRequest, settings: Settings, now: float, provenance_key: bytes | None
 ) -> pb.ScoreAdmissionResponse:
     """Score the request's candidate for admission under its profile (default lians-admission)."""
-    from memrank.core.admission import score_admission  # TODO(scoring core): move to top
-
     profile = resolve_profile(settings.profiles, req.profile or "lians-admission")
     ref = convert.ts_to_seconds(req.reference_time) if req.HasField("reference_time") else now
     batch = batch_from_rows([convert.candidate_to_domain(req.candidate)])

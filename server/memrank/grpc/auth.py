@@ -11,6 +11,7 @@ import hashlib
 import hmac
 import logging
 import threading
+import time
 from collections.abc import Awaitable, Callable, Iterable
 from pathlib import Path
 from typing import Any
@@ -35,8 +36,6 @@ class TokenFile:
     """The accepted tokens, re-read when the file changes (checked at most every ``interval`` seconds)."""
 
     def __init__(self, path: str, interval: float = 1.0, clock: Callable[[], float] | None = None) -> None:
-        import time
-
         self._path = path
         self._interval = interval
         self._clock = clock or time.monotonic

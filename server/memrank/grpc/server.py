@@ -29,7 +29,7 @@ from google.protobuf.descriptor import Descriptor
 from google.protobuf.message import DecodeError, Message
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
-from prometheus_client import CollectorRegistry
+from prometheus_client import CollectorRegistry, multiprocess
 
 from memrank import ports
 from memrank._gen.v1 import ranking_service_pb2 as svc_pb
@@ -466,8 +466,6 @@ def _supervise(settings: Settings, source: SettingsSource) -> None:
     workers only (see memrank.ports), and the metrics port is bound; a failure ends the start with
     nothing left running.
     """
-    from prometheus_client import multiprocess
-
     holds = [sock for key, address in _listen_addresses(settings) for sock in ports.claim(key, address)]
     # Workers write their samples to mmap files here; the supervisor's /metrics sums them
     # (counters, histograms) or takes the live maximum (drift gauges, multiprocess_mode livemax).

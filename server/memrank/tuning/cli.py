@@ -1,4 +1,9 @@
-"""The `memrank tune` subcommand: its parser and its entry point (wired into memrank.cli)."""
+"""The `memrank tune` subcommand: its parser and its entry point (wired into memrank.cli).
+
+memrank.cli builds this parser on every start, so the modules only a run needs are imported inside the
+functions that use them: tuning.columns, labels and locomo (they load the gRPC layer to validate and convert
+requests), the eval extra (tqdm, bm25s), the output and bootstrap helpers. None of them imports this module.
+"""
 
 from __future__ import annotations
 
@@ -12,11 +17,12 @@ from typing import Any
 
 import numpy as np
 
-from memrank.config import Limits
+from memrank.config import Limits, load_settings
+from memrank.core.errors import InvalidRequest
 from memrank.core.profile import Profile
 from memrank.tuning.ascent import Settings
-from memrank.tuning.crossval import CrossValidation
-from memrank.tuning.dataset import Dataset
+from memrank.tuning.crossval import CrossValidation, cross_validate, effective_folds
+from memrank.tuning.dataset import Dataset, TuningError
 from memrank.tuning.metrics import EXAMPLES, Metric
 
 DESCRIPTION = (
@@ -99,9 +105,7 @@ def _fail(message: str) -> int:
 
 def run(args: argparse.Namespace) -> int:
     """Run `memrank tune`: load, cross-validate, fit on everything, print, write the config."""
-    from memrank.core.errors import InvalidRequest
     from memrank.evaluation._deps import MissingExtra
-    from memrank.tuning.dataset import TuningError
 
     try:
         return _run(args)
@@ -116,9 +120,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from memrank.config import load_settings
     from memrank.tuning.columns import base_profile
-    from memrank.tuning.crossval import effective_folds
 
     metric = _checked(args)
     settings = load_settings(env={})  # the built-in profiles and the server's default limits
@@ -136,8 +138,6 @@ def _run(args: argparse.Namespace) -> int:
 
 
 def _checked(args: argparse.Namespace) -> Metric:
-    from memrank.tuning.dataset import TuningError
-
     metric = Metric.parse(args.metric)
     if not args.name.strip():
         raise TuningError("--name: the profile needs a non-empty name")
@@ -150,8 +150,6 @@ def _checked(args: argparse.Namespace) -> Metric:
 
 def _fit(args: argparse.Namespace, dataset: Dataset, metric: Metric, base: Profile, folds: int,
          search: Settings) -> CrossValidation:
-    from memrank.tuning.crossval import cross_validate
-
     base_w = np.array([s.weight for s in base.signals], dtype=np.float64)
     with _bar((folds + 1) * (1 + search.restarts), "memrank tune: fitting", "start", not args.no_progress) as bar:
         return cross_validate(dataset, metric, base_w, folds, search, bar.update)

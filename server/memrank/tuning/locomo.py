@@ -20,6 +20,7 @@ from memrank._gen.v1 import ranking_pb2 as pb
 from memrank.config import Limits
 from memrank.core.profile import Profile
 from memrank.evaluation.data import Conversation, Question, load_conversations
+from memrank.evaluation.embed import embed_all, load_encoder
 from memrank.evaluation.report import OVERALL_CATEGORIES
 from memrank.evaluation.requests import build_request
 from memrank.evaluation.retrieval import Retriever, pool
@@ -34,8 +35,6 @@ def conversations(data: Path, embeddings: Path | None) -> list[Conversation]:
     except (KeyError, ValueError) as exc:
         raise TuningError(f"{data}: not LoCoMo-shaped conversations: {exc}") from None
     if embeddings is None:
-        from memrank.evaluation.embed import embed_all, load_encoder
-
         encoder, note = load_encoder()
         print(f"memrank tune: {note}", file=sys.stderr)
         if encoder is not None:
