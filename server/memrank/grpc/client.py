@@ -157,16 +157,19 @@ class RankingClient:
         self.pack_embeddings = pack_embeddings
 
     def _call(self, method: Callable[..., T], request: Message, timeout: float | None) -> T:
-        """Call with a deadline; retry UNAVAILABLE with jittered exponential backoff."""
+        """Call within one deadline for all attempts; retry UNAVAILABLE with jittered exponential backoff while
+        time is left (a 5 s timeout is 5 s in all, not 5 s per attempt)."""
+        deadline = time.monotonic() + (self.timeout if timeout is None else timeout)
         attempt = 0
         while True:
             try:
-                return method(request, timeout=self.timeout if timeout is None else timeout, metadata=self._metadata)
+                return method(request, timeout=max(deadline - time.monotonic(), 0.0), metadata=self._metadata)
             except grpc.RpcError as err:
                 code = err.code() if isinstance(err, grpc.Call) else None
-                if code not in RETRYABLE or attempt >= self.retries:
+                pause = self.backoff * (2 ** attempt) * (0.5 + random.random())
+                if code not in RETRYABLE or attempt >= self.retries or time.monotonic() + pause >= deadline:
                     raise RankingError.from_rpc_error(err) from None
-                time.sleep(self.backoff * (2 ** attempt) * (0.5 + random.random()))
+                time.sleep(pause)
                 attempt += 1
 
     def rank(self, request: pb.RankRequest | Mapping[str, Any], timeout: float | None = None, *,
