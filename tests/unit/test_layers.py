@@ -1,0 +1,133 @@
+"""Dependencies run one way: core <- profiles <- config; the edge (grpc), metrics and the rest sit on top.
+
+Read from the source with ast, so an import inside a function or under TYPE_CHECKING counts as much as one
+at the top of a module; a relative import is resolved against its module. The last test keeps the circles
+out: a function-level import of a memrank module is allowed to defer a load, never to dodge a cycle.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+import memrank
+
+PACKAGE = Path(memrank.__file__).parent
+GENERATED = PACKAGE / "_gen"
+
+
+def _modules(under: Path = PACKAGE) -> Iterator[tuple[str, Path]]:
+    """(dotted name, path) of every hand-written module under ``under`` (a package, or one module)."""
+    for path in sorted(under.rglob("*.py")) if under.is_dir() else [under]:
+        if GENERATED in path.parents:
+            continue
+        parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+        yield ".".join(parts[:-1] if parts[-1] == "__init__" else parts), path
+
+
+def _imports(name: str, path: Path) -> Iterator[tuple[ast.stmt, str, str]]:
+    """(statement, imported dotted name, where) of every import in the module; where is "module", "function"
+    (inside a function) or "typing" (under ``if TYPE_CHECKING``, never run)."""
+    is_package = path.name == "__init__.py"
+
+    def walk(node: ast.AST, where: str) -> Iterator[tuple[ast.stmt, str, str]]:
+        for child in ast.iter_child_nodes(node):
+            inside = where
+            if isinstance(child, ast.FunctionDef | ast.AsyncFunctionDef):
+                inside = "function"
+            elif isinstance(child, ast.If) and where == "module" and "TYPE_CHECKING" in ast.unparse(child.test):
+                inside = "typing"
+            if isinstance(child, ast.Import):
+                for alias in child.names:
+                    yield child, alias.name, inside
+            elif isinstance(child, ast.ImportFrom):
+                base = child.module or ""
+                if child.level:
+                    package = name.split(".") if is_package else name.split(".")[:-1]
+                    package = package[: len(package) - (child.level - 1)]
+                    base = ".".join([*package, base] if base else package)
+                yield child, base, inside
+                for alias in child.names:  # `from memrank import config` imports memrank.config
+                    yield child, f"{base}.{alias.name}", inside
+            yield from walk(child, inside)
+
+    yield from walk(ast.parse(path.read_text(encoding="utf-8"), str(path)), "module")
+
+
+def _within(imported: str, packages: tuple[str, ...]) -> bool:
+    return any(imported == p or imported.startswith(p + ".") for p in packages)
+
+
+def _violations(layer: str, forbidden: tuple[str, ...]) -> list[str]:
+    return [f"{path.relative_to(PACKAGE.parent)}:{stmt.lineno} imports {imported}"
+            for name, path in _modules(PACKAGE / layer)
+            for stmt, imported, _ in _imports(name, path) if _within(imported, forbidden)]
+
+
+def test_the_walk_sees_the_layers() -> None:
+    """The checks below are not vacuous: the modules are found and their imports read."""
+    core = dict(_modules(PACKAGE / "core"))
+    assert "memrank.core.pipeline" in core and "memrank.core.signals.relevance" in core
+    assert any(imported == "memrank.core.profile.Profile"
+               for _, imported, _ in _imports("memrank.core.pipeline", core["memrank.core.pipeline"]))
+    assert _violations("metrics", ("memrank.config",))  # metrics sits on top of config
+
+
+# What sits on top of everything below: the edge and its callers (README, "Code layout").
+EDGE_AND_UP = ("memrank.grpc", "memrank.client", "memrank.integrations", "memrank.tuning", "memrank.evaluation",
+               "memrank.cli")
+
+
+@pytest.mark.parametrize(("layer", "forbidden"), [
+    ("core", ("memrank.profiles", "memrank.config", "memrank.metrics", "memrank.decisions", *EDGE_AND_UP)),
+    ("profiles", ("memrank.config", "memrank.metrics", "memrank.decisions", *EDGE_AND_UP)),
+    ("config.py", ("memrank.metrics", "memrank.decisions", *EDGE_AND_UP)),
+    ("metrics", EDGE_AND_UP),
+    ("decisions", EDGE_AND_UP),
+    ("grpc", EDGE_AND_UP[1:]),
+])
+def test_a_layer_imports_nothing_above_it(layer: str, forbidden: tuple[str, ...]) -> None:
+    """core <- profiles <- config <- metrics, decisions <- grpc <- the rest: the scoring core reads no profile
+    parsing, configuration, metrics or transport; profiles read only core; and so on up to the edge."""
+    assert _violations(layer, forbidden) == []
+
+
+def test_no_function_level_import_dodges_a_cycle() -> None:
+    """A memrank module imported inside a function does not, through module-level imports, import the importer.
+
+    Deferring a load (the gRPC server behind a CLI command) is fine; hiding a circle in a function is not.
+    A module's own packages are left out of the graph: importing memrank.a.b runs memrank.a first anyway.
+    """
+    names = dict(_modules())
+
+    def targets(name: str, imported: str) -> set[str]:
+        parts = imported.split(".")
+        found = {".".join(parts[:i]) for i in range(1, len(parts) + 1)} & names.keys()
+        return {t for t in found if t != name and not name.startswith(t + ".")}
+
+    graph: dict[str, set[str]] = {name: set() for name in names}
+    deferred: list[tuple[str, int, str]] = []
+    for name, path in names.items():
+        for stmt, imported, where in _imports(name, path):
+            for target in targets(name, imported):
+                if where == "function":
+                    deferred.append((name, stmt.lineno, target))
+                elif where == "module":
+                    graph[name].add(target)
+
+    def reaches(start: str, goal: str) -> bool:
+        seen, todo = {start}, [start]
+        while todo:
+            for nxt in graph[todo.pop()] - seen:
+                if nxt == goal:
+                    return True
+                seen.add(nxt)
+                todo.append(nxt)
+        return False
+
+    assert deferred  # the CLI defers loads: the check sees function-level imports
+    assert sorted({f"{name}:{line} imports {target}, which imports {name}"
+                   for name, line, target in deferred if reaches(target, name)}) == []
