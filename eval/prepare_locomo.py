@@ -23,8 +23,8 @@ id order (conv-26, conv-30, ...):
 - ``turns``: [{id (the ``dia_id``), session, timestamp, speaker, text,
   image_caption (the ``blip_caption``, on turns that shared an image)}], the
   sessions flattened in order. ``timestamp`` is the session's
-  ``session_<n>_date_time`` in ISO-8601 ("1:56 pm on 8 May, 2023" ->
-  "2023-05-08T13:56:00"), no zone (the data gives none; the harness reads it
+  ``session_<n>_date_time`` in ISO-8601 ("4:20 pm on 9 May, 2024" ->
+  "2024-05-09T16:20:00"), no zone (the data gives none; the harness reads it
   as UTC); every turn of a session has the session's time;
 - ``questions``: [{question, answer (a string; null when there is none,
   as for most category-5 questions), category, evidence [turn id...],
@@ -33,8 +33,8 @@ id order (conv-26, conv-30, ...):
   3 open-domain, 4 single-hop, 5 adversarial.
 
 Evidence ids are normalised, and the ids as given kept in ``evidence_raw``:
-strings naming several turns are split ("D8:6; D9:17", "D9:1 D4:4"),
-"D:11:26" becomes "D11:26" and "D30:05" "D30:5", repeats are removed, and
+strings naming several turns are split ("D1:3; D2:1", "D1:3 D2:1"),
+"D:2:3" becomes "D2:3" and "D1:02" "D1:2", repeats are removed, and
 ids that name no turn of the conversation are dropped. No text is edited.
 Left out: the generated observations and session summaries, the event
 summaries, image URLs and image search queries.
@@ -97,11 +97,11 @@ def missing_source_message(path: Path) -> str:
 
 
 def parse_date_time(text: str) -> str:
-    """A session's date_time ("1:56 pm on 8 May, 2023") as ISO-8601 without a zone ("2023-05-08T13:56:00")."""
+    """A session's date_time ("4:20 pm on 9 May, 2024") as ISO-8601 without a zone ("2024-05-09T16:20:00")."""
     m = _DATE_TIME.fullmatch(text)
     month = _MONTHS.get(m[5].lower()) if m else None
     if m is None or month is None:
-        raise PrepareError(f"date_time {text!r}: expected the form '1:56 pm on 8 May, 2023'")
+        raise PrepareError(f"date_time {text!r}: expected the form '4:20 pm on 9 May, 2024'")
     hour, minute, day, year = int(m[1]), int(m[2]), int(m[4]), int(m[6])
     if not (1 <= hour <= 12 and minute < 60):
         raise PrepareError(f"date_time {text!r}: not a 12-hour time")
@@ -117,7 +117,7 @@ def _pieces(raw: Iterable[Any]) -> list[str]:
 
 
 def normalise_evidence(raw: Iterable[Any], turn_ids: Iterable[str]) -> list[str]:
-    """Evidence ids naming turns of the conversation: split, "D:11:26" -> "D11:26", "D30:05" -> "D30:5", no repeats."""
+    """Evidence ids naming turns of the conversation: split, "D:2:3" -> "D2:3", "D1:02" -> "D1:2", no repeats."""
     known = set(turn_ids)
     out: list[str] = []
     for tid in _canonical(raw, known):
@@ -127,7 +127,7 @@ def normalise_evidence(raw: Iterable[Any], turn_ids: Iterable[str]) -> list[str]
 
 
 def _canonical(raw: Iterable[Any], known: set[str]) -> list[str]:
-    """Every id in raw ("D:11:26" -> "D11:26", "D30:05" -> "D30:5" unless the id as given names a turn)."""
+    """Every id in raw ("D:2:3" -> "D2:3", "D1:02" -> "D1:2" unless the id as given names a turn)."""
     out = []
     for piece in _pieces(raw):
         m = _EVIDENCE_ID.fullmatch(piece)

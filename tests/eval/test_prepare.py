@@ -234,15 +234,16 @@ def test_conversations_chooses_and_names_what_is_missing(raw_json: Path, tmp_pat
 
 
 def test_dates_and_evidence_ids() -> None:
-    assert prep.parse_date_time("1:56 pm on 8 May, 2023") == "2023-05-08T13:56:00"
-    assert prep.parse_date_time("12:09 am on 13 September, 2023") == "2023-09-13T00:09:00"
-    assert prep.parse_date_time("12:48 PM on 1 February, 2023") == "2023-02-01T12:48:00"
+    assert prep.parse_date_time("4:20 pm on 9 May, 2024") == "2024-05-09T16:20:00"
+    assert prep.parse_date_time("12:03 am on 11 November, 2022") == "2022-11-11T00:03:00"
+    assert prep.parse_date_time("12:57 PM on 2 August, 2025") == "2025-08-02T12:57:00"
+    assert prep.parse_date_time("7:07 a.m. on 29 February 2024") == "2024-02-29T07:07:00"
     for bad in ("13:05 pm on 1 May, 2023", "1:05 pm on 31 June, 2023", "1:05 pm on 1 Mai, 2023", "2023-05-01"):
         with pytest.raises(prep.PrepareError, match="date_time"):
             prep.parse_date_time(bad)
-    turns = {"D1:1", "D1:2", "D11:26", "D30:5"}
-    assert prep.normalise_evidence(["D11:26", "D:11:26", "D30:05", "D1:1;D1:2", "D1:2", "D", "D4:36"], turns) == [
-        "D11:26", "D30:5", "D1:1", "D1:2"]
+    turns = {"D1:1", "D1:2", "D12:7", "D20:3"}
+    assert prep.normalise_evidence(["D12:7", "D:12:7", "D20:03", "D1:1;D1:2", "D1:2", "D", "D5:5"], turns) == [
+        "D12:7", "D20:3", "D1:1", "D1:2"]
 
 
 def test_cli_convert_needs_only_the_standard_library(raw_json: Path, tmp_path: Path) -> None:
