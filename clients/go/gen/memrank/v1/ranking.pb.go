@@ -447,7 +447,8 @@ type Candidate struct {
 	// The memory text. May be empty. Lexical work uses a head/tail sample of at
 	// most 8,192 characters. Never logged unless debug logging is on.
 	Content string `protobuf:"bytes,4,opt,name=content,proto3" json:"content,omitempty"`
-	// The retriever's score, in [0, 1] (clip before sending). Unset: 0.
+	// The retriever's score, in [0, 1] (clip before sending; agent-observer takes
+	// any finite value, as the Go scoreMemory does). Unset: 0.
 	RetrievalScore float64 `protobuf:"fixed64,5,opt,name=retrieval_score,json=retrievalScore,proto3" json:"retrieval_score,omitempty"`
 	// Per-facet retrieval scores (e.g. "bm25", "dense"), each finite and in
 	// [-1e6, 1e6]; fused by the profile's fusion method. At most 4 facets.
@@ -1833,7 +1834,8 @@ func (x *SignalWeight) GetNormalization() string {
 // A digest that binds a response to its inputs.
 type Receipt struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// Receipt schema, "memrank.receipt.v1".
+	// Receipt schema, "memrank.receipt.v2" (the README's "Receipt canonical form";
+	// `memrank verify` and each client's verify_receipt rebuild it).
 	Schema string `protobuf:"bytes,1,opt,name=schema,proto3" json:"schema,omitempty"`
 	// Lower-case hex SHA-256 of the canonical serialisation (see README).
 	Digest string `protobuf:"bytes,2,opt,name=digest,proto3" json:"digest,omitempty"`

@@ -59,7 +59,8 @@ export type Candidate = Message<"memrank.v1.Candidate"> & {
   content: string;
 
   /**
-   * The retriever's score, in [0, 1] (clip before sending). Unset: 0.
+   * The retriever's score, in [0, 1] (clip before sending; agent-observer takes
+   * any finite value, as the Go scoreMemory does). Unset: 0.
    *
    * @generated from field: double retrieval_score = 5;
    */
@@ -951,7 +952,8 @@ export const SignalWeightSchema: GenMessage<SignalWeight> = /*@__PURE__*/
  */
 export type Receipt = Message<"memrank.v1.Receipt"> & {
   /**
-   * Receipt schema, "memrank.receipt.v1".
+   * Receipt schema, "memrank.receipt.v2" (the README's "Receipt canonical form";
+   * `memrank verify` and each client's verify_receipt rebuild it).
    *
    * @generated from field: string schema = 1;
    */
