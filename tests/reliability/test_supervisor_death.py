@@ -60,6 +60,11 @@ def test_workers_exit_within_two_seconds_of_a_killed_supervisor_and_free_the_por
         gone_after = time.monotonic() - killed
         assert not any(_alive(p) for p in workers), "workers outlived their supervisor"
         assert gone_after <= 2.0, gone_after
+        # The kernel finishes closing the exited workers' sockets a moment after they are gone (seen on a loaded CI
+        # machine): a new server can bind the port within two more seconds.
+        freed = time.monotonic() + 2.0
+        while not _port_free(port) and time.monotonic() < freed:
+            time.sleep(0.05)
         assert _port_free(port)
         assert any(x["msg"] == "supervisor gone; draining" for x in proc.lines())
     finally:
