@@ -5,7 +5,6 @@ are refused with RESOURCE_EXHAUSTED naming server.max_inflight_bytes."""
 
 from __future__ import annotations
 
-import random
 import threading
 import time
 from pathlib import Path
@@ -13,23 +12,13 @@ from pathlib import Path
 import grpc
 import pytest
 
+from bench.memory import maximal_request  # the bench's largest request by content, measured the same way
 from memrank._gen.v1 import ranking_pb2 as pb
 from memrank.grpc.inflight import PEAK_RATIO, peak_above_baseline
 from tests.integration.conftest import free_port, start_serve, stop
 
 RANK = "/memrank.v1.RankingService/Rank"
 MiB = 1 << 20
-
-
-def maximal_request() -> bytes:
-    """1,600 candidates of ~40 KB content each, within every default limit (about 64 MB on the wire)."""
-    rng = random.Random(0)
-    words = ["alpha", "memory", "agent", "berlin", "kafka", "retry", "budget", "token", "prompt", "invoice"]
-    base = " ".join(rng.choice(words) for _ in range(6200))[:40_000]
-    req = pb.RankRequest(request_id="big", query="where does the agent retry kafka", budget=pb.Budget(max_items=20))
-    req.candidates.extend(pb.Candidate(id=f"m{i}", content=base[i:] + base[:i], retrieval_score=rng.random())
-                          for i in range(1600))
-    return req.SerializeToString()
 
 
 def peak_mib(pid: int) -> float:
