@@ -37,6 +37,7 @@ from memrank.decisions.capture import capture_decision
 from memrank.decisions.mask import Masker
 from memrank.decisions.record import to_line
 from memrank.grpc import convert
+from memrank.grpc.encode import outcome_to_proto
 from memrank.grpc.service import RankingService, handle_rank
 from memrank.grpc.validate import validate_rank_request
 from memrank.metrics.declare import Metrics
@@ -55,7 +56,7 @@ def in_process(rounds: int, folder: Path) -> dict[str, float]:
         cols = validate_rank_request(req, s.limits, profiles=s.profiles)
         batch, params = convert.request_to_domain(req, now, cols)
         outcome = rank(batch, params, s.profiles, s.layers)
-        resp = convert.outcome_to_proto(outcome, batch, params, "bench", s.policy_version)
+        resp = outcome_to_proto(outcome, batch, params, "bench", s.policy_version)
         capture = measure(lambda: capture_decision(outcome, batch, params, resp, now, "omit", False), rounds)
         c = capture_decision(outcome, batch, params, resp, now, "omit", False)
         writer = measure(lambda: to_line(c, Masker("omit")), rounds)

@@ -20,10 +20,12 @@ from memrank.config import load_settings
 from memrank.core.batch import Batch, RankParams
 from memrank.core.pipeline import rank
 from memrank.core.profile import Profile, SignalSpec
-from memrank.core.score import score
-from memrank.core.scores import Scores, ScoringContext
+from memrank.core.scoring.columns import Scores
+from memrank.core.scoring.combine import score
+from memrank.core.signals.base import ScoringContext
 from memrank.core.types import ExplainLevel
 from memrank.grpc import convert
+from memrank.grpc.encode import outcome_to_proto
 from memrank.grpc.service import handle_rank
 from memrank.grpc.validate import validate_rank_request
 
@@ -81,7 +83,7 @@ def stages(w: Workload, reps: int) -> dict[str, Any]:
             lambda: score(dataclasses.replace(batch), ctx, profile),
             lambda: rank(dataclasses.replace(batch), params, settings.profiles, settings.layers), reps)),
             strict=True)),
-        "encode": _ms(measure(lambda: convert.outcome_to_proto(outcome, batch, params, "bench", "v")
+        "encode": _ms(measure(lambda: outcome_to_proto(outcome, batch, params, "bench", "v")
                               .SerializeToString(), reps)),
         "handler": _ms(measure(lambda: handle_rank(req, settings, 0.0, None).SerializeToString(), reps)),
         "selected": len(outcome.ranked),
@@ -93,7 +95,7 @@ def stages(w: Workload, reps: int) -> dict[str, Any]:
     for name, level in EXPLAIN.items():
         p = replace(params, explain=level)
         def encode(p: RankParams = p) -> bytes:
-            return bytes(convert.outcome_to_proto(outcome, batch, p, "bench", "v").SerializeToString())
+            return bytes(outcome_to_proto(outcome, batch, p, "bench", "v").SerializeToString())
 
         t = measure(encode, reps)
         size = len(encode())

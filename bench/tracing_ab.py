@@ -42,6 +42,7 @@ from bench.data import workload
 from memrank.config import TracingSettings, load_settings
 from memrank.core.pipeline import rank
 from memrank.grpc import convert
+from memrank.grpc.encode import outcome_to_proto
 from memrank.grpc.service import handle_rank
 from memrank.grpc.tracing import Tracing, build_tracing, untraced
 from memrank.grpc.validate import validate_rank_request
@@ -98,7 +99,7 @@ def main() -> None:
         cols = validate_rank_request(req, s.limits, profiles=s.profiles)
         batch, params = convert.request_to_domain(req, now, cols)
         outcome = rank(batch, params, s.profiles, s.layers)
-        return bytes(convert.outcome_to_proto(outcome, batch, params, req.request_id, s.policy_version).request_id,
+        return bytes(outcome_to_proto(outcome, batch, params, req.request_id, s.policy_version).request_id,
                      "utf-8")
 
     def served(trace: Tracing | None, metadata: tuple[tuple[str, str], ...],

@@ -11,7 +11,7 @@ shipped weights are the same procedure run on every dev conversation.
 Choosing, on the training conversations only:
 
 1. every question's candidates are scored once in-process with every signal
-   in ``SIGNALS`` (``memrank.core.score`` on the batches
+   in ``SIGNALS`` (``memrank.core.scoring.combine`` on the batches
    ``memrank.grpc.convert.request_to_domain`` builds from the very Rank
    requests `memrank eval` sends), keeping each signal's normalised column;
 2. weights: coordinate ascent on recall@5 of the linear score

@@ -133,7 +133,7 @@ def _config_sources(source: SettingsSource) -> list[str]:
 
 
 def _serve(args: argparse.Namespace) -> int:
-    from memrank.grpc.server import metrics_url, serve
+    from memrank.grpc.supervisor import metrics_url, serve
     from memrank.logs import setup_logging
 
     overrides = {
@@ -181,7 +181,7 @@ def _rank(args: argparse.Namespace, settings: Settings) -> int:
 def _profiles(args: argparse.Namespace, settings: Settings) -> int:
     from google.protobuf import json_format
 
-    from memrank.grpc.convert import profiles_to_proto
+    from memrank.grpc.encode import profiles_to_proto
 
     if args.json:
         print(json_format.MessageToJson(profiles_to_proto(settings.profiles, settings.policy_version), indent=2,
@@ -200,7 +200,7 @@ def _drift_snapshot(args: argparse.Namespace, settings: Settings) -> int:
     from google.protobuf import json_format
 
     from memrank._gen.v1 import ranking_pb2 as pb
-    from memrank.core.outcome import RankOutcome
+    from memrank.core.explain.outcome import RankOutcome
     from memrank.grpc.service import handle_rank
     from memrank.metrics import reference
 

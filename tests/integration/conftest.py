@@ -18,7 +18,8 @@ import pytest
 
 from memrank.client import RankingClient
 from memrank.config import Settings, load_settings
-from memrank.grpc.server import Running, create_server
+from memrank.grpc.running import Running
+from memrank.grpc.server import create_server
 
 
 def free_port() -> int:

@@ -13,7 +13,7 @@ from grpc_status import rpc_status
 from memrank._gen.v1 import ranking_pb2 as pb
 from memrank._gen.v1 import ranking_service_pb2_grpc as pb_grpc
 from memrank.client import RankingClient, RankingError
-from memrank.grpc.server import Running
+from memrank.grpc.running import Running
 
 REF = "2026-06-01T12:00:00Z"
 

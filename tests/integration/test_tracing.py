@@ -51,7 +51,8 @@ from memrank._gen.v1 import ranking_pb2 as pb
 from memrank._gen.v1 import ranking_service_pb2_grpc as svc
 from memrank.config import ENV_KEYS, TracingSettings, load_settings
 from memrank.core.errors import ConfigError
-from memrank.grpc.server import Running, create_server
+from memrank.grpc.running import Running
+from memrank.grpc.server import create_server
 from memrank.grpc.tracing import FLUSH_SECONDS, build_tracing
 from tests.helm.conftest import CHART, find_helm, missing, run_helm, template_args
 from tests.integration.conftest import Proc, free_port, loopback_settings, start_serve, stop

@@ -12,7 +12,7 @@ from collections.abc import Iterator
 import pytest
 
 from memrank.client import RankingClient
-from memrank.grpc.server import Running
+from memrank.grpc.running import Running
 from tests.integration.conftest import live_server
 
 __all__ = ["live_server"]

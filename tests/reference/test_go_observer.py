@@ -23,7 +23,7 @@ from google.protobuf.timestamp_pb2 import Timestamp
 
 from memrank._gen.v1 import ranking_pb2 as pb
 from memrank.config import load_settings
-from memrank.core.score import score
+from memrank.core.scoring.combine import score
 from memrank.core.text.golang import fields, to_lower
 from memrank.grpc.service import handle_rank
 from tests.unit.core.build import batch, ctx, profile

@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 from memrank._gen.v1 import ranking_pb2 as pb
-from memrank.grpc.server import Running, create_server
+from memrank.grpc.running import Running
+from memrank.grpc.server import create_server
 from tests.integration.conftest import loopback_settings
 from tests.reliability.certs import Certificates, make_certificates
 

@@ -16,7 +16,8 @@ from memrank.client import RankingClient, RankingError
 from memrank.config import load_settings
 from memrank.core.errors import ConfigError
 from memrank.grpc.auth import REFUSAL, TokenFile, open_matcher
-from memrank.grpc.server import Running, create_server
+from memrank.grpc.running import Running
+from memrank.grpc.server import create_server
 from tests.integration.conftest import loopback_settings
 
 GOOD, OTHER = "s3cret-token-A", "rotated-token-B"

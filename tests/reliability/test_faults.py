@@ -8,6 +8,7 @@ import signal
 import socket
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import grpc
@@ -17,7 +18,8 @@ from memrank._gen.v1 import ranking_pb2 as pb
 from memrank._gen.v1 import ranking_service_pb2_grpc as pb_grpc
 from memrank.client import RankingClient, RankingError
 from memrank.grpc import service
-from memrank.grpc.server import Running, create_server
+from memrank.grpc.running import Running
+from memrank.grpc.server import create_server
 from tests.integration.conftest import loopback_settings, start_serve, stop
 from tests.reliability.conftest import accounted, rank_request
 
@@ -132,47 +134,76 @@ def test_a_dead_worker_is_restarted_and_the_port_keeps_answering(tmp_path: Path)
         assert stop(proc) == 0
 
 
-@pytest.fixture()
-def slow_conversion(monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    """Conversion takes 0.6 s; returns the list of core calls that happened."""
-    core_calls: list[str] = []
-    real_convert, real_rank = service.convert.request_to_domain, service.rank
+class HeldConversion(logging.Handler):
+    """Conversion waits for ``release``; ``entered`` is set when a call reaches it, ``finished`` when the
+    servicer has logged the call abandoned; ``core_calls`` lists the core calls that ran."""
 
-    def slow(request: pb.RankRequest, now: float, *columns):  # type: ignore[no-untyped-def]
-        time.sleep(0.6)
+    def __init__(self) -> None:
+        super().__init__(logging.INFO)
+        self.entered, self.release, self.finished = threading.Event(), threading.Event(), threading.Event()
+        self.core_calls: list[str] = []
+        self.abandoned: list[logging.LogRecord] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if record.getMessage().startswith("rpc abandoned"):
+            self.abandoned.append(record)
+            self.finished.set()
+
+    def after_the_server_ended_the_call(self, server: Running) -> None:
+        """Let the conversion go on once grpc has ended the call (its status sent: the intake is idle)."""
+        until = time.monotonic() + 10
+        while not server.intake.idle():
+            assert time.monotonic() < until, "the server never ended the call"
+            time.sleep(0.01)
+        self.release.set()
+        assert self.finished.wait(10), "the handler never gave the call up"
+
+
+@pytest.fixture()
+def held_conversion(monkeypatch: pytest.MonkeyPatch) -> Iterator[HeldConversion]:
+    """The handler stops in conversion until the test says; no sleeps decide the outcome."""
+    held = HeldConversion()
+    real_convert, real_rank = service.convert.request_to_domain, service.rank
+    rpc_log = logging.getLogger("memrank.rpc")
+    monkeypatch.setattr(rpc_log, "level", logging.INFO)
+    rpc_log.addHandler(held)
+
+    def gated(request: pb.RankRequest, now: float, *columns):  # type: ignore[no-untyped-def]
+        held.entered.set()
+        assert held.release.wait(30)
         return real_convert(request, now, *columns)
 
     def spy(*args, **kwargs):  # type: ignore[no-untyped-def]
-        core_calls.append("rank")
+        held.core_calls.append("rank")
         return real_rank(*args, **kwargs)
 
-    monkeypatch.setattr(service.convert, "request_to_domain", slow)
+    monkeypatch.setattr(service.convert, "request_to_domain", gated)
     monkeypatch.setattr(service, "rank", spy)
-    return core_calls
+    yield held
+    held.release.set()
+    rpc_log.removeHandler(held)
 
 
-def test_the_server_stops_work_on_a_call_past_its_deadline(server: Running, slow_conversion: list[str],
-                                                            caplog: pytest.LogCaptureFixture) -> None:
-    caplog.set_level(logging.INFO, logger="memrank.rpc")
+def test_the_server_stops_work_on_a_call_past_its_deadline(server: Running, held_conversion: HeldConversion) -> None:
     with RankingClient(f"127.0.0.1:{server.port}", retries=0) as client:
         with pytest.raises(RankingError) as err:
             client.rank(rank_request(10), timeout=0.2)
         assert err.value.code == grpc.StatusCode.DEADLINE_EXCEEDED
-        time.sleep(0.8)
-        assert slow_conversion == []  # the core never ran for a caller that had gone
-        assert any(r.getMessage().startswith("rpc abandoned") and getattr(r, "after", "") == "converted"
-                   for r in caplog.records)
-        client.rank(rank_request(10), timeout=5)  # a patient caller still gets its answer
-        assert slow_conversion == ["rank"]
+        assert held_conversion.entered.is_set()
+        held_conversion.after_the_server_ended_the_call(server)
+        assert held_conversion.core_calls == []  # the core never ran for a caller that had gone
+        assert [getattr(r, "after", "") for r in held_conversion.abandoned] == ["converted"]
+        client.rank(rank_request(10), timeout=5)  # a patient caller still gets its answer (released: no wait)
+        assert held_conversion.core_calls == ["rank"]
 
 
-def test_the_server_stops_work_on_a_cancelled_call(server: Running, slow_conversion: list[str]) -> None:
+def test_the_server_stops_work_on_a_cancelled_call(server: Running, held_conversion: HeldConversion) -> None:
     with grpc.insecure_channel(f"127.0.0.1:{server.port}") as channel:
         call = pb_grpc.RankingServiceStub(channel).Rank.future(rank_request(10), timeout=10)
-        time.sleep(0.2)
+        assert held_conversion.entered.wait(10)
         assert call.cancel()
-        time.sleep(0.8)
-    assert slow_conversion == []
+        held_conversion.after_the_server_ended_the_call(server)
+    assert held_conversion.core_calls == []
 
 
 def test_oversize_messages_are_resource_exhausted_and_the_server_lives_on() -> None:
@@ -191,22 +222,34 @@ def test_oversize_messages_are_resource_exhausted_and_the_server_lives_on() -> N
         running.stop(0)
 
 
-def test_too_many_concurrent_calls_are_resource_exhausted_not_queued_forever() -> None:
-    settings = loopback_settings(max_concurrent_rpcs=2, thread_pool_size=2)
-    running = create_server(settings)
+def test_too_many_concurrent_calls_are_resource_exhausted_not_queued_forever(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    taken, release = threading.Semaphore(0), threading.Event()
+    real_rank = service.rank
+
+    def blocking(*args, **kwargs):  # type: ignore[no-untyped-def]  # holds a slot until the test lets go
+        taken.release()
+        assert release.wait(30)
+        return real_rank(*args, **kwargs)
+
+    monkeypatch.setattr(service, "rank", blocking)
+    running = create_server(loopback_settings(max_concurrent_rpcs=2, thread_pool_size=2))
+    request = rank_request(10)
     try:
-        heavy = rank_request(1600, words=60)  # long enough that the 8 calls overlap on a fast core
         with grpc.insecure_channel(f"127.0.0.1:{running.port}") as channel:
             stub = pb_grpc.RankingServiceStub(channel)
-            calls = [stub.Rank.future(heavy, timeout=60) for _ in range(8)]
-            codes = []
-            for c in calls:
-                try:
-                    codes.append("OK" if accounted(heavy, c.result()) else "LOST")
-                except grpc.RpcError as err:
-                    codes.append(err.code().name)
-        assert set(codes) <= {"OK", "RESOURCE_EXHAUSTED"} and "OK" in codes and "RESOURCE_EXHAUSTED" in codes
+            held = [stub.Rank.future(request, timeout=60) for _ in range(2)]
+            for _ in held:
+                assert taken.acquire(timeout=30)  # both slots are taken by calls inside the handler
+            with pytest.raises(grpc.RpcError) as err:  # a third is refused at once, not queued
+                stub.Rank(request, timeout=30)
+            assert err.value.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
+            assert "server.max_concurrent_rpcs" in (err.value.details() or "")
+            release.set()
+            assert all(accounted(request, call.result()) for call in held)  # the two held calls are answered
+            assert accounted(request, stub.Rank(request, timeout=30))  # and the slots are free again
     finally:
+        release.set()
         running.stop(0)
 
 

@@ -13,7 +13,7 @@ from memrank._gen.v1 import ranking_service_pb2_grpc as pb_grpc
 from memrank.client import RankingClient
 from memrank.config import load_settings
 from memrank.core.errors import InvalidRequest
-from memrank.grpc.server import Running
+from memrank.grpc.running import Running
 from memrank.grpc.service import handle_rank
 from tests.reliability.conftest import SOAK, accounted, rank_request
 from tests.reliability.hostile import admission_requests, rank_requests

@@ -5,7 +5,7 @@ from __future__ import annotations
 import grpc
 from grpc_reflection.v1alpha.proto_reflection_descriptor_database import ProtoReflectionDescriptorDatabase
 
-from memrank.grpc.server import Running
+from memrank.grpc.running import Running
 
 
 def test_reflection_finds_the_file_of_a_method(server: Running) -> None:

@@ -13,7 +13,8 @@ import pytest
 from memrank.client import RankingClient, RankingError, tls_credentials
 from memrank.config import Settings, load_settings
 from memrank.core.errors import ConfigError
-from memrank.grpc.server import Running, create_server
+from memrank.grpc.running import Running
+from memrank.grpc.server import create_server
 from tests.integration.conftest import loopback_settings
 from tests.reliability.certs import Certificates, make_certificates
 

@@ -10,8 +10,9 @@ import pytest
 
 from memrank._gen.v1 import ranking_pb2 as pb
 from memrank.client import RankingClient
-from memrank.core.provenance import provenance_digest
-from memrank.grpc.server import Running, create_server
+from memrank.core.signals.provenance import provenance_digest
+from memrank.grpc.running import Running
+from memrank.grpc.server import create_server
 from memrank.profiles.builtin import BUILTIN_PROFILES
 from tests.integration.conftest import loopback_settings
 from tests.reliability.conftest import accounted, injections

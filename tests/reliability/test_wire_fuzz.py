@@ -9,7 +9,7 @@ import grpc
 
 from memrank._gen.v1 import ranking_pb2 as pb
 from memrank.client import RankingClient
-from memrank.grpc.server import Running
+from memrank.grpc.running import Running
 from tests.reliability.conftest import accounted, rank_request
 
 MUTATIONS_PER_METHOD = 1500  # the README's "inputs tried" table reads this

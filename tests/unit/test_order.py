@@ -6,7 +6,7 @@ import numpy as np
 from hypothesis import given
 from hypothesis import strategies as st
 
-from memrank.core.order import placement_positions, tie_order
+from memrank.core.selection.order import placement_positions, tie_order
 from memrank.core.types import Placement
 
 NAN = float("nan")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from memrank.core.calibrate import calibrate
+from memrank.core.selection.calibrate import calibrate
 
 
 @pytest.mark.parametrize("k", range(1, 65))

@@ -1,4 +1,4 @@
-"""Receipts (memrank.receipt.v2): the server's bytes (core.receipt, from the outcome) and the verifier's
+"""Receipts (memrank.receipt.v2): the server's bytes (core.explain.receipt, from the outcome) and the verifier's
 (memrank.grpc.verify, from the request and response alone) agree; tampering is caught; `memrank verify`."""
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from memrank import cli
 from memrank._gen.v1 import ranking_pb2 as pb
 from memrank.client import verify_receipt
 from memrank.config import load_settings
-from memrank.core import receipt
+from memrank.core.explain import receipt
 from memrank.grpc.service import handle_rank
 from memrank.grpc.verify import canonical_lines, q
 

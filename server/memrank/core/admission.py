@@ -23,8 +23,9 @@ import numpy as np
 
 from memrank.core.batch import Batch
 from memrank.core.profile import Profile
-from memrank.core.score import score_gated
-from memrank.core.scores import Scores, ScoringContext, SignalColumn
+from memrank.core.scoring.columns import Scores, SignalColumn
+from memrank.core.scoring.combine import score_gated
+from memrank.core.signals.base import ScoringContext
 from memrank.core.signals.confidence import reserved_keys
 from memrank.core.types import AdmissionDecision, DropReason
 

@@ -13,7 +13,7 @@ import numpy as np
 
 from memrank._gen.v1 import ranking_pb2 as pb
 from memrank.core.batch import Batch, RankParams
-from memrank.core.outcome import RankOutcome
+from memrank.core.explain.outcome import RankOutcome
 from memrank.decisions.mask import OMIT
 
 DECISION, FEEDBACK = "decision", "feedback"

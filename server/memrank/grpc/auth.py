@@ -19,6 +19,7 @@ from typing import Any
 import grpc
 
 from memrank.core.errors import ConfigError
+from memrank.grpc.errors import Unauthenticated, refuse
 from memrank.grpc.tls import _stamp
 
 log = logging.getLogger("memrank.auth")
@@ -104,7 +105,7 @@ def _bearer(metadata: Iterable[tuple[str, Any]] | None) -> str | None:
 
 
 async def _refuse(_requests: object, context: grpc.aio.ServicerContext) -> None:
-    await context.abort(grpc.StatusCode.UNAUTHENTICATED, REFUSAL)
+    await refuse(context, Unauthenticated(REFUSAL))
 
 
 # Request-streaming, whatever the method: grpc hands the call over at once, and the refusal is

@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 import grpc
 
+from memrank.grpc.errors import Draining, NoRequest, NoRoom, ReadTimedOut, Refusal, code_of, refuse
 from memrank.grpc.inflight import ByteBudget
 
 if TYPE_CHECKING:
@@ -109,14 +110,18 @@ class Intake:
                 if taken:  # counted until grpc has sent its status (the done callback), not just until we return
                     self._active += 1
             if not taken:
-                self._observe(method, "UNAVAILABLE")
-                await context.abort(grpc.StatusCode.UNAVAILABLE, DRAINING)
+                await self._refuse(method, context, Draining(DRAINING))
             context.add_done_callback(self._finished)
             # The request bytes live only in the list the handler empties: freed once parsed.
             return await self._run(method, handle, [await self._read(method, context)], context)
 
         return grpc.stream_unary_rpc_method_handler(serve if self.tracing is None
                                                     else self.tracing.server(method, serve))
+
+    async def _refuse(self, method: str, context: grpc.aio.ServicerContext, exc: Refusal) -> None:
+        """Count the refused call under its code, then end it (raises)."""
+        self._observe(method, code_of(exc).name)
+        await refuse(context, exc)
 
     def start_draining(self) -> None:
         """From now on every new call is refused with UNAVAILABLE; the calls already taken go on."""
@@ -140,32 +145,29 @@ class Intake:
         try:
             data = await asyncio.wait_for(context.read(), self._read_timeout)
         except TimeoutError:
-            self._observe(method, "DEADLINE_EXCEEDED")
             log.info("rpc cut off: request not received in time",
                      extra={"method": method, "seconds": self._read_timeout})
-            await context.abort(grpc.StatusCode.DEADLINE_EXCEEDED, f"request not received within "
-                                f"{self._read_timeout:g} s (server.request_read_timeout_seconds)")
+            await self._refuse(method, context, ReadTimedOut(
+                f"request not received within {self._read_timeout:g} s (server.request_read_timeout_seconds)"))
         if data is grpc.aio.EOF:
-            await context.abort(grpc.StatusCode.INVALID_ARGUMENT, f"{method} takes one request message, got none")
+            await refuse(context, NoRequest(f"{method} takes one request message, got none"))
         return bytes(data)
 
     async def _take_bytes(self, method: str, size: int, context: grpc.aio.ServicerContext) -> None:
         """Take the request's bytes from the in-flight byte budget, or refuse the call with RESOURCE_EXHAUSTED."""
         if not self.budget.take(size):
-            self._observe(method, "RESOURCE_EXHAUSTED")
             total, used = self.budget.total, self.budget.used
-            await context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED, f"request of {size} bytes does not fit the "
-                                f"in-flight byte budget ({used} of {total} bytes taken by calls in progress, "
-                                "server.max_inflight_bytes); retry later")
+            await self._refuse(method, context, NoRoom(
+                f"request of {size} bytes does not fit the in-flight byte budget ({used} of {total} bytes taken "
+                "by calls in progress, server.max_inflight_bytes); retry later"))
 
     async def _run(self, method: str, handle: Handle, data: list[bytes], context: grpc.aio.ServicerContext) -> bytes:
         size = len(data[0])
         await self._take_bytes(method, size, context)
         if not self._slots.acquire(blocking=False):
             self.budget.release(size)
-            self._observe(method, "RESOURCE_EXHAUSTED")
-            await context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED,
-                                f"more than {self._max} calls in progress (server.max_concurrent_rpcs)")
+            await self._refuse(method, context,
+                               NoRoom(f"more than {self._max} calls in progress (server.max_concurrent_rpcs)"))
         call = CallContext(context.invocation_metadata() or (), context.time_remaining())
         try:
             job = self._pool.submit(handle, data, call) if self.tracing is None else \
@@ -173,8 +175,7 @@ class Intake:
         except RuntimeError:  # the pool is shut down: the server is stopping
             self._slots.release()
             self.budget.release(size)
-            self._observe(method, "UNAVAILABLE")
-            await context.abort(grpc.StatusCode.UNAVAILABLE, DRAINING)
+            await self._refuse(method, context, Draining(DRAINING))
 
         def done(_job: object) -> None:  # when the thread is done, not the call
             self._slots.release()

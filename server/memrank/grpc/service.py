@@ -12,16 +12,17 @@ import grpc
 from memrank._gen.v1 import ranking_pb2 as pb
 from memrank._gen.v1 import ranking_service_pb2_grpc as pb_grpc
 from memrank.config import Settings
-from memrank.core.batch import Batch, RankParams
+from memrank.core.admission import score_admission
+from memrank.core.batch import Batch, RankParams, batch_from_rows
 from memrank.core.errors import MemrankError, NotEnabled, Overloaded
-from memrank.core.outcome import RankOutcome
-from memrank.core.pipeline import rank
+from memrank.core.explain.outcome import RankOutcome
+from memrank.core.pipeline import rank, resolve_profile
+from memrank.core.signals.base import ScoringContext
 from memrank.decisions.capture import capture_decision, capture_feedback
 from memrank.decisions.sample import sampled
 from memrank.decisions.writer import DecisionLog
-from memrank.grpc import convert
-from memrank.grpc.admission import admission_to_proto
-from memrank.grpc.errors import abort_with, to_status
+from memrank.grpc import convert, encode
+from memrank.grpc.errors import Abandoned, Internal, Refusal, abort_with, code_of
 from memrank.grpc.feedback import feedback_id, validate_feedback
 from memrank.grpc.tracing import Tracing, untraced
 from memrank.grpc.validate import validate_admission_request, validate_rank_request
@@ -71,13 +72,25 @@ def handle_rank(
         log.debug("rank detail", extra={"request_id": request.request_id, "query": request.query,
                                         "selected": [batch.ids[i] for i in outcome.ranked]})
     with stage("encode"):
-        response = convert.outcome_to_proto(outcome, batch, params, request.request_id, settings.policy_version,
+        response = encode.outcome_to_proto(outcome, batch, params, request.request_id, settings.policy_version,
                                             receipt_key)
     if decide is not None:  # before the answer leaves: a record of every answered call is queued
         response.decision_logged = decide(request, outcome, batch, params, response, now)
     if observe is not None:  # once the answer is built (a deferred recorder then overlaps sending it)
         observe(outcome)
     return response
+
+
+def handle_admission(request: pb.ScoreAdmissionRequest, settings: Settings, now: float,
+                     provenance_key: bytes | None) -> pb.ScoreAdmissionResponse:
+    """Validate, convert, score the candidate for admission under its profile (default lians-admission), convert
+    back."""
+    validate_admission_request(request, settings.limits)
+    profile = resolve_profile(settings.profiles, request.profile or "lians-admission")
+    ref = convert.ts_to_seconds(request.reference_time) if request.HasField("reference_time") else now
+    batch = batch_from_rows([convert.candidate_to_domain(request.candidate)])
+    result = score_admission(batch, ScoringContext("", ref, False, provenance_key), profile)
+    return encode.admission_to_proto(request.request_id, result, batch, profile, ref)
 
 
 class RankingService(pb_grpc.RankingServiceServicer):
@@ -121,20 +134,22 @@ class RankingService(pb_grpc.RankingServiceServicer):
         try:
             yield
         except CallAbandoned as exc:
-            self._metrics.observe_call(method, "CANCELLED")
+            refusal: Refusal = Abandoned("call cancelled or deadline exceeded")
+            self._metrics.observe_call(method, code_of(refusal).name)
             log.info("rpc abandoned: client cancelled or deadline passed",
                      extra={"method": method, "request_id": request_id, "after": str(exc)})
-            context.abort(grpc.StatusCode.CANCELLED, "call cancelled or deadline exceeded")
+            abort_with(context, refusal)
         except MemrankError as exc:
-            code, _ = to_status(exc)
+            code = code_of(exc)
             self._metrics.observe_call(method, code.name)
             log.info("rpc refused", extra={"method": method, "request_id": request_id, "code": code.name,
                                            "error": str(exc)[:300]})
             abort_with(context, exc)
         except Exception:
-            self._metrics.observe_call(method, "INTERNAL")
+            refusal = Internal("internal error; see the server log")
+            self._metrics.observe_call(method, code_of(refusal).name)
             log.exception("rpc failed", extra={"method": method, "request_id": request_id})
-            context.abort(grpc.StatusCode.INTERNAL, "internal error; see the server log")
+            abort_with(context, refusal)
         else:
             seconds = time.perf_counter() - start
             self._metrics.observe_call(method, "OK", seconds)
@@ -152,8 +167,7 @@ class RankingService(pb_grpc.RankingServiceServicer):
     ) -> pb.ScoreAdmissionResponse:
         """Score one memory for admission."""
         with self._call("ScoreAdmission", request.request_id, context):
-            validate_admission_request(request, self._settings.limits)
-            return admission_to_proto(request, self._settings, self._clock(), self._provenance_key)
+            return handle_admission(request, self._settings, self._clock(), self._provenance_key)
         raise AssertionError("unreachable")
 
     def ListProfiles(
@@ -161,7 +175,7 @@ class RankingService(pb_grpc.RankingServiceServicer):
     ) -> pb.ListProfilesResponse:
         """List the configured profiles."""
         with self._call("ListProfiles", "", context):
-            return convert.profiles_to_proto(self._settings.profiles, self._settings.policy_version)
+            return encode.profiles_to_proto(self._settings.profiles, self._settings.policy_version)
         raise AssertionError("unreachable")
 
     def RecordFeedback(

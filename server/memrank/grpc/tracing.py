@@ -48,7 +48,7 @@ if TYPE_CHECKING:
     from opentelemetry.sdk.trace.export import SpanExporter
     from opentelemetry.trace import Tracer
 
-    from memrank.core.outcome import RankOutcome
+    from memrank.core.explain.outcome import RankOutcome
 
 log = logging.getLogger("memrank.tracing")
 EXTRA = "memrank-sidecar[tracing]"

@@ -2,7 +2,7 @@
 
 The canonical bytes are rebuilt from the two messages alone, as the README's "Receipt canonical form"
 describes them (``memrank.receipt.v2``): nothing here reads the server's own serialisation
-(``core.receipt``), so the two are independent implementations of one documented form. The request is needed
+(``core.explain.receipt``), so the two are independent implementations of one documented form. The request is needed
 for every candidate's fields; the response for the answer, and at ``EXPLAIN_LEVEL_NONE`` it lacks the
 breakdown numbers the receipt binds (below ``EXPLAIN_LEVEL_FULL``, the covered_by of REDUNDANT drops): the
 receipt is the same at every explain level, so the same request asked at ``EXPLAIN_LEVEL_FULL`` gives a

@@ -15,10 +15,9 @@ from __future__ import annotations
 
 from typing import Final, Literal
 
-import numpy as np
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
-from memrank.metrics.drift import SIGNAL_BUCKETS, bin_counts
+from memrank.metrics.drift import SIGNAL_BUCKETS
 
 LATENCY_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5)
 CANDIDATE_BUCKETS = (0, 1, 5, 10, 25, 50, 100, 200, 400, 800, 1600)
@@ -89,20 +88,3 @@ class Metrics:
         self.requests.labels(method=method, code=code).inc()
         if seconds is not None and method == "Rank":
             self.rank_duration.observe(seconds)
-
-
-def observe_many(child: Histogram, values: np.ndarray, bounds: tuple[float, ...] = SIGNAL_BUCKETS) -> None:
-    """Observe every finite value at once: the same result as observe() per value, one increment per bucket.
-
-    prometheus-client has no bulk API; a 400-candidate call would otherwise do
-    thousands of observe() calls (each a lock, or an mmap write in multiprocess mode).
-    A unit test pins this against observe() so a client upgrade cannot break it silently.
-    """
-    values = np.asarray(values, dtype=np.float64)
-    values = values[np.isfinite(values)]
-    if values.size == 0:
-        return
-    child._sum.inc(float(values.sum()))
-    for i, count in enumerate(bin_counts(values, bounds).tolist()):
-        if count:
-            child._buckets[i].inc(count)

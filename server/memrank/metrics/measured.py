@@ -11,7 +11,7 @@ from collections.abc import Iterator
 
 import numpy as np
 
-from memrank.core.outcome import RankOutcome
+from memrank.core.explain.outcome import RankOutcome
 
 
 def drift_population(outcome: RankOutcome) -> np.ndarray:

@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 
 from memrank.config import Settings
-from memrank.core.outcome import RankOutcome
+from memrank.core.explain.outcome import RankOutcome
 from memrank.core.types import DropReason
 from memrank.metrics.declare import Metrics
 from memrank.metrics.drift import BIN_COUNT, bin_index

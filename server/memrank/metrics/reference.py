@@ -21,7 +21,7 @@ import numpy as np
 from prometheus_client.parser import text_string_to_metric_families
 
 from memrank.core.errors import ConfigError
-from memrank.core.outcome import RankOutcome
+from memrank.core.explain.outcome import RankOutcome
 from memrank.metrics.drift import BIN_COUNT, SIGNAL_BUCKETS, bin_counts
 from memrank.metrics.measured import raw_signals
 from memrank.metrics.window import Key

@@ -2,7 +2,7 @@
 
 The request goes through ``memrank.grpc.validate.validate_rank_request`` (the
 server's own rules, so a bad request fails here as it would over gRPC), then
-``memrank.grpc.convert.request_to_domain`` and ``memrank.core.score.score``
+``memrank.grpc.convert.request_to_domain`` and ``memrank.core.scoring.combine.score``
 under the base profile. Kept per candidate: every signal's normalised column
 in profile order, whether a gate dropped it, its grade, and its token count as
 the pipeline budgets it. The request's own ``profile``, ``weight_overrides``,
@@ -20,8 +20,8 @@ from memrank.config import Limits
 from memrank.core.batch import Batch, RankParams
 from memrank.core.pipeline import estimate_tokens
 from memrank.core.profile import Profile
-from memrank.core.score import score
-from memrank.core.scores import ScoringContext
+from memrank.core.scoring.combine import score
+from memrank.core.signals.base import ScoringContext
 from memrank.grpc.convert import request_to_domain
 from memrank.grpc.validate import validate_rank_request
 from memrank.tuning.dataset import Query, TuningError

@@ -9,8 +9,7 @@ import numpy as np
 
 from memrank.core.batch import Batch, CandidateInput, batch_from_rows
 from memrank.core.profile import Profile
-from memrank.core.scores import ScoringContext
-from memrank.core.signals.base import RawSignal
+from memrank.core.signals.base import RawSignal, ScoringContext
 from memrank.profiles.builtin import BUILTIN_PROFILES
 
 REF = 1_700_000_000.0  # reference time of every test, epoch seconds

@@ -3,7 +3,8 @@ import pytest
 
 from memrank.core.errors import ConfigError
 from memrank.core.profile import SignalSpec
-from memrank.core.score import reference_order, score
+from memrank.core.scoring.combine import score
+from memrank.core.selection.order import tie_order
 from tests.unit.core.build import HOUR, REF, batch, ctx, profile
 
 LIANS_RECALL = {"relevance": 0.35, "confidence": 0.15, "importance": 0.15, "trust": 0.10, "freshness": 0.10,
@@ -58,9 +59,9 @@ def test_empty_batch():
     assert s.n == 0 and s.gate.shape == (0,) and all(c.raw.shape == (0,) for c in s.signals)
 
 
-def test_reference_order_breaks_ties_by_event_time_ingestion_then_id():
+def test_tie_order_breaks_ties_by_event_time_ingestion_then_id():
     b = batch({"id": "b", "event_time": REF - 10}, {"id": "a", "event_time": REF - 10},
               {"id": "c", "event_time": REF - 5}, {"id": "d"}, {"id": "e", "event_time": REF - 10, "ingested_at": REF},
               {"id": "z"})
     final = np.array([0.5, 0.5, 0.5, 0.5, 0.5, 0.9])
-    assert [b.ids[i] for i in reference_order(b, final)] == ["z", "c", "e", "a", "b", "d"]
+    assert [b.ids[i] for i in tie_order(final, b.event_time, b.ingested_at, b.ids)] == ["z", "c", "e", "a", "b", "d"]

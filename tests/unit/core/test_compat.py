@@ -7,7 +7,8 @@ import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from memrank.core.score import reference_order, score
+from memrank.core.scoring.combine import score
+from memrank.core.selection.order import tie_order
 from tests.reference.ports import GAMemory, agent_observer_score, generative_agents_scores, tie_sorted_ids
 from tests.unit.core.build import HOUR, REF, batch, ctx, profile
 
@@ -40,7 +41,7 @@ def _check(rows, query, p, expected):
     s = score(b, ctx(query), p)
     assert s.gate.tolist() == [0] * len(rows)
     assert s.combined == pytest.approx(expected, abs=1e-9, rel=0)
-    got_order = [b.ids[i] for i in reference_order(b, s.combined)]
+    got_order = [b.ids[i] for i in tie_order(s.combined, b.event_time, b.ingested_at, b.ids)]  # the pipeline's
     want_order = tie_sorted_ids([r["id"] for r in rows], expected, [r["event_time"] for r in rows],
                                 [r["ingested_at"] for r in rows])
     assert got_order == want_order

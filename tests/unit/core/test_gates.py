@@ -1,7 +1,7 @@
 import numpy as np
 import pytest
 
-from memrank.core.score import score
+from memrank.core.scoring.combine import score
 from memrank.core.types import DropReason, Safety
 from tests.unit.core.build import HOUR, REF, batch, ctx, profile
 

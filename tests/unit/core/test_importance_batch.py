@@ -8,8 +8,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from memrank.core.batch import CandidateInput, batch_from_rows
-from memrank.core.scores import ScoringContext
 from memrank.core.signals import RawSignal, get_signal
+from memrank.core.signals.base import ScoringContext
 from memrank.core.signals.importance import CONSTRAINT_PREF, CORRECTION, DECISION_FACT, OUTCOME, rule_importance
 from memrank.core.text import phrases as phrases_module
 from memrank.profiles.builtin import BUILTIN_PROFILES

@@ -6,7 +6,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from memrank.core.errors import ConfigError
-from memrank.core.normalize import NORMALIZERS, min_max, none, normalize, rank, z_score
+from memrank.core.signals.normalize import NORMALIZERS, min_max, none, normalize, percentile_rank, z_score
 
 ALL = np.ones(3, dtype=bool)
 
@@ -32,8 +32,8 @@ def test_z_score_is_the_logistic_of_the_population_z():
 
 def test_rank_averages_ties_and_scales_to_unit():
     v = np.array([10.0, 20.0, 20.0, 30.0])
-    assert rank(v, np.ones(4, dtype=bool)).tolist() == [0 / 3, 1.5 / 3, 1.5 / 3, 3 / 3]
-    assert rank(np.array([7.0]), np.ones(1, dtype=bool)).tolist() == [0.5]
+    assert percentile_rank(v, np.ones(4, dtype=bool)).tolist() == [0 / 3, 1.5 / 3, 1.5 / 3, 3 / 3]
+    assert percentile_rank(np.array([7.0]), np.ones(1, dtype=bool)).tolist() == [0.5]
 
 
 def test_none_passes_through_inside_the_population_only():
@@ -72,7 +72,7 @@ def test_bounded_normalizers_stay_in_unit_interval_and_never_nan(rows, name):
 @given(st.lists(st.floats(-1e6, 1e6), min_size=2, max_size=30))
 def test_min_max_and_rank_keep_the_order(xs):
     v = np.array(xs)
-    for fn in (min_max, rank, z_score):
+    for fn in (min_max, percentile_rank, z_score):
         out = fn(v, np.ones(len(xs), dtype=bool))
         for i in range(len(xs)):
             for j in range(len(xs)):

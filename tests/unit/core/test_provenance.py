@@ -1,7 +1,7 @@
 import hashlib
 import hmac
 
-from memrank.core.provenance import canonical_message, provenance_digest, verify
+from memrank.core.signals.provenance import canonical_message, provenance_digest, verify
 from memrank.core.signals.trust import trust
 from memrank.core.types import Source
 from tests.reference.ports import provenance_proof

@@ -8,8 +8,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from memrank.core.batch import CandidateInput, batch_from_rows
-from memrank.core.scores import ScoringContext
 from memrank.core.signals import get_signal
+from memrank.core.signals.base import ScoringContext
 from memrank.core.signals.safety import PRESCAN_WORDS, injection_match, prescan
 from memrank.core.text.buffers import token_index_of
 from memrank.core.text.normalize import tokens

@@ -4,7 +4,7 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from memrank.core.score import score
+from memrank.core.scoring.combine import score
 from memrank.core.signals.importance import importance
 from memrank.core.types import DropReason, Safety, Source
 from memrank.profiles.builtin import BUILTIN_PROFILES

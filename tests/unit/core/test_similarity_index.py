@@ -7,7 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from memrank.core.batch import CandidateInput, batch_from_rows
-from memrank.core.similarity import Similarity, shingles
+from memrank.core.selection.similarity import Similarity, shingles
 
 TEXT = st.text(alphabet=[*"ab c", "é", "東", ".", "\n", "_", "A", "İ", "\x00"], max_size=30) | st.builds(
     lambda word, k: " ".join([word] * k), st.sampled_from(["a", "b_c", "ab"]), st.integers(600, 1500))

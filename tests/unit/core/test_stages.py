@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from memrank.core.stages import blend_stage_scores
+from memrank.core.scoring.stages import blend_stage_scores
 from tests.unit.core.build import batch, profile
 
 

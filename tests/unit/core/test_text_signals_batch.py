@@ -6,8 +6,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from memrank.core.batch import CandidateInput, batch_from_rows
-from memrank.core.scores import ScoringContext
 from memrank.core.signals import get_signal
+from memrank.core.signals.base import ScoringContext
 from memrank.core.signals.confidence import confidence_of
 from memrank.core.signals.stability import DURABLE, TIME_BOUND, stability_of
 from memrank.core.types import Source

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from memrank.core.admission import score_admission
-from memrank.core.score import score
+from memrank.core.scoring.combine import score
 from memrank.core.types import AdmissionDecision, DropReason
 from memrank.profiles.builtin import BUILTIN_PROFILES
 from tests.unit.core.build import batch, ctx, profile

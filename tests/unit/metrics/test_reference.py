@@ -11,7 +11,7 @@ from prometheus_client import CollectorRegistry, generate_latest
 
 from memrank.config import load_settings
 from memrank.core.errors import ConfigError
-from memrank.metrics.declare import Metrics, observe_many
+from memrank.metrics.declare import Metrics
 from memrank.metrics.drift import BIN_COUNT, bin_counts
 from memrank.metrics.reference import from_exposition, load_reference, write_reference
 
@@ -29,10 +29,10 @@ def test_reference_from_metrics_sums_layers_and_ignores_normalized() -> None:
     registry = CollectorRegistry()
     m = Metrics(registry)
     a, b = np.array([0.05, 0.15, 0.95]), np.array([0.15, 0.45, 1.2])
-    observe_many(m.signal_value.labels(signal="relevance", form="raw", profile="default", layer="session"), a)
-    observe_many(m.signal_value.labels(signal="relevance", form="raw", profile="default", layer="other"), b)
-    observe_many(m.signal_value.labels(signal="relevance", form="normalized", profile="default", layer="other"),
-                 np.ones(50))
+    for layer, form, values in (("session", "raw", a), ("other", "raw", b), ("other", "normalized", np.ones(50))):
+        child = m.signal_value.labels(signal="relevance", form=form, profile="default", layer=layer)
+        for v in values.tolist():
+            child.observe(v)
     refs = from_exposition(generate_latest(registry).decode())
     assert list(refs) == [("default", "relevance")]
     assert refs[("default", "relevance")].tolist() == bin_counts(np.concatenate([a, b])).tolist()

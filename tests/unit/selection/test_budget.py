@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from memrank.core.budget import LayerBudget, allocate, release
+from memrank.core.selection.budget import LayerBudget, allocate, release
 
 SESSION = LayerBudget("session", 0.40, 0)
 DURABLE = LayerBudget("durable", 0.35, 256)

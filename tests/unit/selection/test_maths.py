@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 
 from memrank.core.batch import CandidateInput, batch_from_rows
-from memrank.core.calibrate import MARGIN, calibrate
-from memrank.core.shadow import kendall_tau_b, overlap_at_k
-from memrank.core.similarity import Similarity, shingles
+from memrank.core.explain.shadow import kendall_tau_b, overlap_at_k
+from memrank.core.selection.calibrate import MARGIN, calibrate
+from memrank.core.selection.similarity import Similarity, shingles
 
 
 def test_shingles_are_unigrams_and_bigrams() -> None:

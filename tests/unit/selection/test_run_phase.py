@@ -7,12 +7,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from memrank.core.batch import CandidateInput, batch_from_rows
-from memrank.core.select import NO_CAP, Limits, SelectState, run_phase
-from memrank.core.similarity import Similarity
+from memrank.core.selection.covering import NO_CAP, Caps, SelectState, run_phase
+from memrank.core.selection.similarity import Similarity
 
 
 def _reference_phase(state: SelectState, pool: np.ndarray, score: np.ndarray, tie_rank: np.ndarray,
-                     layer: np.ndarray, tokens: np.ndarray, lim: Limits, sim: Similarity, lam: float,
+                     layer: np.ndarray, tokens: np.ndarray, lim: Caps, sim: Similarity, lam: float,
                      dedupe: float) -> None:
     """The definition, one candidate at a time: every step rescans the pool for the best marginal gain."""
     while not lim.max_items or len(state.picked) < lim.max_items:
@@ -58,7 +58,7 @@ def phases(draw: st.DrawFn) -> dict[str, object]:
         "tie_rank": np.array(draw(st.permutations(range(n))), dtype=np.int64),
         "layer": np.array(draw(st.lists(st.integers(0, n_layers - 1), min_size=n, max_size=n)), dtype=np.int64),
         "tokens": np.array(draw(st.lists(st.integers(0, 50), min_size=n, max_size=n)), dtype=np.int64),
-        "lim": Limits(
+        "lim": Caps(
             np.array(draw(st.lists(st.sampled_from([0, 30, 80, NO_CAP]), min_size=n_layers, max_size=n_layers)),
                      dtype=np.int64),
             np.array(draw(st.lists(st.sampled_from([1, 2, NO_CAP]), min_size=n_layers, max_size=n_layers)),

@@ -15,8 +15,7 @@ import numpy as np
 
 from memrank.core.batch import Batch
 from memrank.core.profile import Profile
-from memrank.core.scores import ScoringContext
-from memrank.core.signals.base import RawSignal
+from memrank.core.signals.base import RawSignal, ScoringContext
 
 ACCESS_DIVISOR = 50.0
 ACCESS_CAP = 0.10

@@ -1,4 +1,4 @@
-"""What every signal returns, and the one signature every signal has."""
+"""What every signal reads and returns, and the one signature every signal has."""
 
 from __future__ import annotations
 
@@ -10,10 +10,19 @@ import numpy as np
 from memrank.core.batch import Batch
 from memrank.core.profile import Profile
 from memrank.core.reasons import Same
-from memrank.core.scores import ScoringContext
 
 # Per candidate, a tuple of reason strings; usually a lazy ``core.reasons`` column.
 Reasons = Sequence[tuple[str, ...]]
+
+
+@dataclass(frozen=True)
+class ScoringContext:
+    """Request-level inputs the signals may read (never the clock)."""
+
+    query: str
+    reference_time: float  # epoch seconds
+    explicit_lookup: bool = False
+    provenance_key: bytes | None = None  # HMAC key proving privileged sources
 
 
 @dataclass(frozen=True)

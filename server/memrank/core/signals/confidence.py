@@ -24,8 +24,7 @@ import numpy as np
 from memrank.core.batch import Batch
 from memrank.core.profile import Profile
 from memrank.core.reasons import Lazy
-from memrank.core.scores import ScoringContext
-from memrank.core.signals.base import RawSignal
+from memrank.core.signals.base import RawSignal, ScoringContext
 from memrank.core.text.buffers import padded_index, short_ascii, token_index
 from memrank.core.text.normalize import fold, padded_words, sample
 from memrank.core.text.phrases import Phrases

@@ -22,12 +22,11 @@ from __future__ import annotations
 import numpy as np
 
 from memrank.core.batch import Batch
-from memrank.core.normalize import min_max
 from memrank.core.profile import Profile
 from memrank.core.reasons import Lazy, Same
-from memrank.core.scores import ScoringContext
-from memrank.core.signals.base import RawSignal
+from memrank.core.signals.base import RawSignal, ScoringContext
 from memrank.core.signals.lexical import lexical
+from memrank.core.signals.normalize import min_max
 from memrank.core.signals.relevance import relevance
 
 

@@ -10,8 +10,7 @@ import numpy as np
 
 from memrank.core.batch import Batch
 from memrank.core.profile import Profile
-from memrank.core.scores import ScoringContext
-from memrank.core.signals.base import RawSignal
+from memrank.core.signals.base import RawSignal, ScoringContext
 
 
 def kind_prior(batch: Batch, ctx: ScoringContext, profile: Profile, population: np.ndarray) -> RawSignal:

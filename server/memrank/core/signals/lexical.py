@@ -32,8 +32,7 @@ import numpy as np
 from memrank.core.batch import Batch
 from memrank.core.profile import Profile
 from memrank.core.reasons import Lazy, Same
-from memrank.core.scores import ScoringContext
-from memrank.core.signals.base import RawSignal
+from memrank.core.signals.base import RawSignal, ScoringContext
 from memrank.core.text.buffers import token_index, token_index_of
 from memrank.core.text.index import WordIndex
 from memrank.core.text.normalize import terms
@@ -52,7 +51,7 @@ def presence(query_terms: list[str], contents: tuple[str, ...]) -> np.ndarray:
 def _presence(query_terms: list[str], index: WordIndex) -> np.ndarray:
     out = np.zeros((index.n, len(query_terms)), dtype=bool)
     if len(query_terms) > _LEARN_ABOVE:  # one sorted presence test rules out the absent terms; a few are scanned
-        index.learn(query_terms)
+        index.present_words(query_terms)
     for j, t in enumerate(query_terms):  # one column per term, from the batch's word index
         out[:, j] = index.has(t)
     return out

@@ -17,8 +17,7 @@ import numpy as np
 from memrank.core.batch import Batch
 from memrank.core.profile import Profile
 from memrank.core.reasons import Lazy
-from memrank.core.scores import ScoringContext
-from memrank.core.signals.base import RawSignal
+from memrank.core.signals.base import RawSignal, ScoringContext
 
 SECONDS_PER_HOUR = 3600.0
 

@@ -26,12 +26,11 @@ import math
 import numpy as np
 
 from memrank.core.batch import Batch
-from memrank.core.normalize import min_max
 from memrank.core.profile import Profile
 from memrank.core.reasons import Lazy, Reasons, Same, Table
-from memrank.core.scores import ScoringContext
-from memrank.core.signals.base import RawSignal, same_reason
+from memrank.core.signals.base import RawSignal, ScoringContext, same_reason
 from memrank.core.signals.lexical import lexical
+from memrank.core.signals.normalize import min_max
 
 RRF_K = 60
 

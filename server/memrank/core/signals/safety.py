@@ -2,7 +2,7 @@
 
 The signal is 1.0 for SAFE (and unset), 0.5 for REVIEW_NEEDED, and 0 for
 UNSAFE, QUARANTINED, PENDING or injection-like content; the zeros are also
-dropped by the safety gate (``core.gates``). Injection-like means one of the
+dropped by the safety gate (``core.scoring.gates``). Injection-like means one of the
 ``INJECTION_PATTERNS`` below matches anywhere in the content
 (case-insensitive; each pattern lists trigger literals that any match
 contains, tested first because ``re`` is slow). The whole content is scanned, not a head/tail sample,
@@ -21,8 +21,7 @@ import numpy as np
 from memrank.core.batch import Batch
 from memrank.core.profile import Profile
 from memrank.core.reasons import Lazy
-from memrank.core.scores import ScoringContext
-from memrank.core.signals.base import RawSignal
+from memrank.core.signals.base import RawSignal, ScoringContext
 from memrank.core.text.buffers import short_ascii, token_index
 from memrank.core.text.index import WordIndex
 from memrank.core.text.normalize import fold
@@ -59,7 +58,6 @@ INJECTION_PATTERNS: Mapping[str, Cue] = MappingProxyType({
         r"<\s*/?\s*(?:\w+:)?(?:tool_call|tool_use|function_call|function_calls|invoke)\b"
         r"|\"(?:tool_calls|function_call)\"\s*:", _I)),
 })
-_BLOCKED = frozenset({Safety.UNSAFE, Safety.QUARANTINED, Safety.PENDING})
 
 # The batch pre-scan. In ASCII text every match of a pattern above holds, as whole \w+ tokens (case-folded):
 # override_instructions a verb and a noun of its lists; system_prompt_roleplay one of its words ("system",
@@ -104,15 +102,10 @@ def injection_match(content: str) -> str | None:
     return None
 
 
-def blocked_status(status: int) -> str | None:
-    """The Safety name of a blocking status, or None."""
-    return Safety(status).name if status in _BLOCKED else None
-
-
 def safety(batch: Batch, ctx: ScoringContext, profile: Profile, population: np.ndarray) -> RawSignal:
     """1 safe, 0.5 review needed, 0 blocked status or injection-like content."""
     status = batch.safety
-    blocked = (status == Safety.UNSAFE) | (status == Safety.QUARANTINED) | (status == Safety.PENDING)  # _BLOCKED
+    blocked = (status == Safety.UNSAFE) | (status == Safety.QUARANTINED) | (status == Safety.PENDING)
     suspect = ~short_ascii(batch)  # long or non-ASCII content: always the exact scan
     if batch.n:
         suspect |= prescan(token_index(batch))

@@ -26,8 +26,7 @@ import numpy as np
 from memrank.core.batch import Batch
 from memrank.core.profile import Profile
 from memrank.core.reasons import Same, Table
-from memrank.core.scores import ScoringContext
-from memrank.core.signals.base import RawSignal
+from memrank.core.signals.base import RawSignal, ScoringContext
 from memrank.core.text.normalize import STOP_WORDS, sample
 
 _WORD = re.compile(r"\w+")

@@ -26,8 +26,7 @@ import numpy as np
 from memrank.core.batch import Batch
 from memrank.core.profile import Profile
 from memrank.core.reasons import Lazy
-from memrank.core.scores import ScoringContext
-from memrank.core.signals.base import RawSignal, same_reason
+from memrank.core.signals.base import RawSignal, ScoringContext, same_reason
 from memrank.core.text.buffers import ascii_joined
 from memrank.core.text.golang import fields, lower_utf8, to_lower
 

@@ -3,7 +3,7 @@
 system_verified 1.0, trusted_source 0.9, user_provided 0.75, chat 0.65,
 imported 0.6, model_inferred 0.55 (an inference is weaker than what the user
 said), unknown and unset 0.5, untrusted 0.25. The two privileged levels count
-only with a valid provenance proof (``core.provenance``) under
+only with a valid provenance proof (``core.signals.provenance``) under
 ``ctx.provenance_key``; without one they count as unknown (0.5) and the
 reasons say why. Caller metadata never changes trust.
 """
@@ -15,11 +15,10 @@ from types import MappingProxyType
 
 import numpy as np
 
-from memrank.core import provenance
 from memrank.core.batch import Batch
 from memrank.core.profile import Profile
-from memrank.core.scores import ScoringContext
-from memrank.core.signals.base import RawSignal
+from memrank.core.signals import provenance
+from memrank.core.signals.base import RawSignal, ScoringContext
 from memrank.core.types import Source
 
 TRUST: Mapping[Source, float] = MappingProxyType({

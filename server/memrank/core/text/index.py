@@ -93,7 +93,7 @@ class WordIndex:
         k = np.minimum(np.searchsorted(self._distinct, hashes), max(self._distinct.size - 1, 0))
         return np.asarray(self._distinct[k] == hashes) if self._distinct.size else np.zeros(hashes.size, bool)
 
-    def learn(self, words: Sequence[str]) -> np.ndarray:
+    def present_words(self, words: Sequence[str]) -> np.ndarray:
         """Look up many words' presence in one vectorised step (later questions about them are free).
 
         Returns, per word, whether some word of the batch has its hash (a superset of the words present).

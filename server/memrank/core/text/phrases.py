@@ -142,7 +142,7 @@ class _Matcher:
         open_ = np.ones(index.n, dtype=bool) if rows is None else rows.copy()
         if not open_.any() or not self.split:
             return best
-        present = np.append(index.learn(self.words), True)
+        present = np.append(index.present_words(self.words), True)
         viable = np.asarray(present[self.table].all(axis=1))  # every word of the phrase occurs somewhere
         left = [k for k in self.order if viable[k]]
         if len(left) <= FEW_PHRASES:

@@ -28,6 +28,20 @@ HUGE_SHARE = 1e150
 
 
 @dataclass(frozen=True)
+class Allocation:
+    """How one layer's budget was used."""
+
+    layer: str
+    budget_tokens: int
+    used_tokens: int
+    floor_tokens: int
+    candidate_count: int
+    selected_count: int
+    released_tokens: int = 0
+    received_tokens: int = 0
+
+
+@dataclass(frozen=True)
 class LayerBudget:
     """One layer as the allocator sees it."""
 

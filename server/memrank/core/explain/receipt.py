@@ -53,7 +53,7 @@ from json.encoder import encode_basestring_ascii
 import numpy as np
 
 from memrank.core.batch import Batch, RankParams
-from memrank.core.outcome import RankOutcome
+from memrank.core.explain.outcome import RankOutcome
 
 SCHEMA = "memrank.receipt.v2"
 q = encode_basestring_ascii  # q(s): the JSON string literal of s with ASCII escapes (json.dumps's, in C)

@@ -78,7 +78,7 @@ def z_score(values: np.ndarray, population: np.ndarray) -> np.ndarray:
     return out
 
 
-def rank(values: np.ndarray, population: np.ndarray) -> np.ndarray:
+def percentile_rank(values: np.ndarray, population: np.ndarray) -> np.ndarray:
     """Average rank (ties share it) scaled to [0, 1], 1 = largest; a single candidate gives 0.5."""
     v = _tame(values)
     out = np.zeros_like(v)
@@ -98,7 +98,7 @@ def rank(values: np.ndarray, population: np.ndarray) -> np.ndarray:
 
 
 NORMALIZERS: Mapping[str, Normalizer] = MappingProxyType(
-    {"none": none, "min_max": min_max, "z_score": z_score, "rank": rank}
+    {"none": none, "min_max": min_max, "z_score": z_score, "rank": percentile_rank}
 )
 
 

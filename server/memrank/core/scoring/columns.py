@@ -9,16 +9,6 @@ import numpy as np
 
 
 @dataclass(frozen=True)
-class ScoringContext:
-    """Request-level inputs the signals may read (never the clock)."""
-
-    query: str
-    reference_time: float  # epoch seconds
-    explicit_lookup: bool = False
-    provenance_key: bytes | None = None  # HMAC key proving privileged sources
-
-
-@dataclass(frozen=True)
 class SignalColumn:
     """One signal over the batch, before and after normalisation."""
 

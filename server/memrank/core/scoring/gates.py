@@ -11,6 +11,9 @@ first that applies (its reasons list every one that applies, in order):
    before any normalisation: the caller's absolute score, so a batch of weak matches returns nothing)
 6. ``ZERO_IMPORTANCE`` effective importance == 0, unless the query is an explicit
    lookup or the profile sets ``gate_zero_importance`` False
+7. ``BELOW_MIN_SCORE`` the score after the order-producing stages is below the minimum (the request's,
+   else the profile's, raised by the layer's own): applied by the pipeline after the stages
+   (``min_score_gate``), to candidates no earlier gate removed
 
 Safety first because it is never negotiable; temporal next because an
 as-of query must not see what did not exist yet; then the profile's choices.
@@ -18,7 +21,7 @@ as-of query must not see what did not exist yet; then the profile's choices.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 import numpy as np
 
@@ -104,3 +107,18 @@ def zero_importance_gate(gates: GateSet, importance: np.ndarray, reasons: Sequen
         return f"zero importance on general recall ({reasons[i][0]})"
 
     gates.add(DropReason.ZERO_IMPORTANCE, importance == 0.0, text)
+
+
+def min_score_gate(min_score: float, layer_min: Mapping[str, float], layer_of: Sequence[str], current: np.ndarray,
+                   eligible: np.ndarray) -> dict[int, str]:
+    """The eligible candidates whose score is below their bar, with the note for each.
+
+    A candidate's bar is max(min_score, its layer's minimum); a bar of 0 is no minimum (the proto's
+    "0 = none"), so agent-observer's negative scores (a negative retrieval_score, as Go's scoreMemory takes
+    it) are ranked, not dropped.
+    """
+    # Column at a time: the bar of each candidate, then one comparison (same values as max() per candidate).
+    bar_of = {name: max(min_score, layer_min.get(name, 0.0) or 0.0) for name in set(layer_of)}
+    bars = np.fromiter(map(bar_of.__getitem__, layer_of), dtype=np.float64, count=len(layer_of))
+    return {i: f"score {current[i]:.6g} below the minimum {bars[i]:.6g}"
+            for i in np.flatnonzero(eligible & (bars > 0.0) & (current < bars)).tolist()}

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from memrank.core.similarity import Similarity
+from memrank.core.selection.similarity import Similarity
 from memrank.core.types import DropReason
 
 NO_CAP = np.iinfo(np.int64).max
@@ -45,7 +45,7 @@ class SelectState:
 
 
 @dataclass(frozen=True)
-class Limits:
+class Caps:
     """Caps of one selection phase."""
 
     layer_tokens: np.ndarray  # int64 per layer (NO_CAP = none)
@@ -53,10 +53,10 @@ class Limits:
     max_items: int  # 0 = none
 
 
-def _fits(state: SelectState, cand: np.ndarray, layer: np.ndarray, tokens: np.ndarray, lim: Limits) -> np.ndarray:
+def _fits(state: SelectState, cand: np.ndarray, layer: np.ndarray, tokens: np.ndarray, caps: Caps) -> np.ndarray:
     li = layer[cand]
-    room_tokens = lim.layer_tokens[li] - state.used_tokens[li]
-    room_items = lim.layer_items[li] - state.used_items[li]
+    room_tokens = caps.layer_tokens[li] - state.used_tokens[li]
+    room_items = caps.layer_items[li] - state.used_items[li]
     fits: np.ndarray = (tokens[cand] <= room_tokens) & (room_items > 0)
     return fits
 
@@ -75,15 +75,15 @@ def _take(state: SelectState, i: int, g: float, layer: np.ndarray, tokens: np.nd
 
 def run_phase(
     state: SelectState, pool: np.ndarray, score: np.ndarray, tie_rank: np.ndarray, layer: np.ndarray,
-    tokens: np.ndarray, lim: Limits, sim: Similarity | None, lam: float, dedupe: float,
+    tokens: np.ndarray, caps: Caps, sim: Similarity | None, lam: float, dedupe: float,
 ) -> None:
     """Pick from ``pool`` (bool mask of undecided eligible candidates) until nothing fits; updates state."""
     diversity = lam < 1.0 and sim is not None
     if not diversity:
         for i in np.argsort(tie_rank):  # a permutation: every sort gives the same order
-            if not pool[i] or (lim.max_items and len(state.picked) >= lim.max_items):
+            if not pool[i] or (caps.max_items and len(state.picked) >= caps.max_items):
                 continue
-            if _fits(state, np.array([i]), layer, tokens, lim)[0]:
+            if _fits(state, np.array([i]), layer, tokens, caps)[0]:
                 _take(state, int(i), float(score[i]), layer, tokens, sim, False)
                 pool[i] = False
         return
@@ -91,10 +91,10 @@ def run_phase(
     # a near-duplicate or does not fit now never will: the candidate list only shrinks.
     cand = np.flatnonzero(pool)
     weighted = lam * score
-    while not lim.max_items or len(state.picked) < lim.max_items:
+    while not caps.max_items or len(state.picked) < caps.max_items:
         li = layer[cand]
-        room_tokens = lim.layer_tokens - state.used_tokens
-        has_room = lim.layer_items > state.used_items
+        room_tokens = caps.layer_tokens - state.used_tokens
+        has_room = caps.layer_items > state.used_items
         cand = cand[(state.max_sim[cand] < dedupe) & (tokens[cand] <= room_tokens[li]) & has_room[li]]
         if cand.size == 0:
             return
@@ -109,7 +109,7 @@ def run_phase(
 
 
 def classify_rest(
-    state: SelectState, rest: np.ndarray, layer: np.ndarray, tokens: np.ndarray, lim: Limits, dedupe: float,
+    state: SelectState, rest: np.ndarray, layer: np.ndarray, tokens: np.ndarray, caps: Caps, dedupe: float,
     diversity: bool,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Drop reason (int8) and covering pick (-1 = none) for each candidate index in ``rest``."""
@@ -118,8 +118,8 @@ def classify_rest(
     if rest.size == 0:
         return reason, cover
     li = layer[rest]
-    items_full = (lim.layer_items[li] - state.used_items[li]) <= 0
-    if lim.max_items and len(state.picked) >= lim.max_items:
+    items_full = (caps.layer_items[li] - state.used_items[li]) <= 0
+    if caps.max_items and len(state.picked) >= caps.max_items:
         items_full[:] = True
     reason[items_full] = DropReason.MAX_ITEMS
     if diversity:

@@ -7,7 +7,7 @@ Steps, for one batch under one profile:
    (facet fusion, lexical IDF) are computed over;
 2. every signal the profile lists is computed raw (``signals.SIGNALS``);
 3. the relevance threshold (on retrieval_score, the caller's absolute score) and the zero-importance gate
-   run (precedence in ``core.gates``);
+   run (precedence in ``core.scoring.gates``);
 4. each signal is normalised by its profile normaliser over the ungated
    candidates (gated ones get 0);
 5. combination, summed in this exact order so the identity is exact::
@@ -30,11 +30,12 @@ from collections.abc import Callable
 import numpy as np
 
 from memrank.core.batch import Batch
-from memrank.core.gates import GateSet, safety_gate, temporal_gates, threshold_gate, zero_importance_gate
-from memrank.core.normalize import normalize
 from memrank.core.profile import Profile
-from memrank.core.scores import Scores, ScoringContext, SignalColumn
+from memrank.core.scoring.columns import Scores, SignalColumn
+from memrank.core.scoring.gates import GateSet, safety_gate, temporal_gates, threshold_gate, zero_importance_gate
 from memrank.core.signals import RawSignal, get_signal
+from memrank.core.signals.base import ScoringContext
+from memrank.core.signals.normalize import normalize
 from memrank.core.types import DropReason
 
 
@@ -109,15 +110,3 @@ def _clean(weight: float) -> float:
     """The weight at 15 significant digits: 0.2 * 0.35 reads 0.07, not 0.06999999999999998."""
     # Contributions use this same value, so the combined identity stays exact.
     return float(f"{weight:.15g}")
-
-
-def reference_order(batch: Batch, final: np.ndarray) -> np.ndarray:
-    """Candidate indices in the tie rule's order: final desc, event time desc, ingestion time desc, id asc.
-
-    An unset event or ingestion time sorts as the oldest.
-    """
-    event = np.where(np.isnan(batch.event_time), -np.inf, batch.event_time).tolist()
-    ingested = np.where(np.isnan(batch.ingested_at), -np.inf, batch.ingested_at).tolist()
-    scores = np.asarray(final, dtype=np.float64).tolist()
-    keys = sorted(range(batch.n), key=lambda i: (-scores[i], -event[i], -ingested[i], batch.ids[i]))
-    return np.array(keys, dtype=np.int64)

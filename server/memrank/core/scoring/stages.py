@@ -9,13 +9,13 @@ import numpy as np
 
 from memrank.core.batch import Batch
 from memrank.core.profile import Profile
-from memrank.core.scores import Scores
+from memrank.core.scoring.columns import Scores
 from memrank.core.signals.relevance import fuse
 from memrank.core.types import DropReason
 
 
 @dataclass(frozen=True)
-class StageLog:
+class StagePass:
     """One stage over the whole batch: what it saw and what it produced."""
 
     stage: str
@@ -26,7 +26,7 @@ class StageLog:
     population: np.ndarray | None = None  # bool mask ordered by this stage (None = every eligible candidate)
 
 
-def fusion_log(batch: Batch, scores: Scores, profile: Profile, eligible: np.ndarray) -> StageLog | None:
+def fusion_log(batch: Batch, scores: Scores, profile: Profile, eligible: np.ndarray) -> StagePass | None:
     """The facet-fusion record (retrieval score in, the fusion's value out), when facets were sent.
 
     The output is the fused facet value itself: under a profile that blends lexical into relevance
@@ -40,7 +40,7 @@ def fusion_log(batch: Batch, scores: Scores, profile: Profile, eligible: np.ndar
     if profile.lexical_blend > 0.0:
         population = np.isin(scores.gate, (DropReason.KEPT, DropReason.BELOW_THRESHOLD, DropReason.ZERO_IMPORTANCE))
         fused, _ = fuse(batch, profile, population)
-    return StageLog("fusion", f"fuse facets {', '.join(sorted(batch.facets))} by {profile.fusion}",
+    return StagePass("fusion", f"fuse facets {', '.join(sorted(batch.facets))} by {profile.fusion}",
                     f"memrank:{profile.fusion}", batch.retrieval.astype(np.float64), fused.astype(np.float64))
 
 
@@ -53,7 +53,8 @@ def _minmax(values: np.ndarray, mask: np.ndarray) -> np.ndarray:
     return out
 
 
-def blend_stage_scores(batch: Batch, profile: Profile, current: np.ndarray, eligible: np.ndarray) -> Iterator[StageLog]:
+def blend_stage_scores(batch: Batch, profile: Profile, current: np.ndarray,
+                       eligible: np.ndarray) -> Iterator[StagePass]:
     """Blend each caller stage score the profile weighs: out = (1 - w) * in + w * minmax(stage).
 
     The stage score is min-max normalised over the eligible candidates that
@@ -72,9 +73,9 @@ def blend_stage_scores(batch: Batch, profile: Profile, current: np.ndarray, elig
             continue
         norm = _minmax(values, mask)
         out = np.where(mask, (1.0 - w) * current + w * np.nan_to_num(norm), current)
-        yield StageLog(f"rerank:{name}", f"blend caller scores {name!r} with weight {w:g}", f"caller:{name}",
+        yield StagePass(f"rerank:{name}", f"blend caller scores {name!r} with weight {w:g}", f"caller:{name}",
                        current.copy(), out)
         current = out
     for name in sorted(set(batch.stage_scores) - set(profile.stage_weights)):
-        yield StageLog(f"rerank:{name}", f"ignored: profile {profile.name!r} gives caller scores {name!r} no weight "
+        yield StagePass(f"rerank:{name}", f"ignored: profile {profile.name!r} gives caller scores {name!r} no weight "
                        f"(stage_weights)", f"caller:{name}", current.copy(), current.copy())

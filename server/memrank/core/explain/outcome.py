@@ -8,27 +8,14 @@ from dataclasses import dataclass
 import numpy as np
 
 from memrank.core.profile import Profile
-from memrank.core.scores import Scores
+from memrank.core.scoring.columns import Scores
+from memrank.core.selection.budget import Allocation
 
 SCORING_SCHEMA = "memrank.score.v1"
 
 
 @dataclass(frozen=True)
-class Allocation:
-    """How one layer's budget was used."""
-
-    layer: str
-    budget_tokens: int
-    used_tokens: int
-    floor_tokens: int
-    candidate_count: int
-    selected_count: int
-    released_tokens: int = 0
-    received_tokens: int = 0
-
-
-@dataclass(frozen=True)
-class Stage:
+class StageRecord:
     """One order-producing stage applied to a selected memory."""
 
     stage: str
@@ -65,7 +52,7 @@ class RankOutcome:
     ranked: np.ndarray  # int64 candidate indices, rank order (rank = position in this array + 1)
     positions: np.ndarray  # int64 placement position of each ranked memory
     public_score: np.ndarray  # float64 public score of each ranked memory, strictly decreasing
-    stages: tuple[tuple[Stage, ...], ...]  # per ranked memory
+    stages: tuple[tuple[StageRecord, ...], ...]  # per ranked memory
     allocations: tuple[Allocation, ...]
     suggestions: tuple[tuple[int, float], ...]  # (candidate index, suggested importance)
     covered_by: np.ndarray  # int64 per candidate: index of the pick that covers a REDUNDANT one, else -1

@@ -1,0 +1,100 @@
+"""Selection over layers: the covering set under each layer's budget, floors first, then release rounds.
+
+In: the scores after every stage, the tie ranks, each candidate's layer and tokens, and which candidates the
+gates kept; out: a ``Selection`` — the picks in pick order, each pick's gain, why every other eligible
+candidate was not picked, and how each layer's budget was used.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+from memrank.core.batch import Batch, LayerSpec
+from memrank.core.selection import budget
+from memrank.core.selection.budget import Allocation
+from memrank.core.selection.covering import NO_CAP, Caps, SelectState, classify_rest, run_phase
+from memrank.core.selection.similarity import Similarity
+from memrank.core.types import DropReason
+
+CATCH_ALL_LAYER = "other"
+
+
+@dataclass(frozen=True)
+class Selection:
+    """What selection decided for one batch."""
+
+    picked: np.ndarray  # int64 candidate indices in pick order
+    gain: np.ndarray  # float64 per candidate: the marginal gain when picked, else NaN
+    rest: np.ndarray  # int64: the eligible candidates not picked
+    rest_reason: np.ndarray  # int8 per ``rest``: REDUNDANT, MAX_ITEMS or OVER_BUDGET
+    rest_cover: np.ndarray  # int64 per ``rest``: the pick covering a REDUNDANT one, else -1
+    allocations: tuple[Allocation, ...]
+    similarity: str  # "cosine", "shingle_jaccard" or "none" (no diversity pass)
+
+
+def select(batch: Batch, layers: tuple[LayerSpec, ...], layer_of: tuple[str, ...], tokens: np.ndarray,
+           current: np.ndarray, tie_rank: np.ndarray, eligible: np.ndarray, max_tokens: int, max_items: int,
+           diversity_lambda: float, dedupe_threshold: float) -> Selection:
+    """Greedy selection with floors, allocations and release rounds (``max_tokens`` 0 = no token budget)."""
+    names = [layer.name for layer in layers]
+    if CATCH_ALL_LAYER in layer_of and CATCH_ALL_LAYER not in names:
+        shares = [layer.share for layer in layers]
+        with np.errstate(over="ignore"):  # shares near DBL_MAX: the mean overflows (shares are relative)
+            mean = float(np.mean(shares)) if shares else 1.0
+        catch_all = LayerSpec(CATCH_ALL_LAYER, share=mean if np.isfinite(mean) else max(shares))
+        layers = (*layers, catch_all)
+        names.append(CATCH_ALL_LAYER)
+    index = {name: k for k, name in enumerate(names)}
+    layer = np.fromiter(map(index.__getitem__, layer_of), dtype=np.int64, count=len(layer_of))
+    lam = diversity_lambda
+    sim = Similarity(batch) if lam < 1.0 and eligible.any() else None
+    items = np.array([layer_spec.max_items or NO_CAP for layer_spec in layers], dtype=np.int64)
+    specs = [budget.LayerBudget(x.name, x.share, x.floor_tokens) for x in layers]
+    alloc = budget.allocate(specs, max_tokens) if max_tokens else [NO_CAP] * len(layers)
+    released_total = [0] * len(layers)
+    received_total = [0] * len(layers)
+    for _ in range(budget.MAX_ROUNDS):
+        state = SelectState(batch.n, len(layers))
+        caps = Caps(np.array(alloc, dtype=np.int64), items, max_items)
+        pool = eligible.copy()
+        floors = np.array([min(x.floor_tokens, a) for x, a in zip(layers, alloc, strict=True)], dtype=np.int64)
+        if max_tokens and floors.any():
+            # Floors first: a floored layer's best memories are picked before anyone else can crowd it out.
+            floor_pool = pool & (floors[layer] > 0)
+            run_phase(state, floor_pool, current, tie_rank, layer, tokens, replace(caps, layer_tokens=floors),
+                      sim, lam, dedupe_threshold)
+            pool[state.picked] = False
+        run_phase(state, pool, current, tie_rank, layer, tokens, caps, sim, lam, dedupe_threshold)
+        rest = np.flatnonzero(pool)
+        reason, cover = classify_rest(state, rest, layer, tokens, caps, dedupe_threshold, sim is not None)
+        if not max_tokens:
+            break
+        starved = [bool(((reason == DropReason.OVER_BUDGET) & (layer[rest] == k)).any()) for k in range(len(layers))]
+        new_alloc, released, received = budget.release(specs, alloc, state.used_tokens.tolist(), starved)
+        if not any(received):
+            break
+        released_total = [a + b for a, b in zip(released_total, released, strict=True)]
+        received_total = [a + b for a, b in zip(received_total, received, strict=True)]
+        alloc = new_alloc
+    allocations = tuple(
+        Allocation(
+            layer=x.name, budget_tokens=0 if not max_tokens else int(alloc[k]),
+            used_tokens=int(state.used_tokens[k]), floor_tokens=x.floor_tokens,
+            candidate_count=int((layer == k).sum()), selected_count=int(state.used_items[k]),
+            released_tokens=released_total[k], received_tokens=received_total[k],
+        )
+        for k, x in enumerate(layers)
+    )
+    return Selection(np.array(state.picked, dtype=np.int64), state.gain, rest, reason, cover, allocations,
+                     sim.kind if sim is not None else "none")
+
+
+def drop_note(reason: int, cover: int, batch: Batch, tokens: int) -> str:
+    """Why selection did not pick a candidate (its reason, the pick covering it, its tokens)."""
+    if reason == DropReason.REDUNDANT:
+        return f"near-duplicate of selected memory {batch.ids[cover]!r}"
+    if reason == DropReason.MAX_ITEMS:
+        return "item limit reached (budget.max_items or the layer's max_items)"
+    return f"{tokens} tokens do not fit the layer's remaining budget"
