@@ -74,6 +74,7 @@ def test_the_walk_sees_the_layers() -> None:
     assert any(imported == "memrank.core.profile.Profile"
                for _, imported, _ in _imports("memrank.core.pipeline", core["memrank.core.pipeline"]))
     assert _violations("metrics", ("memrank.config",))  # metrics sits on top of config
+    assert _violations("core/explain", ("memrank.core.scoring",))  # explanation reads scoring's columns
 
 
 # What sits on top of everything below: the edge and its callers (README, "Code layout").
@@ -131,3 +132,23 @@ def test_no_function_level_import_dodges_a_cycle() -> None:
     assert deferred  # the CLI defers loads: the check sees function-level imports
     assert sorted({f"{name}:{line} imports {target}, which imports {name}"
                    for name, line, target in deferred if reaches(target, name)}) == []
+
+
+# Inside the core, the stages of a request's path, in order (README, "Code layout"); below them the
+# vocabulary every stage reads (the request as columns, the profile, enums, errors, lazy reasons), above
+# them the two entry points.
+CORE_STAGES = ("text", "signals", "scoring", "selection", "explain")
+CORE_VOCABULARY = ("types", "errors", "reasons", "profile", "batch")
+CORE_ENTRIES = ("memrank.core.pipeline", "memrank.core.admission")
+
+
+@pytest.mark.parametrize("stage", CORE_STAGES)
+def test_a_core_stage_imports_no_later_stage(stage: str) -> None:
+    """text <- signals <- scoring <- selection <- explain: the tree reads top to bottom like the pipeline."""
+    later = tuple(f"memrank.core.{s}" for s in CORE_STAGES[CORE_STAGES.index(stage) + 1:])
+    assert _violations(f"core/{stage}", (*later, *CORE_ENTRIES)) == []
+
+
+@pytest.mark.parametrize("module", CORE_VOCABULARY)
+def test_the_core_vocabulary_imports_no_stage(module: str) -> None:
+    assert _violations(f"core/{module}.py", (*(f"memrank.core.{s}" for s in CORE_STAGES), *CORE_ENTRIES)) == []

@@ -64,7 +64,7 @@ INJECTION_PATTERNS: Mapping[str, Cue] = MappingProxyType({
 # "developer", a chat-template marker name, "inst", "sys", "anything", "now", "pretend", "act", "jailbreak");
 # prompt_exfiltration one of its verbs; tool_call_smuggling a tool-call name. Only candidates holding such
 # words (or with long or non-ASCII content) are scanned with the patterns;
-# tests/unit/core/test_safety_prescan.py checks the claim against the patterns.
+# tests/unit/core/signals/test_safety_prescan.py checks the claim against the patterns.
 PRESCAN_ALL_OF = (
     ("ignore", "ignores", "disregard", "disregards", "forget", "forgets", "override", "overrides"),
     ("instruction", "instructions", "prompt", "prompts", "rules", "directions", "guidelines", "directives"),

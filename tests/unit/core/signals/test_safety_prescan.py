@@ -16,7 +16,7 @@ from memrank.core.text.normalize import tokens
 from memrank.core.types import Safety
 from memrank.profiles.builtin import BUILTIN_PROFILES
 
-CORPUS = Path(__file__).parents[2] / "reliability" / "data" / "prompt_injections.txt"
+CORPUS = Path(__file__).parents[3] / "reliability" / "data" / "prompt_injections.txt"
 # Pieces of every pattern's alternatives, glued with separators the patterns allow, plus noise.
 PIECES = ["ignore", "Ignores", "disregard", "forget", "override", "all", "previous", "the", "your", "instructions",
           "rules", "prompts", "guidelines", "System", "system:", "developer", ":", "you", "<", ">", "/", "<|",

@@ -25,7 +25,7 @@ from memrank.core.explain import receipt
 from memrank.grpc.service import handle_rank
 from memrank.grpc.verify import canonical_lines, q
 
-README = Path(__file__).resolve().parents[2] / "README.md"
+README = Path(__file__).resolve().parents[3] / "README.md"
 SETTINGS = load_settings(env={})
 KEY = b"receipt-key"
 REF = "2026-06-01T12:00:00Z"

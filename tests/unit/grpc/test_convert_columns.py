@@ -17,7 +17,7 @@ from memrank.grpc.columns import CandidateColumns
 from memrank.grpc.convert import candidate_to_domain, candidate_to_proto, candidates_to_batch, request_to_domain
 from memrank.grpc.validate import _check_request, _clearly_valid, validate_rank_request
 from tests.reliability import hostile
-from tests.unit.test_convert import rows
+from tests.unit.grpc.test_convert import rows
 
 LIMITS = load_settings(env={}).limits
 
