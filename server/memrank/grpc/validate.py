@@ -1,4 +1,9 @@
-"""Validation at the edge: every rule of a RankRequest, with field paths, before scoring."""
+"""Validation at the edge: every rule of a RankRequest, with field paths, before scoring.
+
+One module past 250 lines on purpose: it is the list of the wire's rules (a reader looking for "what is
+refused, and with which words" finds all of them here); the fixed bounds are ``bounds``', the column-wise
+proof that skips the per-candidate walk is ``fastpath``'s.
+"""
 
 from __future__ import annotations
 
@@ -12,20 +17,23 @@ from memrank._gen.v1 import ranking_pb2 as pb
 from memrank.config import Limits
 from memrank.core.errors import FieldViolation, InvalidRequest, LimitExceeded
 from memrank.core.profile import Profile
+from memrank.grpc.bounds import (
+    ANY,
+    MAX_FACET_ABS,
+    MAX_LAYER_NAME_BYTES,
+    MAX_NAME_BYTES,
+    MAX_POSITION,
+    MAX_REQUEST_ID_BYTES,
+    MAX_SECONDS,
+    MAX_VIOLATIONS,
+    MAX_WEIGHT_OVERRIDES,
+    MIN_SECONDS,
+    SHOWN_CHARS,
+    UNIT,
+    utf8_within,
+)
 from memrank.grpc.columns import TIME_FIELDS, CandidateColumns
-
-# Timestamp's documented range: 0001-01-01T00:00:00Z .. 9999-12-31T23:59:59Z.
-MIN_SECONDS, MAX_SECONDS = -62_135_596_800, 253_402_300_799
-MAX_FACET_ABS = 1e6
-MAX_REQUEST_ID_BYTES = 128
-MAX_LAYER_NAME_BYTES = 128
-MAX_NAME_BYTES = 128  # a facet, stage or weight-override name, a profile name
-MAX_WEIGHT_OVERRIDES = 64
-_SHOWN_CHARS = 40  # a name echoed in an error is cut here: a hostile name is not sent back whole
-MAX_POSITION = 2**53  # the largest integer float64 (the Batch column) holds exactly with all below it
-MAX_VIOLATIONS = 20  # a hostile request does not get a megabyte of error details
-UNIT = (0.0, 1.0)  # retrieval_score's range, except under the Go scorer's formula:
-ANY = (-math.inf, math.inf)  # any finite value (scoreMemory multiplies any float64 by 0.30)
+from memrank.grpc.fastpath import clearly_valid
 
 
 def _finite(x: float) -> bool:
@@ -43,8 +51,8 @@ def _check_enum(path: str, value: int, enum: object) -> Iterator[FieldViolation]
 
 
 def _shown(name: str) -> str:
-    """A client-chosen name as an error may show it: at most _SHOWN_CHARS characters."""
-    return name if len(name) <= _SHOWN_CHARS else name[:_SHOWN_CHARS] + "..."
+    """A client-chosen name as an error may show it: at most SHOWN_CHARS characters."""
+    return name if len(name) <= SHOWN_CHARS else name[:SHOWN_CHARS] + "..."
 
 
 def _check_scores(path: str, scores: Iterable[tuple[str, float]], bound: float | None) -> Iterator[FieldViolation]:
@@ -247,14 +255,14 @@ def validate_rank_request(req: pb.RankRequest, limits: Limits, cols: CandidateCo
     if len(req.layers) > limits.max_layers:
         raise LimitExceeded([FieldViolation("layers", f"{len(req.layers)} layers; at most {limits.max_layers} "
                                             "(limits.max_layers)")])
-    if not _utf8_within([req.query], limits.max_query_bytes):
+    if not utf8_within([req.query], limits.max_query_bytes):
         raise LimitExceeded([FieldViolation("query", f"at most {limits.max_query_bytes} bytes "
                                             "(limits.max_query_bytes)")])
     if cols is None:
         cols = CandidateColumns.of(req)
     retrieval = retrieval_range(req, profiles)
     # The fast path proves only the candidate rules; request-level fields are always checked.
-    violations = _first(_check_request(req, limits, candidates=not _clearly_valid(cols, limits, retrieval),
+    violations = _first(_check_request(req, limits, candidates=not clearly_valid(cols, limits, retrieval),
                                        cols=cols, retrieval=retrieval))
     if violations:
         raise InvalidRequest(violations)
@@ -274,114 +282,6 @@ def retrieval_range(req: pb.RankRequest, profiles: Mapping[str, Profile] | None)
     if all(name in profiles and profiles[name].formula == "agent_observer" for name in named):
         return ANY
     return UNIT
-
-
-def _utf8_within(texts: list[str], limit: int) -> bool:
-    """Every text is at most ``limit`` UTF-8 bytes.
-
-    A character is at most 4 bytes, so when the longest text has at most limit / 4 characters
-    nothing is encoded; otherwise only the texts that could be over are.
-    """
-    if max(map(len, texts), default=0) * 4 <= limit:
-        return True
-    return all(len(t) * 4 <= limit or len(t.encode()) <= limit for t in texts)
-
-
-def _in_unit(values: np.ndarray) -> bool:
-    """Every value in [0, 1] (NaN fails both comparisons, infinities one)."""
-    return not values.size or bool(values.min() >= 0.0 and values.max() <= 1.0)
-
-
-def _clearly_valid(cols: CandidateColumns, limits: Limits, retrieval: tuple[float, float] = UNIT) -> bool:
-    """True when every candidate rule holds, checked a column at a time.
-
-    A fast path only: False means "not proven", and the per-candidate checks
-    then run and name each violation in order.
-    """
-    if not cols.n:
-        return True
-    ids = cols.ids
-    if not all(ids) or len(set(ids)) != len(ids) or not _utf8_within(ids, limits.max_id_bytes):
-        return False
-    if not _utf8_within(cols.layers, MAX_LAYER_NAME_BYTES) or \
-            not _utf8_within(cols.contents, limits.max_content_bytes):
-        return False
-    if not _utf8_within(cols.threads, limits.max_thread_bytes) or \
-            not _utf8_within(cols.speakers, limits.max_speaker_bytes):
-        return False
-    if not _utf8_within(cols.kinds, limits.max_kind_bytes) or \
-            not _utf8_within(cols.provenance, limits.max_provenance_bytes):
-        return False
-    in_range = _in_unit(cols.retrieval) if retrieval == UNIT else bool(np.isfinite(cols.retrieval).all())
-    if not in_range or not _in_unit(cols.importance_values):
-        return False
-    positions = cols.position_values  # int64: compared exactly, never through float64
-    if positions.size and not (positions.min() >= 0 and positions.max() <= MAX_POSITION):
-        return False
-    if not _SOURCES.issuperset(cols.source) or not _SAFETIES.issuperset(cols.safety):
-        return False
-    return _maps_valid(cols, limits) and _times_valid(cols) and _embeddings_valid(cols, limits)
-
-
-_SOURCES = frozenset(pb.Source.values())
-_SAFETIES = frozenset(pb.SafetyStatus.values())
-
-
-def _scores_valid(maps: list[dict[str, float]]) -> bool:
-    """Every name non-empty and of at most MAX_NAME_BYTES, every value finite and within +-MAX_FACET_ABS."""
-    names = [k for m in maps for k in m]
-    if not all(names) or not _utf8_within(names, MAX_NAME_BYTES):
-        return False
-    values = np.array([v for m in maps for v in m.values()], dtype=np.float64)
-    return not values.size or bool(np.abs(values).max() <= MAX_FACET_ABS)  # NaN fails the comparison
-
-
-def _maps_valid(cols: CandidateColumns, limits: Limits) -> bool:
-    rows = cols.maps
-    if not rows:
-        return True
-    if any(len(r.stage_scores) > limits.max_stage_scores or len(r.metadata) > limits.max_metadata_entries
-           for r in rows):
-        return False
-    metadata = [r.metadata for r in rows if r.metadata]
-    if not _utf8_within([k for m in metadata for k in m], limits.max_metadata_key_bytes) or \
-            not _utf8_within([v for m in metadata for v in m.values()], limits.max_metadata_value_bytes):
-        return False
-    facets = [r.facet_scores for r in rows if r.facet_scores]
-    if len({k for m in facets for k in m}) > limits.max_facets:
-        return False
-    return _scores_valid(facets) and _scores_valid([r.stage_scores for r in rows if r.stage_scores])
-
-
-def _times_valid(cols: CandidateColumns) -> bool:
-    times = cols.times
-    for t in times.values():
-        if t is not None and not (
-            t.seconds.min() >= MIN_SECONDS and t.seconds.max() <= MAX_SECONDS
-            and t.nanos.min() >= 0 and t.nanos.max() <= 999_999_999
-        ):
-            return False
-    start, end = times["valid_from"], times["valid_to"]
-    if start is not None and end is not None:
-        both = start.present & end.present
-        before = (end.seconds < start.seconds) | ((end.seconds == start.seconds) & (end.nanos <= start.nanos))
-        if (both & before).any():
-            return False
-    return True
-
-
-def _embeddings_valid(cols: CandidateColumns, limits: Limits) -> bool:
-    """Per-candidate embeddings: one dimension, within the limit, finite (packed ones: see _check_packed)."""
-    if cols.packed or cols.dim:
-        return True
-    lengths = set(cols.embedding_lengths)
-    lengths.discard(0)
-    if not lengths:
-        return True
-    if len(lengths) > 1 or lengths.pop() > limits.max_embedding_dim:
-        return False
-    matrix = cols.embeddings
-    return matrix is not None and bool(np.isfinite(matrix).all())
 
 
 def validate_admission_request(req: pb.ScoreAdmissionRequest, limits: Limits) -> None:

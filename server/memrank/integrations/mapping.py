@@ -47,17 +47,14 @@ The selected documents come back in placement order (the order of
 
 from __future__ import annotations
 
-import contextlib
-import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, fields
-from datetime import UTC, date, datetime, time
 from typing import Any, Literal
 
 from google.protobuf import json_format  # type: ignore[import-untyped]
-from google.protobuf.timestamp_pb2 import Timestamp  # type: ignore[import-untyped]
 
 from memrank._gen.v1 import ranking_pb2 as pb
+from memrank.integrations.values import as_embedding, enum_names, enum_value, integer, real, timestamp
 
 ScoreMode = Literal["auto", "unit", "minmax", "order"]
 SCORE_MODES: tuple[str, ...] = ("auto", "unit", "minmax", "order")
@@ -164,92 +161,6 @@ def _key(key: str) -> str:
     return f"metadata[{key!r}]"
 
 
-def _real(value: Any) -> float | None:
-    """A finite real number from a number or a numeric string, else None."""
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, str):
-        try:
-            value = float(value.strip())
-        except ValueError:
-            return None
-    if isinstance(value, int | float) or hasattr(value, "__float__"):
-        try:
-            out = float(value)
-        except (TypeError, ValueError):
-            return None
-        return out if math.isfinite(out) else None
-    return None
-
-
-def _integer(value: Any) -> int | None:
-    """An integer from an int, an integral float or an integer string, else None."""
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, int):
-        return value
-    if isinstance(value, str):
-        try:
-            return int(value.strip())
-        except ValueError:
-            return None
-    real = _real(value)
-    if real is not None and real.is_integer():
-        return int(real)
-    return None
-
-
-def _timestamp(value: Any) -> Timestamp | None:
-    """A Timestamp from a datetime, a date, epoch seconds or an ISO-8601 string, else None."""
-    if isinstance(value, str):
-        with contextlib.suppress(ValueError):  # else perhaps epoch seconds as a string
-            value = datetime.fromisoformat(value.strip())
-    if isinstance(value, datetime):
-        if value.tzinfo is None:
-            value = value.replace(tzinfo=UTC)
-    elif isinstance(value, date):
-        value = datetime.combine(value, time(), tzinfo=UTC)
-    else:
-        seconds = _real(value)
-        if seconds is None:
-            return None
-        try:
-            value = datetime.fromtimestamp(seconds, tz=UTC)
-        except (OverflowError, OSError, ValueError):
-            return None
-    ts = Timestamp()
-    ts.FromDatetime(value.astimezone(UTC))
-    return ts
-
-
-def _enum(value: Any, enum: Any, prefix: str) -> int | None:
-    """An enum number from its name (any case, prefix optional) or its number, else None."""
-    if isinstance(value, str):
-        name = value.strip().upper().replace("-", "_").replace(" ", "_")
-        name = name if name.startswith(prefix) else prefix + name
-        known = enum.DESCRIPTOR.values_by_name
-        return int(known[name].number) if name in known else None
-    number = _integer(value)
-    return number if number is not None and number in enum.DESCRIPTOR.values_by_number else None
-
-
-def _enum_names(enum: Any, prefix: str) -> str:
-    names = enum.DESCRIPTOR.values_by_name
-    return ", ".join(n.removeprefix(prefix).lower() for n in names if not n.endswith("UNSPECIFIED"))
-
-
-def _embedding(value: Any) -> list[float] | None:
-    """Finite floats from a sequence (or an array with tolist()), else None."""
-    if hasattr(value, "tolist"):
-        value = value.tolist()
-    if isinstance(value, str | bytes) or not isinstance(value, Sequence) or not value:
-        return None
-    out = [_real(v) for v in value]
-    if any(v is None or isinstance(raw, str) for v, raw in zip(out, value, strict=True)):
-        return None
-    return [float(v) for v in out if v is not None]
-
-
 def document_id(i: int, item: Item, keys: MetadataKeys) -> str:
     """The id a document is sent under (see the module's table)."""
     if item.id:
@@ -289,7 +200,7 @@ def retrieval_scores(items: Sequence[Item], mode: str, score_field: str,
         if it.score is None:
             raise MappingError(names[i], score_field, f"no score, while scores={mode!r} needs one on every document"
                                + (" (the others carry one)" if mode == "auto" else ""))
-        value = _real(it.score)
+        value = real(it.score)
         if value is None:
             raise MappingError(names[i], score_field, f"a score must be a finite number, got {it.score!r}")
         if mode == "unit" and not 0.0 <= value <= 1.0:
@@ -321,12 +232,12 @@ def _candidate(name: str, ident: str, item: Item, keys: MetadataKeys, score: flo
 
     for fname in TIME_FIELDS:
         if (got := read(fname)) is not None:
-            ts = _timestamp(got[1])
+            ts = timestamp(got[1])
             if ts is None:
                 raise bad(*got, "a timestamp must be a datetime, a date, epoch seconds or an ISO-8601 string")
             getattr(c, fname).CopyFrom(ts)
     if (got := read("importance")) is not None:
-        value = _real(got[1])
+        value = real(got[1])
         if value is None or not 0.0 <= value <= 1.0:
             raise bad(*got, "importance must be a number in [0, 1]")
         c.importance = value
@@ -340,32 +251,32 @@ def _candidate(name: str, ident: str, item: Item, keys: MetadataKeys, score: flo
             raise bad(*got, "thread must be a string or an integer")
         c.thread = str(got[1])
     if (got := read("position")) is not None:
-        number = _integer(got[1])
+        number = integer(got[1])
         if number is None or not 0 <= number <= MAX_POSITION:
             raise bad(*got, "position must be an integer in [0, 2^53]")
         c.position = number
     for fname in COUNT_FIELDS:
         if (got := read(fname)) is not None:
-            number = _integer(got[1])
+            number = integer(got[1])
             if number is None or not 0 <= number <= MAX_UINT32:
                 raise bad(*got, f"{fname} must be an integer in [0, 2^32 - 1]")
             setattr(c, fname, number)
     if (got := read("source")) is not None:
-        number = _enum(got[1], pb.Source, "SOURCE_")
+        number = enum_value(got[1], pb.Source, "SOURCE_")
         if number is None:
-            raise bad(*got, f"source must be one of {_enum_names(pb.Source, 'SOURCE_')} (or its number)")
+            raise bad(*got, f"source must be one of {enum_names(pb.Source, 'SOURCE_')} (or its number)")
         c.source = number  # type: ignore[assignment]
     if (got := read("safety")) is not None:
-        number = _enum(got[1], pb.SafetyStatus, "SAFETY_STATUS_")
+        number = enum_value(got[1], pb.SafetyStatus, "SAFETY_STATUS_")
         if number is None:
-            raise bad(*got, f"safety must be one of {_enum_names(pb.SafetyStatus, 'SAFETY_STATUS_')} (or its number)")
+            raise bad(*got, f"safety must be one of {enum_names(pb.SafetyStatus, 'SAFETY_STATUS_')} (or its number)")
         c.safety = number  # type: ignore[assignment]
     embedding: Any = item.embedding
     where = "embedding"
     if embedding is None and keys.embedding is not None:
         embedding, where = meta.get(keys.embedding), _key(keys.embedding)
     if embedding is not None:
-        vector = _embedding(embedding)
+        vector = as_embedding(embedding)
         if vector is None:
             raise MappingError(name, where, f"an embedding must be a non-empty sequence of finite numbers, "
                                             f"got {type(embedding).__name__}")

@@ -15,7 +15,8 @@ from memrank.core.batch import CandidateInput, batch_from_rows
 from memrank.core.errors import InvalidRequest
 from memrank.grpc.columns import CandidateColumns
 from memrank.grpc.convert import candidate_to_domain, candidate_to_proto, candidates_to_batch, request_to_domain
-from memrank.grpc.validate import _check_request, _clearly_valid, validate_rank_request
+from memrank.grpc.fastpath import clearly_valid
+from memrank.grpc.validate import _check_request, validate_rank_request
 from tests.reliability import hostile
 from tests.unit.grpc.test_convert import rows
 
@@ -53,7 +54,7 @@ def test_columns_equal_the_row_path(batch_rows: list[CandidateInput], dim: int) 
 def test_fast_validation_never_passes_what_the_full_checks_refuse(batch_rows: list[CandidateInput]) -> None:
     req = pb.RankRequest(candidates=[candidate_to_proto(r) for r in batch_rows])
     violations = list(_check_request(req, LIMITS))
-    if _clearly_valid(CandidateColumns.of(req), LIMITS):
+    if clearly_valid(CandidateColumns.of(req), LIMITS):
         assert violations == []
 
 
@@ -62,13 +63,13 @@ def test_fast_validation_accepts_an_ordinary_request() -> None:
         [CandidateInput("a", content="x", retrieval_score=0.5, importance=0.2, embedding=(1.0,)),
          CandidateInput("b", content="y", facet_scores={"bm25": 2.0}, created_at=1.0, valid_from=1.0, valid_to=2.0,
                         embedding=(1.0,))], 4)])
-    assert _clearly_valid(CandidateColumns.of(req), LIMITS) and list(_check_request(req, LIMITS)) == []
+    assert clearly_valid(CandidateColumns.of(req), LIMITS) and list(_check_request(req, LIMITS)) == []
 
 
-def test_request_level_rules_still_run_when_the_candidates_are_clearly_valid() -> None:
+def test_request_level_rules_still_run_when_the_candidates_areclearly_valid() -> None:
     req = pb.RankRequest(candidates=[candidate_to_proto(CandidateInput("a", content="x"))], placement=99,
                          min_score=2.0, layers=[pb.LayerPolicy(name="")])
-    assert _clearly_valid(CandidateColumns.of(req), LIMITS)
+    assert clearly_valid(CandidateColumns.of(req), LIMITS)
     with pytest.raises(InvalidRequest) as err:
         validate_rank_request(req, LIMITS)
     assert [v.field for v in err.value.violations] == ["placement", "min_score", "layers[0].name"]
@@ -108,4 +109,4 @@ def test_the_fast_path_passes_exactly_what_the_full_checks_pass(data: st.DataObj
         cands.insert(data.draw(st.integers(0, len(cands))), bad)
     req = pb.RankRequest(candidates=cands)
     refused = [v for v in _check_request(req, TIGHT) if v.field.startswith("candidates")]
-    assert _clearly_valid(CandidateColumns.of(req), TIGHT) == (not refused), refused
+    assert clearly_valid(CandidateColumns.of(req), TIGHT) == (not refused), refused

@@ -13,7 +13,8 @@ from memrank.core.batch import CandidateInput, batch_from_rows
 from memrank.core.errors import InvalidRequest
 from memrank.grpc.columns import CandidateColumns
 from memrank.grpc.convert import candidate_to_domain, candidates_to_batch, request_to_domain
-from memrank.grpc.validate import _clearly_valid, validate_admission_request, validate_rank_request
+from memrank.grpc.fastpath import clearly_valid
+from memrank.grpc.validate import validate_admission_request, validate_rank_request
 
 LIMITS = load_settings(env={}).limits
 
@@ -29,7 +30,7 @@ def _refused(cand: pb.Candidate, limits: Limits = LIMITS) -> list[tuple[str, str
 def _accepted(cand: pb.Candidate) -> bool:
     req = pb.RankRequest(candidates=[cand])
     validate_rank_request(req, LIMITS)
-    return _clearly_valid(CandidateColumns.of(req), LIMITS)
+    return clearly_valid(CandidateColumns.of(req), LIMITS)
 
 
 def test_the_limits_are_configured_at_128_bytes() -> None:
