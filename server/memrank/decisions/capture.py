@@ -73,12 +73,3 @@ def capture_feedback(request: pb.RecordFeedbackRequest, feedback_id: str, server
         "server_time": server_time,
         "labels": [(label.candidate_id, label.relevance) for label in request.labels],
     }
-
-
-def approximate_bytes(capture: dict[str, Any]) -> int:
-    """A cheap estimate of a capture's size, for logs and the bench."""
-    if capture["kind"] == FEEDBACK:
-        return 64 * len(capture["labels"]) + 256
-    n = len(capture["ids"])
-    text = sum(map(len, capture["contents"])) if capture["contents"] is not None else 0
-    return text + n * (64 + 24 * len(capture["signals"]))

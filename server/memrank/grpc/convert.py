@@ -6,7 +6,6 @@ Responses are ``encode``'s.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
 
 from google.protobuf.timestamp_pb2 import Timestamp
 
@@ -62,11 +61,6 @@ def candidate_to_proto(row: CandidateInput) -> pb.Candidate:
         if value is not None:
             getattr(c, name).CopyFrom(seconds_to_ts(value))
     return c
-
-
-def candidates_to_batch(cands: Sequence[pb.Candidate]) -> Batch:
-    """Validated candidates as a Batch, one column at a time (equal to batch_from_rows of candidate_to_domain)."""
-    return CandidateColumns(cands).to_batch()
 
 
 def request_to_domain(req: pb.RankRequest, now: float,

@@ -50,13 +50,6 @@ def auto_budget(limit: int, workers: int, max_message_bytes: int) -> int:
     return max(max_message_bytes, per_worker // PEAK_RATIO)
 
 
-def peak_above_baseline(budget: int, arriving: int) -> int:
-    """The most memory a worker's calls take above its baseline: ``PEAK_RATIO`` x its budget for the calls it
-    handles, plus twice the ``arriving`` bytes of requests grpc is receiving at the same moment (each buffered whole,
-    then handed over as a copy, before the server can refuse it)."""
-    return PEAK_RATIO * budget + 2 * arriving
-
-
 def memory_needed(workers: int, budget: int) -> int:
     """Memory ``workers`` workers need at most with this budget each (what a container limit must cover)."""
     return workers * (BASELINE_BYTES + PEAK_RATIO * budget)

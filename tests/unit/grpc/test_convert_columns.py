@@ -14,7 +14,7 @@ from memrank.config import load_settings
 from memrank.core.batch import CandidateInput, batch_from_rows
 from memrank.core.errors import InvalidRequest
 from memrank.grpc.columns import CandidateColumns
-from memrank.grpc.convert import candidate_to_domain, candidate_to_proto, candidates_to_batch, request_to_domain
+from memrank.grpc.convert import candidate_to_domain, candidate_to_proto, request_to_domain
 from memrank.grpc.fastpath import clearly_valid
 from memrank.grpc.validate import _check_request, validate_rank_request
 from tests.reliability import hostile
@@ -37,7 +37,7 @@ def _same_dim(batch_rows: list[CandidateInput], dim: int) -> list[CandidateInput
 @given(st.lists(rows, max_size=6), st.integers(0, 3))
 def test_columns_equal_the_row_path(batch_rows: list[CandidateInput], dim: int) -> None:
     cands = [candidate_to_proto(r) for r in _same_dim(batch_rows, dim)]
-    fast = candidates_to_batch(cands)
+    fast = CandidateColumns(cands).to_batch()
     slow = batch_from_rows([candidate_to_domain(c) for c in cands])
     for f in fields(fast):
         a, b = getattr(fast, f.name), getattr(slow, f.name)

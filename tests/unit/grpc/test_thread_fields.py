@@ -12,7 +12,7 @@ from memrank.config import Limits, load_settings
 from memrank.core.batch import CandidateInput, batch_from_rows
 from memrank.core.errors import InvalidRequest
 from memrank.grpc.columns import CandidateColumns
-from memrank.grpc.convert import candidate_to_domain, candidates_to_batch, request_to_domain
+from memrank.grpc.convert import candidate_to_domain, request_to_domain
 from memrank.grpc.fastpath import clearly_valid
 from memrank.grpc.validate import validate_admission_request, validate_rank_request
 
@@ -103,7 +103,7 @@ def test_the_columns_hold_the_values_in_candidate_order_nan_where_unset() -> Non
 
 
 def test_the_row_path_builds_the_same_columns() -> None:
-    fast = candidates_to_batch(CANDS)
+    fast = CandidateColumns(CANDS).to_batch()
     slow = batch_from_rows([candidate_to_domain(c) for c in CANDS])
     assert fast.threads == slow.threads and fast.speakers == slow.speakers
     assert np.array_equal(fast.positions, slow.positions, equal_nan=True)
@@ -116,7 +116,7 @@ def test_a_batch_without_the_fields_has_empty_threads_and_speakers_and_nan_posit
 
 
 def test_take_carries_the_columns_in_the_given_order() -> None:
-    picked = candidates_to_batch(CANDS).take([4, 0, 3])
+    picked = CandidateColumns(CANDS).to_batch().take([4, 0, 3])
     assert picked.ids == ("e", "a", "d")
     assert picked.threads == ("session-1", "session-1", "")
     assert picked.speakers == ("Caroline", "Caroline", "Mélanie 助手")
