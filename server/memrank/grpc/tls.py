@@ -1,4 +1,7 @@
-"""TLS and mutual TLS from PEM files (as Kubernetes Secrets mount them), reloaded when they change."""
+"""TLS and mutual TLS from PEM files (as Kubernetes Secrets mount them), reloaded when they change.
+
+The server side; the clients' credentials are ``client_tls.channel_credentials`` (re-exported here).
+"""
 
 from __future__ import annotations
 
@@ -11,6 +14,7 @@ import grpc
 
 from memrank.config import SecuritySettings
 from memrank.core.errors import ConfigError
+from memrank.grpc.client_tls import channel_credentials as channel_credentials  # re-exported
 
 log = logging.getLogger("memrank.tls")
 
@@ -80,16 +84,4 @@ def server_credentials(sec: SecuritySettings) -> grpc.ServerCredentials | None:
     files = _CertificateFiles(sec)
     return grpc.dynamic_ssl_server_credentials(
         files.initial, files.fetch, require_client_authentication=bool(sec.tls_client_ca_file)
-    )
-
-
-def channel_credentials(ca_file: str | None = None, cert_file: str | None = None,
-                        key_file: str | None = None) -> grpc.ChannelCredentials:
-    """Client credentials: trust ``ca_file`` (None = system roots), present a certificate for mutual TLS."""
-    if bool(cert_file) != bool(key_file):
-        raise ValueError("cert_file and key_file go together (mutual TLS)")
-    return grpc.ssl_channel_credentials(
-        root_certificates=Path(ca_file).read_bytes() if ca_file else None,
-        private_key=Path(key_file).read_bytes() if key_file else None,
-        certificate_chain=Path(cert_file).read_bytes() if cert_file else None,
     )
