@@ -1,18 +1,106 @@
-"""Python client of the memrank sidecar (see memrank.grpc.client); verify_receipt checks a response's receipt.
+"""Python client of the memrank sidecar: ``RankingClient`` (blocking) and ``AsyncRankingClient`` (asyncio).
 
-The enums of the API come along for their names: ``DropReason.Name(d.reason)`` is "DROP_REASON_REDUNDANT".
+Everything a caller builds or reads comes from here: the request and response messages of ``memrank.v1``
+(``RankRequest``, ``Candidate``, ``LayerPolicy``, ``Budget``, ``RankResponse``, ...), ``Timestamp``
+(google.protobuf's, for ``reference_time`` and the candidates' times), the enums (``DropReason.Name(d.reason)`` is
+"DROP_REASON_REDUNDANT"), the errors (``RankingError`` and its subclasses by code), ``pack_embeddings``,
+``tls_credentials``, ``service_config`` and ``verify_receipt`` (a response's receipt). Nobody needs
+``memrank._gen``. Importing this module loads no server code (see memrank.grpc.client).
 """
 
-from memrank._gen.v1.ranking_pb2 import DropReason, ExplainLevel, Placement, SafetyStatus, Source
+from google.protobuf.timestamp_pb2 import Timestamp  # type: ignore[import-untyped]
+
+from memrank._gen.v1.ranking_pb2 import (
+    AdmissionDecision,
+    Budget,
+    CalibrationBucket,
+    Candidate,
+    DroppedMemory,
+    DropReason,
+    ExplainLevel,
+    FeedbackLabel,
+    ImportanceSuggestion,
+    LayerAllocation,
+    LayerPolicy,
+    ListProfilesRequest,
+    ListProfilesResponse,
+    Placement,
+    Profile,
+    RankedMemory,
+    RankingStage,
+    RankRequest,
+    RankResponse,
+    Receipt,
+    RecordFeedbackRequest,
+    RecordFeedbackResponse,
+    SafetyStatus,
+    ScoreAdmissionRequest,
+    ScoreAdmissionResponse,
+    ScoreBreakdown,
+    ShadowComparison,
+    SignalScore,
+    SignalWeight,
+    Source,
+)
 from memrank.grpc.client import (
+    AsyncRankingClient,
     FieldError,
+    InvalidArgument,
     RankingClient,
     RankingError,
     ReceiptCheck,
+    ResourceExhausted,
+    Unauthenticated,
+    Unavailable,
     pack_embeddings,
+    service_config,
     tls_credentials,
     verify_receipt,
 )
 
-__all__ = ["DropReason", "ExplainLevel", "FieldError", "Placement", "RankingClient", "RankingError", "ReceiptCheck",
-           "SafetyStatus", "Source", "pack_embeddings", "tls_credentials", "verify_receipt"]
+__all__ = [
+    "AdmissionDecision",
+    "AsyncRankingClient",
+    "Budget",
+    "CalibrationBucket",
+    "Candidate",
+    "DropReason",
+    "DroppedMemory",
+    "ExplainLevel",
+    "FeedbackLabel",
+    "FieldError",
+    "ImportanceSuggestion",
+    "InvalidArgument",
+    "LayerAllocation",
+    "LayerPolicy",
+    "ListProfilesRequest",
+    "ListProfilesResponse",
+    "Placement",
+    "Profile",
+    "RankRequest",
+    "RankResponse",
+    "RankedMemory",
+    "RankingClient",
+    "RankingError",
+    "RankingStage",
+    "Receipt",
+    "ReceiptCheck",
+    "RecordFeedbackRequest",
+    "RecordFeedbackResponse",
+    "ResourceExhausted",
+    "SafetyStatus",
+    "ScoreAdmissionRequest",
+    "ScoreAdmissionResponse",
+    "ScoreBreakdown",
+    "ShadowComparison",
+    "SignalScore",
+    "SignalWeight",
+    "Source",
+    "Timestamp",
+    "Unauthenticated",
+    "Unavailable",
+    "pack_embeddings",
+    "service_config",
+    "tls_credentials",
+    "verify_receipt",
+]
