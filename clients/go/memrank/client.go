@@ -2,29 +2,41 @@ package memrank
 
 import (
 	"context"
-	"math/rand/v2"
+	_ "embed" // service_config.json
+	"encoding/json"
+	"fmt"
 	"sort"
+	"strconv"
 	"time"
 
 	memrankv1 "github.com/memrank/memrank/clients/go/gen/memrank/v1"
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
-	"google.golang.org/grpc/status"
 )
 
-// Defaults of a Client.
+// Defaults of a Client. DefaultRetries and DefaultBackoff are the retry policy of the shipped service
+// config (service_config.json, a copy of clients/service_config.json; a test checks that they agree).
 const (
 	DefaultTimeout = 5 * time.Second
 	DefaultRetries = 3
 	DefaultBackoff = 50 * time.Millisecond
+	// MaxAttempts is gRPC's cap on retryPolicy.maxAttempts (gRFC A6): more attempts count as 5.
+	MaxAttempts = 5
+	// maxRetryBuffer is how much of a call gRPC keeps to replay it on a retry (its default, 256 KiB, would
+	// leave a larger request unretried).
+	maxRetryBuffer = 64 << 20
 )
+
+// serviceConfigJSON is the gRPC service config every memrank client ships: retry UNAVAILABLE only.
+//
+//go:embed service_config.json
+var serviceConfigJSON []byte
 
 type config struct {
 	timeout time.Duration
-	retries int
-	backoff time.Duration
+	retries int           // -1: the service config's
+	backoff time.Duration // 0: the service config's
 	creds   credentials.TransportCredentials
 	dial    []grpc.DialOption
 }
@@ -32,13 +44,18 @@ type config struct {
 // Option configures Dial.
 type Option func(*config)
 
-// WithTimeout sets the deadline of a call whose context has none (default 5 s).
+// WithTimeout sets the deadline of a call whose context has none (default 5 s); it bounds all the
+// call's attempts together.
 func WithTimeout(d time.Duration) Option { return func(c *config) { c.timeout = d } }
 
-// WithRetries sets how often a call failing with UNAVAILABLE is retried (default 3).
-func WithRetries(n int) Option { return func(c *config) { c.retries = n } }
+// WithRetries sets how often a call failing with UNAVAILABLE is retried (default 3, the service
+// config's; 0: never). gRPC makes at most 5 attempts, so n above 4 gives 4 retries and also makes
+// calls wait for the connection (waitForReady) up to their deadline, to ride out a server that is not
+// up yet. See ServiceConfig.
+func WithRetries(n int) Option { return func(c *config) { c.retries = max(n, 0) } }
 
-// WithBackoff sets the first retry delay; it doubles per attempt, with jitter (default 50 ms).
+// WithBackoff sets the service config's initialBackoff (default 50 ms): the delay before retry k is
+// random in [0, min(d * 2^(k-1), maxBackoff)], maxBackoff raised to d when lower.
 func WithBackoff(d time.Duration) Option { return func(c *config) { c.backoff = d } }
 
 // WithTransportCredentials uses TLS or other credentials (default: insecure, for a local sidecar).
@@ -46,9 +63,66 @@ func WithTransportCredentials(tc credentials.TransportCredentials) Option {
 	return func(c *config) { c.creds = tc }
 }
 
-// WithDialOptions passes extra options to grpc.NewClient.
+// WithDialOptions passes extra options to grpc.NewClient (after the client's own, so they win).
 func WithDialOptions(opts ...grpc.DialOption) Option {
 	return func(c *config) { c.dial = append(c.dial, opts...) }
+}
+
+// ServiceConfig returns the gRPC service config (JSON) of a client dialled with opts: the shipped
+// service_config.json with WithRetries and WithBackoff mapped onto its retryPolicy (maxAttempts =
+// min(retries+1, 5); retries 0 removes the policy; retries above 4 also set waitForReady).
+func ServiceConfig(opts ...Option) (string, error) {
+	cfg := newConfig(opts)
+	return serviceConfig(cfg.retries, cfg.backoff)
+}
+
+func newConfig(opts []Option) config {
+	cfg := config{timeout: DefaultTimeout, retries: -1, creds: insecure.NewCredentials()}
+	for _, opt := range opts {
+		opt(&cfg)
+	}
+	return cfg
+}
+
+func serviceConfig(retries int, backoff time.Duration) (string, error) {
+	if retries < 0 && backoff <= 0 {
+		return string(serviceConfigJSON), nil
+	}
+	var sc map[string]any
+	if err := json.Unmarshal(serviceConfigJSON, &sc); err != nil {
+		return "", fmt.Errorf("memrank: service_config.json: %w", err)
+	}
+	methods, _ := sc["methodConfig"].([]any)
+	for _, m := range methods {
+		method, _ := m.(map[string]any)
+		policy, ok := method["retryPolicy"].(map[string]any)
+		if !ok {
+			continue
+		}
+		if retries == 0 {
+			delete(method, "retryPolicy")
+			continue
+		}
+		if retries > 0 {
+			policy["maxAttempts"] = min(retries+1, MaxAttempts)
+			if retries+1 > MaxAttempts {
+				method["waitForReady"] = true
+			}
+		}
+		if backoff > 0 {
+			policy["initialBackoff"] = duration(backoff)
+			if most, err := time.ParseDuration(fmt.Sprint(policy["maxBackoff"])); err != nil || most < backoff {
+				policy["maxBackoff"] = duration(backoff)
+			}
+		}
+	}
+	out, err := json.Marshal(sc)
+	return string(out), err
+}
+
+// duration is d as a protobuf JSON Duration ("0.05s").
+func duration(d time.Duration) string {
+	return strconv.FormatFloat(d.Seconds(), 'f', -1, 64) + "s"
 }
 
 // Client calls one memrank sidecar. It is safe for concurrent use.
@@ -61,12 +135,17 @@ type Client struct {
 // Dial creates a client of the sidecar at addr ("host:port"). The connection is
 // made lazily, on the first call.
 func Dial(addr string, opts ...Option) (*Client, error) {
-	cfg := config{timeout: DefaultTimeout, retries: DefaultRetries, backoff: DefaultBackoff,
-		creds: insecure.NewCredentials()}
-	for _, opt := range opts {
-		opt(&cfg)
+	cfg := newConfig(opts)
+	sc, err := serviceConfig(cfg.retries, cfg.backoff)
+	if err != nil {
+		return nil, err
 	}
-	dial := append([]grpc.DialOption{grpc.WithTransportCredentials(cfg.creds)}, cfg.dial...)
+	dial := append([]grpc.DialOption{
+		grpc.WithTransportCredentials(cfg.creds),
+		grpc.WithDefaultServiceConfig(sc),
+		grpc.WithDisableServiceConfig(), // this config, never one from the resolver (DNS)
+		grpc.WithDefaultCallOptions(grpc.MaxRetryRPCBufferSize(maxRetryBuffer)),
+	}, cfg.dial...)
 	conn, err := grpc.NewClient(addr, dial...)
 	if err != nil {
 		return nil, err
@@ -119,28 +198,14 @@ func FeedbackFor(resp *RankResponse, relevance map[string]uint32) *RecordFeedbac
 	return req
 }
 
-// call runs fn under the default deadline, retrying UNAVAILABLE with backoff.
+// call runs fn under the default deadline when ctx has none; gRPC retries UNAVAILABLE within it as
+// the service config says.
 func call[T any](ctx context.Context, c *Client, fn func(context.Context) (T, error)) (T, error) {
-	for attempt := 0; ; attempt++ {
-		resp, err := once(ctx, c.cfg.timeout, fn)
-		if err == nil || status.Code(err) != codes.Unavailable || attempt >= c.cfg.retries {
-			return resp, fromRPC(err)
-		}
-		delay := c.cfg.backoff << attempt
-		delay = delay/2 + rand.N(delay+1)
-		select {
-		case <-ctx.Done():
-			return resp, fromRPC(status.FromContextError(ctx.Err()).Err())
-		case <-time.After(delay):
-		}
-	}
-}
-
-func once[T any](ctx context.Context, timeout time.Duration, fn func(context.Context) (T, error)) (T, error) {
-	if _, ok := ctx.Deadline(); !ok && timeout > 0 {
+	if _, ok := ctx.Deadline(); !ok && c.cfg.timeout > 0 {
 		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, timeout)
+		ctx, cancel = context.WithTimeout(ctx, c.cfg.timeout)
 		defer cancel()
 	}
-	return fn(ctx)
+	resp, err := fn(ctx)
+	return resp, fromRPC(err)
 }

@@ -2,8 +2,12 @@ package memrank_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"net"
+	"os"
+	"path/filepath"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -14,7 +18,6 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
-	"google.golang.org/grpc/test/bufconn"
 )
 
 // fake answers Rank with scripted errors first, then an echo of the candidate ids.
@@ -47,16 +50,23 @@ func (f *fake) Rank(ctx context.Context, req *memrankv1.RankRequest) (*memrankv1
 	return resp, nil
 }
 
+// start serves f on a loopback TCP port and dials it.
 func start(t *testing.T, f *fake, opts ...memrank.Option) *memrank.Client {
 	t.Helper()
-	lis := bufconn.Listen(1 << 20)
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
 	srv := grpc.NewServer()
 	memrankv1.RegisterRankingServiceServer(srv, f)
 	go func() { _ = srv.Serve(lis) }()
 	t.Cleanup(srv.Stop)
-	dialer := func(ctx context.Context, _ string) (net.Conn, error) { return lis.DialContext(ctx) }
-	opts = append([]memrank.Option{memrank.WithDialOptions(grpc.WithContextDialer(dialer))}, opts...)
-	c, err := memrank.Dial("passthrough:///bufnet", opts...)
+	return dial(t, lis.Addr().String(), opts...)
+}
+
+func dial(t *testing.T, addr string, opts ...memrank.Option) *memrank.Client {
+	t.Helper()
+	c, err := memrank.Dial(addr, opts...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -64,6 +74,104 @@ func start(t *testing.T, f *fake, opts ...memrank.Option) *memrank.Client {
 	return c
 }
 
+// retryPolicy is the RankingService method config of a client's service config.
+func methodConfig(t *testing.T, opts ...memrank.Option) map[string]any {
+	t.Helper()
+	js, err := memrank.ServiceConfig(opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sc struct {
+		MethodConfig []map[string]any `json:"methodConfig"`
+	}
+	if err := json.Unmarshal([]byte(js), &sc); err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range sc.MethodConfig {
+		for _, n := range m["name"].([]any) {
+			if n.(map[string]any)["service"] == "memrank.v1.RankingService" {
+				return m
+			}
+		}
+	}
+	t.Fatalf("no method config for memrank.v1.RankingService in %s", js)
+	return nil
+}
+
+func TestServiceConfigIsTheSharedFileAndMatchesTheDefaults(t *testing.T) {
+	shared, err := os.ReadFile(filepath.Join("..", "..", "service_config.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	embedded, _ := memrank.ServiceConfig()
+	if embedded != string(shared) {
+		t.Fatal("memrank/service_config.json differs from clients/service_config.json: run clients/gen.sh")
+	}
+	p := methodConfig(t)["retryPolicy"].(map[string]any)
+	if p["maxAttempts"] != float64(memrank.DefaultRetries+1) || p["initialBackoff"] != "0.05s" ||
+		memrank.DefaultBackoff != 50*time.Millisecond || fmt.Sprint(p["retryableStatusCodes"]) != "[UNAVAILABLE]" {
+		t.Fatalf("retry policy %v vs DefaultRetries %d, DefaultBackoff %s", p, memrank.DefaultRetries, memrank.DefaultBackoff)
+	}
+}
+
+func TestRetriesAndBackoffMapOntoTheServiceConfig(t *testing.T) {
+	if m := methodConfig(t, memrank.WithRetries(0)); m["retryPolicy"] != nil {
+		t.Fatalf("retries 0 keeps a retry policy: %v", m)
+	}
+	m := methodConfig(t, memrank.WithRetries(10), memrank.WithBackoff(2*time.Second))
+	p := m["retryPolicy"].(map[string]any)
+	if p["maxAttempts"] != float64(5) || m["waitForReady"] != true || p["initialBackoff"] != "2s" || p["maxBackoff"] != "2s" {
+		t.Fatalf("retries 10, backoff 2 s: %v", m)
+	}
+	m = methodConfig(t, memrank.WithRetries(2), memrank.WithBackoff(10*time.Millisecond))
+	p = m["retryPolicy"].(map[string]any)
+	if p["maxAttempts"] != float64(3) || m["waitForReady"] != nil || p["initialBackoff"] != "0.01s" || p["maxBackoff"] != "1s" {
+		t.Fatalf("retries 2, backoff 10 ms: %v", m)
+	}
+}
+
+// Every attempt answers UNAVAILABLE after 150 ms: five attempts would take at least 750 ms, so a
+// call ending before that was cut by its 400 ms deadline, with a retry in it.
+func TestTheDeadlineBoundsEveryAttempt(t *testing.T) {
+	unavailable := status.Error(codes.Unavailable, "draining")
+	f := &fake{failures: []error{unavailable, unavailable, unavailable, unavailable, unavailable}, delay: 150 * time.Millisecond}
+	c := start(t, f, memrank.WithTimeout(400*time.Millisecond), memrank.WithRetries(4), memrank.WithBackoff(time.Millisecond))
+	started := time.Now()
+	_, err := c.Rank(context.Background(), &memrank.RankRequest{})
+	took := time.Since(started)
+	if e, ok := memrank.AsError(err); !ok || (e.Code != codes.DeadlineExceeded && e.Code != codes.Unavailable) {
+		t.Fatalf("want DEADLINE_EXCEEDED, got %v", err)
+	}
+	if took >= 750*time.Millisecond {
+		t.Fatalf("the call outlived its 400 ms deadline: %s", took)
+	}
+	if n := f.calls.Load(); n < 2 || n > 3 {
+		t.Fatalf("want 2 or 3 attempts within the deadline, the server saw %d", n)
+	}
+}
+
+func TestARefusedConnectionEndsWithinTheDeadline(t *testing.T) {
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := lis.Addr().String()
+	_ = lis.Close()                        // nothing listens: every attempt is UNAVAILABLE
+	for _, retries := range []int{3, 10} { // 10: waitForReady, so the deadline ends it
+		c := dial(t, addr, memrank.WithTimeout(500*time.Millisecond), memrank.WithRetries(retries))
+		started := time.Now()
+		_, err := c.ListProfiles(context.Background())
+		took := time.Since(started)
+		if e, ok := memrank.AsError(err); !ok || (e.Code != codes.Unavailable && e.Code != codes.DeadlineExceeded) {
+			t.Fatalf("retries %d: want UNAVAILABLE or DEADLINE_EXCEEDED, got %v", retries, err)
+		}
+		if took > 1500*time.Millisecond {
+			t.Fatalf("retries %d: the call outlived its 500 ms deadline: %s", retries, took)
+		}
+	}
+}
+
+// The third attempt gets the answer: gRPC retried the two UNAVAILABLE ones.
 func TestRetriesUnavailable(t *testing.T) {
 	unavailable := status.Error(codes.Unavailable, "warming up")
 	f := &fake{failures: []error{unavailable, unavailable}}

@@ -12,8 +12,10 @@
 //	})
 //
 // Every call gets a default deadline (WithTimeout) unless the context already
-// has one, and is retried on UNAVAILABLE with jittered exponential backoff
-// (WithRetries, WithBackoff). A failed call returns an *Error carrying the
+// has one; it bounds all the call's attempts. UNAVAILABLE is retried by gRPC
+// itself, as the service config every memrank client ships says
+// (service_config.json, embedded; WithRetries and WithBackoff map onto it, see
+// ServiceConfig). A failed call returns an *Error carrying the
 // gRPC code, the google.rpc.BadRequest field violations and the
 // google.rpc.ErrorInfo reason; use errors.As or AsError to get it.
 package memrank
