@@ -15,20 +15,82 @@ import {
   type ScoreAdmissionResponse,
 } from "./gen/memrank/v1/ranking_pb.js";
 import { RankingService } from "./gen/memrank/v1/ranking_service_pb.js";
+import { serviceConfigJson } from "./gen/service_config.js";
 import { MemrankError } from "./errors.js";
+
+/** gRPC's cap on retryPolicy.maxAttempts (gRFC A6): more attempts count as 5. */
+export const MAX_ATTEMPTS = 5;
+/** How much of a call grpc-js keeps to replay it on a retry (its default, 1 MiB, would leave a larger request unretried). */
+const RETRY_BUFFER_BYTES = 64 << 20;
 
 /** Options of a MemrankClient. */
 export interface ClientOptions {
-  /** Deadline of a call that sets none, in milliseconds. Default 5000. */
+  /** Deadline of a call that sets none, in milliseconds, for all its attempts together. Default 5000. */
   timeoutMs?: number;
-  /** How often a call failing with UNAVAILABLE is retried. Default 3. */
+  /**
+   * How often a call failing with UNAVAILABLE is retried. Default 3 (the service config's); 0: never. gRPC makes
+   * at most 5 attempts, so more than 4 gives 4 retries and also makes calls wait for the connection (waitForReady)
+   * up to their deadline, to ride out a server that is not up yet. See serviceConfig().
+   */
   retries?: number;
-  /** First retry delay in milliseconds; doubles per attempt, with jitter. Default 50. */
+  /**
+   * The service config's initialBackoff in milliseconds (default 50): the delay before retry k is random in
+   * [0, min(backoffMs * 2^(k-1), maxBackoff)], maxBackoff raised to backoffMs when lower.
+   */
   backoffMs?: number;
   /** Channel credentials. Default: insecure (a local sidecar). */
   credentials?: ChannelCredentials;
-  /** Extra grpc-js channel options. */
+  /** Extra grpc-js channel options (they win over the client's own, "grpc.service_config" included). */
   channelOptions?: ChannelOptions;
+}
+
+/** A gRPC service config: the parts the clients read. */
+export interface ServiceConfig {
+  methodConfig: {
+    name: { service: string; method?: string }[];
+    waitForReady?: boolean;
+    retryPolicy?: {
+      maxAttempts: number;
+      initialBackoff: string;
+      maxBackoff: string;
+      backoffMultiplier: number;
+      retryableStatusCodes: string[];
+    };
+  }[];
+}
+
+/** A Duration in protobuf JSON ("0.05s") from milliseconds. */
+const duration = (ms: number): string => `${Number((ms / 1000).toFixed(9))}s`;
+
+/**
+ * The gRPC service config of a client made with these options: the shipped clients/service_config.json (one file
+ * for every memrank client) with `retries` and `backoffMs` mapped onto its retryPolicy: maxAttempts =
+ * min(retries + 1, 5); retries 0 removes the policy; retries above 4 also set waitForReady.
+ */
+export function serviceConfig(options: Pick<ClientOptions, "retries" | "backoffMs"> = {}): ServiceConfig {
+  const { retries, backoffMs } = options;
+  if (retries !== undefined && !(Number.isInteger(retries) && retries >= 0)) {
+    throw new RangeError(`retries must be an integer >= 0, got ${retries}`);
+  }
+  if (backoffMs !== undefined && !(backoffMs > 0)) throw new RangeError(`backoffMs must be > 0, got ${backoffMs}`);
+  const config = JSON.parse(serviceConfigJson) as ServiceConfig;
+  for (const method of config.methodConfig) {
+    const policy = method.retryPolicy;
+    if (!policy) continue;
+    if (retries === 0) {
+      delete method.retryPolicy;
+      continue;
+    }
+    if (retries !== undefined) {
+      policy.maxAttempts = Math.min(retries + 1, MAX_ATTEMPTS);
+      if (retries + 1 > MAX_ATTEMPTS) method.waitForReady = true;
+    }
+    if (backoffMs !== undefined) {
+      policy.initialBackoff = duration(backoffMs);
+      if (parseFloat(policy.maxBackoff) * 1000 < backoffMs) policy.maxBackoff = duration(backoffMs);
+    }
+  }
+  return config;
 }
 
 /** Options of one call. */
@@ -49,14 +111,25 @@ const SERVICE = `/${RankingService.typeName}/`;
 export class MemrankClient {
   readonly #client: Client;
   readonly #timeoutMs: number;
-  readonly #retries: number;
-  readonly #backoffMs: number;
+  readonly #waitForReady: boolean;
+  /** The gRPC service config of the channel (retries come from it). */
+  readonly serviceConfig: ServiceConfig;
 
   constructor(address: string, options: ClientOptions = {}) {
-    this.#client = new Client(address, options.credentials ?? credentials.createInsecure(), options.channelOptions);
+    this.serviceConfig = serviceConfig(options);
+    const channelOptions: ChannelOptions = {
+      "grpc.service_config": JSON.stringify(this.serviceConfig),
+      "grpc.enable_retries": 1,
+      "grpc.service_config_disable_resolution": 1, // this config, never one from DNS
+      "grpc.per_rpc_retry_buffer_size": RETRY_BUFFER_BYTES,
+      "grpc.retry_buffer_size": RETRY_BUFFER_BYTES,
+      ...options.channelOptions,
+    };
+    this.#client = new Client(address, options.credentials ?? credentials.createInsecure(), channelOptions);
     this.#timeoutMs = options.timeoutMs ?? 5000;
-    this.#retries = options.retries ?? 3;
-    this.#backoffMs = options.backoffMs ?? 50;
+    // grpc-js reads methodConfig.waitForReady but does not apply it: the client sets it on each call.
+    const ranking = this.serviceConfig.methodConfig.find((m) => m.name.some((n) => n.service === RankingService.typeName));
+    this.#waitForReady = ranking?.waitForReady === true;
   }
 
   /** Scores, gates, selects and orders the request's candidates. */
@@ -108,17 +181,11 @@ export class MemrankClient {
     options: CallOptions = {},
   ): Promise<MessageShape<O>> {
     const message = create(input, request as MessageInitShape<I>);
-    for (let attempt = 0; ; attempt++) {
-      const deadline = options.deadline ?? new Date(Date.now() + (options.timeoutMs ?? this.#timeoutMs));
-      try {
-        return await this.#unary(method, input, output, message, deadline, options.metadata ?? new Metadata());
-      } catch (err) {
-        const retryable = err instanceof MemrankError && err.code === status.UNAVAILABLE;
-        const delay = this.#backoffMs * 2 ** attempt * (0.5 + Math.random());
-        if (!retryable || attempt >= this.#retries || Date.now() + delay >= deadline.getTime()) throw err;
-        await new Promise((resolve) => setTimeout(resolve, delay));
-      }
-    }
+    // One deadline for the call: gRPC retries UNAVAILABLE within it, as the service config says.
+    const deadline = options.deadline ?? new Date(Date.now() + (options.timeoutMs ?? this.#timeoutMs));
+    const metadata = options.metadata?.clone() ?? new Metadata();
+    if (this.#waitForReady) metadata.setOptions({ ...metadata.getOptions(), waitForReady: true });
+    return this.#unary(method, input, output, message, deadline, metadata);
   }
 
   #unary<I extends DescMessage, O extends DescMessage>(

@@ -1,5 +1,7 @@
 // The wrapper against an in-process fake server: retries, deadlines and error decoding.
 import assert from "node:assert/strict";
+import { readFileSync } from "node:fs";
+import { createServer, type AddressInfo } from "node:net";
 import { after, before, test } from "node:test";
 import { create, fromBinary, toBinary } from "@bufbuild/protobuf";
 import { anyPack } from "@bufbuild/protobuf/wkt";
@@ -21,12 +23,14 @@ import {
   RankRequestSchema,
   RankResponseSchema,
   RankedMemorySchema,
+  serviceConfig,
   type RankRequest,
   type RankResponse,
   timestamp,
 } from "../src/index.js";
 
-type Behaviour = (req: RankRequest, call: ServerUnaryCall<RankRequest, unknown>) => { code: status; details?: string; metadata?: Metadata } | "ok" | "hang";
+type Behaviour = (req: RankRequest, call: ServerUnaryCall<RankRequest, unknown>) =>
+  { code: status; details?: string; metadata?: Metadata; afterMs?: number } | "ok" | "hang";
 let behaviour: Behaviour = () => "ok";
 let calls = 0;
 const server = new Server();
@@ -37,7 +41,9 @@ const rank = (call: ServerUnaryCall<RankRequest, unknown>, callback: sendUnaryDa
   const outcome = behaviour(call.request, call);
   if (outcome === "hang") return;
   if (outcome !== "ok") {
-    callback({ code: outcome.code, details: outcome.details ?? "", metadata: outcome.metadata ?? new Metadata() });
+    const fail = () => callback({ code: outcome.code, details: outcome.details ?? "", metadata: outcome.metadata ?? new Metadata() });
+    if (outcome.afterMs) setTimeout(fail, outcome.afterMs);
+    else fail();
     return;
   }
   const selected = call.request.candidates.map((c, i) => create(RankedMemorySchema, { id: c.id, rank: i + 1, position: i }));
@@ -67,6 +73,65 @@ before(async () => {
 });
 after(() => server.forceShutdown());
 
+test("the service config is clients/service_config.json, and says what the defaults are", () => {
+  const shared = JSON.parse(readFileSync(new URL("../../../service_config.json", import.meta.url), "utf8"));
+  assert.deepEqual(serviceConfig(), shared, "src/gen/service_config.ts is stale: run clients/gen.sh");
+  const policy = serviceConfig().methodConfig[0]?.retryPolicy;
+  assert.equal(policy?.maxAttempts, 4); // retries 3
+  assert.equal(policy?.initialBackoff, "0.05s"); // backoffMs 50
+  assert.deepEqual(policy?.retryableStatusCodes, ["UNAVAILABLE"]);
+  assert.deepEqual(new MemrankClient("127.0.0.1:1").serviceConfig, shared);
+});
+
+test("retries and backoffMs map onto the service config", () => {
+  assert.equal(serviceConfig({ retries: 0 }).methodConfig[0]?.retryPolicy, undefined);
+  const long = serviceConfig({ retries: 10, backoffMs: 2000 }).methodConfig[0];
+  assert.equal(long?.retryPolicy?.maxAttempts, 5);
+  assert.equal(long?.waitForReady, true);
+  assert.equal(long?.retryPolicy?.initialBackoff, "2s");
+  assert.equal(long?.retryPolicy?.maxBackoff, "2s");
+  const short = serviceConfig({ retries: 2, backoffMs: 10 }).methodConfig[0];
+  assert.equal(short?.retryPolicy?.maxAttempts, 3);
+  assert.equal(short?.waitForReady, undefined);
+  assert.equal(short?.retryPolicy?.initialBackoff, "0.01s");
+  assert.equal(short?.retryPolicy?.maxBackoff, "1s");
+  assert.throws(() => serviceConfig({ retries: -1 }), RangeError);
+});
+
+// Every attempt answers UNAVAILABLE after 150 ms: five attempts would take at least 750 ms, so a call
+// ending before that was cut by its 400 ms deadline, with a retry in it.
+test("the deadline bounds every attempt", async () => {
+  calls = 0;
+  behaviour = () => ({ code: status.UNAVAILABLE, details: "draining", afterMs: 150 });
+  const client = new MemrankClient(addr, { timeoutMs: 400, retries: 4, backoffMs: 1 });
+  const started = Date.now();
+  await assert.rejects(client.rank({}), (err: unknown) =>
+    err instanceof MemrankError && (err.code === status.DEADLINE_EXCEEDED || err.code === status.UNAVAILABLE));
+  const took = Date.now() - started;
+  assert.ok(took < 750, `the call outlived its 400 ms deadline: ${took} ms`);
+  assert.ok(calls >= 2 && calls <= 3, `want 2 or 3 attempts within the deadline, the server saw ${calls}`);
+  client.close();
+});
+
+test("a refused connection ends within the deadline", async () => {
+  const port = await new Promise<number>((resolve) => {
+    const s = createServer().listen(0, "127.0.0.1", () => {
+      const p = (s.address() as AddressInfo).port;
+      s.close(() => resolve(p)); // nothing listens: every attempt is UNAVAILABLE
+    });
+  });
+  for (const retries of [3, 10]) { // 10: waitForReady, so the deadline ends it
+    const client = new MemrankClient(`127.0.0.1:${port}`, { timeoutMs: 500, retries });
+    const started = Date.now();
+    await assert.rejects(client.listProfiles(), (err: unknown) =>
+      err instanceof MemrankError && (err.code === status.UNAVAILABLE || err.code === status.DEADLINE_EXCEEDED));
+    const took = Date.now() - started;
+    assert.ok(took < 1500, `retries ${retries}: the call outlived its 500 ms deadline: ${took} ms`);
+    client.close();
+  }
+});
+
+// The third attempt gets the answer: gRPC retried the two UNAVAILABLE ones.
 test("retries UNAVAILABLE, then succeeds", async () => {
   calls = 0;
   behaviour = () => (calls <= 2 ? { code: status.UNAVAILABLE, details: "warming up" } : "ok");
