@@ -1,5 +1,6 @@
 package dev.memrank.client;
 
+import com.google.gson.Gson;
 import com.google.protobuf.Timestamp;
 import io.grpc.ChannelCredentials;
 import io.grpc.ClientInterceptor;
@@ -9,7 +10,6 @@ import io.grpc.InsecureChannelCredentials;
 import io.grpc.ManagedChannel;
 import io.grpc.ManagedChannelBuilder;
 import io.grpc.Metadata;
-import io.grpc.Status;
 import io.grpc.StatusRuntimeException;
 import io.grpc.TlsChannelCredentials;
 import io.grpc.health.v1.HealthCheckRequest;
@@ -18,7 +18,10 @@ import io.grpc.stub.AbstractStub;
 import io.grpc.stub.MetadataUtils;
 import java.io.File;
 import java.io.IOException;
+import java.io.InputStream;
 import java.io.UncheckedIOException;
+import java.math.BigDecimal;
+import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
@@ -26,7 +29,6 @@ import java.util.List;
 import java.util.Map;
 import java.util.Objects;
 import java.util.TreeMap;
-import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.TimeUnit;
 import java.util.function.Function;
 import memrank.v1.Ranking.FeedbackLabel;
@@ -50,21 +52,27 @@ import memrank.v1.RankingServiceGrpc;
  * }
  * }</pre>
  *
- * <p>Each attempt of a call without an explicit {@link Deadline} gets the client's timeout
- * (default 5 s); an explicit deadline covers all attempts. Only {@code UNAVAILABLE} is retried,
- * {@code retries} times (default 3), after {@code backoff} (default 50 ms) doubling per attempt
- * with ±50 % jitter, never past an explicit deadline. A failed call throws {@link
+ * <p>A call without an explicit {@link Deadline} gets the client's timeout (default 5 s); either
+ * deadline bounds all the call's attempts together. Retries are grpc-java's own, from the gRPC
+ * service config every memrank client ships ({@code clients/service_config.json}, in the jar as
+ * {@code dev/memrank/client/service_config.json}): only {@code UNAVAILABLE} is retried, 3 times,
+ * the delay before retry k random in [0, min(50 ms * 2^(k-1), 1 s)]; {@code retries} and {@code
+ * backoff} are mapped onto it ({@link #serviceConfig(int, Duration)}). A failed call throws {@link
  * RankingException} with the code, the BadRequest field violations and the ErrorInfo reason.
  */
 public final class RankingClient implements AutoCloseable {
-  /** Deadline of each attempt of a call that sets none. */
+  /** Deadline of a call that sets none, for all its attempts together. */
   public static final Duration DEFAULT_TIMEOUT = Duration.ofSeconds(5);
-  /** How often a call failing with UNAVAILABLE is retried. */
+  /** How often a call failing with UNAVAILABLE is retried: the shipped service config's maxAttempts - 1. */
   public static final int DEFAULT_RETRIES = 3;
-  /** First retry delay; it doubles per attempt, with jitter. */
+  /** The shipped service config's initialBackoff; the cap doubles per retry, the delay random below it. */
   public static final Duration DEFAULT_BACKOFF = Duration.ofMillis(50);
   /** Largest message sent or received (64 MiB, as the Python client). */
   public static final int DEFAULT_MAX_MESSAGE_BYTES = 64 << 20;
+  /** gRPC's cap on retryPolicy.maxAttempts (gRFC A6): more attempts count as 5. */
+  public static final int MAX_ATTEMPTS = 5;
+  /** The service config's resource in the jar. */
+  static final String SERVICE_CONFIG = "service_config.json";
 
   private static final Metadata.Key<String> AUTHORIZATION =
       Metadata.Key.of("authorization", Metadata.ASCII_STRING_MARSHALLER);
@@ -73,12 +81,18 @@ public final class RankingClient implements AutoCloseable {
   private final RankingServiceGrpc.RankingServiceBlockingStub stub;
   private final HealthGrpc.HealthBlockingStub health;
   private final Duration timeout;
-  private final int retries;
-  private final Duration backoff;
+  private final Map<String, Object> serviceConfig;
 
   private RankingClient(Builder b) {
+    serviceConfig = serviceConfig(b.retries, b.backoff);
     ManagedChannelBuilder<?> cb = Grpc.newChannelBuilder(b.target, b.credentials)
-        .maxInboundMessageSize(b.maxMessageBytes);
+        .maxInboundMessageSize(b.maxMessageBytes)
+        .defaultServiceConfig(serviceConfig)
+        .disableServiceConfigLookUp() // this config, never one from the name resolver (DNS)
+        .enableRetry()
+        // A request larger than the retry buffer (default 1 MiB) would be committed, never retried.
+        .perRpcBufferLimit(b.maxMessageBytes)
+        .retryBufferSize(Math.max(16L << 20, b.maxMessageBytes));
     if (b.authority != null) {
       cb.overrideAuthority(b.authority);
     }
@@ -94,8 +108,68 @@ public final class RankingClient implements AutoCloseable {
     stub = RankingServiceGrpc.newBlockingStub(channel).withMaxOutboundMessageSize(b.maxMessageBytes);
     health = HealthGrpc.newBlockingStub(channel);
     timeout = b.timeout;
-    retries = b.retries;
-    backoff = b.backoff;
+  }
+
+  /**
+   * The gRPC service config of a client built with {@code retries} (-1: the shipped config's) and
+   * {@code backoff} ({@code null}: the shipped config's): the shipped {@code service_config.json}
+   * with maxAttempts = min(retries + 1, 5) (retries 0 removes the retry policy; more than 4 also
+   * sets waitForReady, so calls wait for a server that is not up yet, up to their deadline) and
+   * initialBackoff = backoff (maxBackoff raised to it when lower). Numbers are Doubles, as
+   * grpc-java's {@code defaultServiceConfig} wants them.
+   */
+  @SuppressWarnings("unchecked")
+  public static Map<String, Object> serviceConfig(int retries, Duration backoff) {
+    Map<String, Object> config = new Gson().fromJson(ShippedConfig.TEXT, Map.class);
+    for (Object m : (List<Object>) config.getOrDefault("methodConfig", List.of())) {
+      Map<String, Object> method = (Map<String, Object>) m;
+      Map<String, Object> policy = (Map<String, Object>) method.get("retryPolicy");
+      if (policy == null) {
+        continue;
+      }
+      if (retries == 0) {
+        method.remove("retryPolicy");
+        continue;
+      }
+      if (retries > 0) {
+        policy.put("maxAttempts", (double) Math.min(retries + 1, MAX_ATTEMPTS));
+        if (retries + 1 > MAX_ATTEMPTS) {
+          method.put("waitForReady", true);
+        }
+      }
+      if (backoff != null) {
+        policy.put("initialBackoff", duration(backoff));
+        if (seconds((String) policy.get("maxBackoff")) * 1e9 < backoff.toNanos()) {
+          policy.put("maxBackoff", duration(backoff));
+        }
+      }
+    }
+    return config;
+  }
+
+  /** The shipped service config's text, read once. */
+  private static final class ShippedConfig {
+    static final String TEXT = read();
+
+    private static String read() {
+      try (InputStream in = RankingClient.class.getResourceAsStream(SERVICE_CONFIG)) {
+        if (in == null) {
+          throw new IllegalStateException("memrank: " + SERVICE_CONFIG + " is missing from the jar");
+        }
+        return new String(in.readAllBytes(), StandardCharsets.UTF_8);
+      } catch (IOException e) {
+        throw new UncheckedIOException("memrank: cannot read " + SERVICE_CONFIG, e);
+      }
+    }
+  }
+
+  /** A protobuf JSON Duration ("0.05s"). */
+  private static String duration(Duration d) {
+    return new BigDecimal(d.toNanos()).movePointLeft(9).stripTrailingZeros().toPlainString() + "s";
+  }
+
+  private static double seconds(String duration) {
+    return Double.parseDouble(duration.substring(0, duration.length() - 1));
   }
 
   /** A builder of a client of the sidecar at {@code target} ("host:port" or any gRPC target). */
@@ -103,7 +177,7 @@ public final class RankingClient implements AutoCloseable {
     return new Builder(target);
   }
 
-  /** A client of the sidecar at {@code target} with the defaults (insecure, 5 s, 3 retries). */
+  /** A client of the sidecar at {@code target} with the defaults (insecure, 5 s, the shipped retry policy). */
   public static RankingClient connect(String target) {
     return builder(target).build();
   }
@@ -175,6 +249,11 @@ public final class RankingClient implements AutoCloseable {
     return call(health, deadline, s -> s.check(req)).getStatus().name();
   }
 
+  /** The gRPC service config of this client's channel (see {@link #serviceConfig(int, Duration)}). */
+  public Map<String, Object> serviceConfig() {
+    return serviceConfig;
+  }
+
   /** The underlying channel, for other services on the same connection. */
   public ManagedChannel channel() {
     return channel;
@@ -199,30 +278,14 @@ public final class RankingClient implements AutoCloseable {
     return Timestamp.newBuilder().setSeconds(at.getEpochSecond()).setNanos(at.getNano()).build();
   }
 
-  /** Runs fn under the deadline, retrying UNAVAILABLE with jittered exponential backoff. */
+  /** Runs fn under the deadline (the client's timeout when null); grpc-java retries within it. */
   private <S extends AbstractStub<S>, T> T call(S stub, Deadline deadline, Function<S, T> fn) {
-    for (int attempt = 0; ; attempt++) {
-      Deadline d = deadline != null ? deadline
-          : timeout.isZero() || timeout.isNegative() ? null : Deadline.after(timeout.toNanos(), TimeUnit.NANOSECONDS);
-      try {
-        return fn.apply(d == null ? stub : stub.withDeadline(d));
-      } catch (StatusRuntimeException err) {
-        if (err.getStatus().getCode() != Status.Code.UNAVAILABLE || attempt >= retries) {
-          throw RankingException.from(err);
-        }
-        long base = backoff.toNanos() << Math.min(attempt, 30);
-        long delay = base / 2 + ThreadLocalRandom.current().nextLong(base + 1);
-        if (deadline != null && deadline.timeRemaining(TimeUnit.NANOSECONDS) <= delay) {
-          throw RankingException.from(err);
-        }
-        try {
-          TimeUnit.NANOSECONDS.sleep(delay);
-        } catch (InterruptedException e) {
-          Thread.currentThread().interrupt();
-          throw RankingException.from(Status.CANCELLED.withDescription("interrupted while waiting to retry")
-              .withCause(e).asRuntimeException());
-        }
-      }
+    Deadline d = deadline != null ? deadline
+        : timeout.isZero() || timeout.isNegative() ? null : Deadline.after(timeout.toNanos(), TimeUnit.NANOSECONDS);
+    try {
+      return fn.apply(d == null ? stub : stub.withDeadline(d));
+    } catch (StatusRuntimeException err) {
+      throw RankingException.from(err);
     }
   }
 
@@ -230,8 +293,8 @@ public final class RankingClient implements AutoCloseable {
   public static final class Builder {
     private final String target;
     private Duration timeout = DEFAULT_TIMEOUT;
-    private int retries = DEFAULT_RETRIES;
-    private Duration backoff = DEFAULT_BACKOFF;
+    private int retries = -1; // the service config's
+    private Duration backoff; // the service config's
     private ChannelCredentials credentials = InsecureChannelCredentials.create();
     private String token;
     private String authority;
@@ -242,13 +305,17 @@ public final class RankingClient implements AutoCloseable {
       this.target = Objects.requireNonNull(target, "target");
     }
 
-    /** Deadline of each attempt of a call that sets none (default 5 s; zero: none). */
+    /** Deadline of a call that sets none, for all its attempts together (default 5 s; zero: none). */
     public Builder timeout(Duration timeout) {
       this.timeout = Objects.requireNonNull(timeout, "timeout");
       return this;
     }
 
-    /** How often a call failing with UNAVAILABLE is retried (default 3; 0: never). */
+    /**
+     * How often a call failing with UNAVAILABLE is retried (default 3, the service config's; 0: never).
+     * gRPC makes at most 5 attempts, so more than 4 gives 4 retries and also makes calls wait for the
+     * connection (waitForReady) up to their deadline, to ride out a server that is not up yet.
+     */
     public Builder retries(int retries) {
       if (retries < 0) {
         throw new IllegalArgumentException("retries must be >= 0, got " + retries);
@@ -257,9 +324,15 @@ public final class RankingClient implements AutoCloseable {
       return this;
     }
 
-    /** The first retry delay; it doubles per attempt, with ±50 % jitter (default 50 ms). */
+    /**
+     * The service config's initialBackoff (default 50 ms): the delay before retry k is random in
+     * [0, min(backoff * 2^(k-1), maxBackoff)], maxBackoff raised to backoff when lower.
+     */
     public Builder backoff(Duration backoff) {
-      this.backoff = Objects.requireNonNull(backoff, "backoff");
+      if (Objects.requireNonNull(backoff, "backoff").isZero() || backoff.isNegative()) {
+        throw new IllegalArgumentException("backoff must be > 0, got " + backoff);
+      }
+      this.backoff = backoff;
       return this;
     }
 
@@ -313,7 +386,7 @@ public final class RankingClient implements AutoCloseable {
       return this;
     }
 
-    /** Client interceptors, run on every attempt. */
+    /** Client interceptors, run once per call (gRPC's retries happen below them, replaying their headers). */
     public Builder intercept(ClientInterceptor... interceptors) {
       this.interceptors.addAll(List.of(interceptors));
       return this;

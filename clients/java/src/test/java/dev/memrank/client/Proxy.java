@@ -19,6 +19,8 @@ import io.grpc.stub.StreamObserver;
 import java.io.IOException;
 import java.util.List;
 import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.Executors;
+import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import memrank.v1.Ranking.RankRequest;
@@ -42,10 +44,13 @@ final class Proxy implements AutoCloseable {
   /** The nanoseconds left of each call's deadline on arrival (Long.MAX_VALUE when it had none). */
   final List<Long> deadlines = new CopyOnWriteArrayList<>();
   volatile int failFirst;
+  /** How long a failing call waits before it answers UNAVAILABLE. */
+  volatile long failAfterMs;
   volatile boolean hang;
 
   private final ManagedChannel upstream;
   private final Server server;
+  private final ScheduledExecutorService timer = Executors.newSingleThreadScheduledExecutor();
 
   Proxy(String upstreamAddr, ServerCredentials credentials) throws IOException {
     upstream = Grpc.newChannelBuilder(upstreamAddr, InsecureChannelCredentials.create()).build();
@@ -62,7 +67,13 @@ final class Proxy implements AutoCloseable {
           return; // never answers: the caller's deadline ends the call
         }
         if (n <= failFirst) {
-          out.onError(Status.UNAVAILABLE.withDescription("proxy: failing call " + n).asRuntimeException());
+          Runnable fail = () -> out.onError(
+              Status.UNAVAILABLE.withDescription("proxy: failing call " + n).asRuntimeException());
+          if (failAfterMs > 0) {
+            timer.schedule(fail, failAfterMs, TimeUnit.MILLISECONDS);
+          } else {
+            fail.run();
+          }
           return;
         }
         try {
@@ -94,6 +105,7 @@ final class Proxy implements AutoCloseable {
   public void close() {
     server.shutdownNow();
     upstream.shutdownNow();
+    timer.shutdownNow();
     try {
       server.awaitTermination(5, TimeUnit.SECONDS);
       upstream.awaitTermination(5, TimeUnit.SECONDS);

@@ -6,18 +6,22 @@ import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import com.google.gson.Gson;
 import io.grpc.CallOptions;
 import io.grpc.Channel;
 import io.grpc.ClientCall;
 import io.grpc.ClientInterceptor;
+import io.grpc.ClientStreamTracer;
 import io.grpc.Deadline;
 import io.grpc.InsecureServerCredentials;
+import io.grpc.Metadata;
 import io.grpc.MethodDescriptor;
 import io.grpc.Status;
 import io.grpc.TlsServerCredentials;
 import java.io.File;
 import java.io.IOException;
 import java.net.ServerSocket;
+import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.List;
@@ -38,20 +42,79 @@ import org.junit.jupiter.api.io.TempDir;
 
 /**
  * The client's surface against the live server at MEMRANK_ADDR: typed errors with the server's
- * own rich details, deadlines, the bearer token, retries only on UNAVAILABLE, TLS and mutual TLS.
+ * own rich details, deadlines, the bearer token, retries only on UNAVAILABLE (grpc-java's, from the
+ * shared service config), TLS and mutual TLS.
  * Where the real server cannot be asked to fail or stall, a {@link Proxy} in front of it does.
  */
 class RankingClientTest {
 
-  /** Counts the attempts the client makes (interceptors run on every attempt). */
+  /**
+   * Counts the attempts the client makes: interceptors run once per call, above grpc-java's
+   * retries, but a stream tracer is made for every attempt (a refused one included).
+   */
   static final class Attempts implements ClientInterceptor {
     final AtomicInteger n = new AtomicInteger();
+    private final ClientStreamTracer.Factory tracers = new ClientStreamTracer.Factory() {
+      @Override
+      public ClientStreamTracer newClientStreamTracer(ClientStreamTracer.StreamInfo info, Metadata headers) {
+        n.incrementAndGet();
+        return new ClientStreamTracer() {};
+      }
+    };
 
     @Override
     public <Q, R> ClientCall<Q, R> interceptCall(MethodDescriptor<Q, R> method, CallOptions options, Channel next) {
-      n.incrementAndGet();
-      return next.newCall(method, options);
+      return next.newCall(method, options.withStreamTracerFactory(tracers));
     }
+  }
+
+  @SuppressWarnings("unchecked")
+  private static Map<String, Object> rankingMethod(Map<String, Object> config) {
+    for (Object m : (List<Object>) config.get("methodConfig")) {
+      Map<String, Object> method = (Map<String, Object>) m;
+      for (Object n : (List<Object>) method.get("name")) {
+        if ("memrank.v1.RankingService".equals(((Map<String, Object>) n).get("service"))) {
+          return method;
+        }
+      }
+    }
+    throw new AssertionError("no method config for memrank.v1.RankingService in " + config);
+  }
+
+  @SuppressWarnings("unchecked")
+  private static Map<String, Object> policy(Map<String, Object> config) {
+    return (Map<String, Object>) rankingMethod(config).get("retryPolicy");
+  }
+
+  @Test
+  @SuppressWarnings("unchecked")
+  void theServiceConfigIsTheSharedFileAndSaysWhatTheDefaultsAre() throws IOException {
+    String shared = Files.readString(Path.of("..", "service_config.json"));
+    Map<String, Object> shipped = RankingClient.serviceConfig(-1, null);
+    assertEquals(new Gson().fromJson(shared, Map.class), shipped, "the jar's copy is clients/service_config.json");
+    Map<String, Object> p = policy(shipped);
+    assertEquals((double) (RankingClient.DEFAULT_RETRIES + 1), p.get("maxAttempts"));
+    assertEquals("0.05s", p.get("initialBackoff"));
+    assertEquals(Duration.ofMillis(50), RankingClient.DEFAULT_BACKOFF);
+    assertEquals(List.of("UNAVAILABLE"), p.get("retryableStatusCodes"));
+    try (RankingClient client = RankingClient.connect("127.0.0.1:1")) {
+      assertEquals(shipped, client.serviceConfig());
+    }
+  }
+
+  @Test
+  void retriesAndBackoffMapOntoTheServiceConfig() {
+    assertEquals(null, policy(RankingClient.serviceConfig(0, null)), "retries 0: no retry policy");
+    Map<String, Object> longer = RankingClient.serviceConfig(10, Duration.ofSeconds(2));
+    assertEquals(5.0, policy(longer).get("maxAttempts"));
+    assertEquals(Boolean.TRUE, rankingMethod(longer).get("waitForReady"));
+    assertEquals("2s", policy(longer).get("initialBackoff"));
+    assertEquals("2s", policy(longer).get("maxBackoff"));
+    Map<String, Object> shorter = RankingClient.serviceConfig(2, Duration.ofMillis(10));
+    assertEquals(3.0, policy(shorter).get("maxAttempts"));
+    assertEquals(null, rankingMethod(shorter).get("waitForReady"));
+    assertEquals("0.01s", policy(shorter).get("initialBackoff"));
+    assertEquals("1s", policy(shorter).get("maxBackoff"));
   }
 
   private static List<String> ids(RankResponse resp) {
@@ -167,21 +230,47 @@ class RankingClientTest {
   }
 
   @Test
-  void aRefusedConnectionIsUnavailableAndRetriedWithBackoff() throws IOException {
+  void aRefusedConnectionIsRetriedAndEndsWithinTheDeadline() throws IOException {
     int port;
     try (ServerSocket s = new ServerSocket(0, 1, java.net.InetAddress.getLoopbackAddress())) {
       port = s.getLocalPort();
     }
     Attempts attempts = new Attempts();
     try (RankingClient client = RankingClient.builder("127.0.0.1:" + port).retries(2)
-        .backoff(Duration.ofMillis(40)).intercept(attempts).build()) {
+        .backoff(Duration.ofMillis(1)).intercept(attempts).build()) {
+      RankingException e = assertThrows(RankingException.class, () -> client.rank(Live.good()));
+      assertEquals(Status.Code.UNAVAILABLE, e.code());
+      assertEquals(3, attempts.n.get(), "nothing listens: every attempt UNAVAILABLE, retried twice");
+    }
+    // 10 retries: waitForReady, so the call waits for the server until its deadline ends it.
+    try (RankingClient client = RankingClient.builder("127.0.0.1:" + port).retries(10)
+        .timeout(Duration.ofMillis(500)).build()) {
       long start = System.nanoTime();
       RankingException e = assertThrows(RankingException.class, () -> client.rank(Live.good()));
       long elapsedMs = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - start);
-      assertEquals(Status.Code.UNAVAILABLE, e.code());
-      assertEquals(3, attempts.n.get());
-      // Delays 40 ms and 80 ms, each at least half of that with the jitter.
-      assertTrue(elapsedMs >= 60, "retried after " + elapsedMs + " ms");
+      assertEquals(Status.Code.DEADLINE_EXCEEDED, e.code(), e.getMessage());
+      assertTrue(elapsedMs < 1500, "the call outlived its 500 ms deadline: " + elapsedMs + " ms");
+    }
+  }
+
+  /**
+   * Every attempt answers UNAVAILABLE after 150 ms: five attempts would take at least 750 ms, so a
+   * call ending before that was cut by its 400 ms deadline, with a retry in it.
+   */
+  @Test
+  void theDeadlineBoundsEveryAttempt() throws Exception {
+    try (Proxy proxy = new Proxy(Live.addr(), InsecureServerCredentials.create());
+        RankingClient client = RankingClient.builder(proxy.address()).timeout(Duration.ofMillis(400))
+            .retries(4).backoff(Duration.ofMillis(1)).build()) {
+      proxy.failFirst = 100;
+      proxy.failAfterMs = 150;
+      long start = System.nanoTime();
+      RankingException e = assertThrows(RankingException.class, () -> client.rank(Live.good()));
+      long elapsedMs = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - start);
+      assertTrue(e.code() == Status.Code.DEADLINE_EXCEEDED || e.code() == Status.Code.UNAVAILABLE, e.getMessage());
+      assertTrue(elapsedMs < 750, "the call outlived its 400 ms deadline: " + elapsedMs + " ms");
+      int calls = proxy.calls.get();
+      assertTrue(calls >= 2 && calls <= 3, "want 2 or 3 attempts within the deadline, the server saw " + calls);
     }
   }
 
