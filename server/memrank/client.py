@@ -42,21 +42,19 @@ from memrank._gen.v1.ranking_pb2 import (
     SignalWeight,
     Source,
 )
-from memrank.grpc.client import (
-    AsyncRankingClient,
+from memrank.grpc.client import RankingClient, tls_credentials
+from memrank.grpc.client_async import AsyncRankingClient
+from memrank.grpc.client_config import service_config
+from memrank.grpc.client_errors import (
     FieldError,
     InvalidArgument,
-    RankingClient,
     RankingError,
-    ReceiptCheck,
     ResourceExhausted,
     Unauthenticated,
     Unavailable,
-    pack_embeddings,
-    service_config,
-    tls_credentials,
-    verify_receipt,
 )
+from memrank.grpc.client_requests import pack_embeddings
+from memrank.grpc.verify import ReceiptCheck, verify_receipt
 
 __all__ = [
     "AdmissionDecision",

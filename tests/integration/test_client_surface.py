@@ -107,7 +107,10 @@ def test_no_server_is_unavailable_and_other_codes_stay_plain(client: RankingClie
         nobody.health()
     with pytest.raises(RankingError) as late:
         client.rank(good(), timeout=0)
-    assert type(late.value) is RankingError and late.value.code == grpc.StatusCode.DEADLINE_EXCEEDED
+    # A deadline of 0: grpc's own DEADLINE_EXCEEDED, or, when the server saw the call first, its CANCELLED for a
+    # caller that has gone (the server stops work on it); either way a plain RankingError.
+    assert type(late.value) is RankingError
+    assert late.value.code in (grpc.StatusCode.DEADLINE_EXCEEDED, grpc.StatusCode.CANCELLED)
     with pytest.raises(RankingError) as off:
         client.record_feedback("0" * 64, {"m1": 3})  # this server keeps no decision log
     assert type(off.value) is RankingError and off.value.code == grpc.StatusCode.FAILED_PRECONDITION

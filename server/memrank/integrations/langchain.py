@@ -31,7 +31,7 @@ from pydantic import ConfigDict, Field, PrivateAttr, SecretStr
 
 from memrank._gen.v1 import ranking_pb2 as pb
 from memrank.grpc.client import RankingClient
-from memrank.integrations.aio import AsyncRankingClient
+from memrank.grpc.client_async import AsyncRankingClient
 from memrank.integrations.connection import Connection
 from memrank.integrations.mapping import Item, MetadataKeys, ScoreMode, build_request, selections
 
