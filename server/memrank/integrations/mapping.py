@@ -1,5 +1,8 @@
 """The one mapping from a framework's documents to memrank candidates, shared by every adapter.
 
+Past 250 lines on purpose: the table below is the mapping's documentation, and the code reading each of its rows
+stays beside it (the value readers are ``values``').
+
 Each adapter (``memrank.integrations.langchain``, ``.llamaindex``, ``.haystack``)
 turns its documents into :class:`Item` s and calls :func:`build_request`; the
 response goes back through :func:`selections`. What is read, from where:
