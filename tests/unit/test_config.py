@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import re
-from dataclasses import replace
+from dataclasses import fields, replace
 from pathlib import Path
+from typing import Any
 
 import pytest
+import yaml
 
-from memrank.config import load_settings
+from memrank.config import BOUNDS, ENV_KEYS, Settings, load_settings
+from memrank.core.batch import LayerSpec
 from memrank.core.errors import ConfigError
 
 
@@ -120,3 +123,152 @@ def test_metrics_listen_where_grpc_listens_unless_told_otherwise() -> None:
     assert replace(s, address="[::1]:50051").metrics_host == "::1"
     assert replace(s, address="127.0.0.1:50051", metrics_address="0.0.0.0").metrics_host == "0.0.0.0"
     assert load_settings(env={"MEMRANK_METRICS_ADDRESS": "127.0.0.2"}).server.metrics_host == "127.0.0.2"
+
+
+# ---------------------------------------------------------------- types (pydantic, strict), issue 23 §4
+
+
+def _load_file(tmp_path: Path, text: str, env: dict[str, str] | None = None) -> Settings:
+    f = tmp_path / "c.yaml"
+    f.write_text(text)
+    return load_settings(str(f), env=env or {})
+
+
+@pytest.mark.parametrize(("text", "env", "message"), [
+    # 400.7 used to become 400 without a word
+    ("limits:\n  max_candidates: 400.7\n", {}, "limits.max_candidates: expected a whole number, got 400.7"),
+    ("", {"MEMRANK_MAX_CANDIDATES": "400.7"}, "limits.max_candidates: expected int, got '400.7'"),
+    ("server:\n  workers: 1.5\n", {}, "server.workers: expected a whole number, got 1.5"),
+    ("limits:\n  max_candidates: .inf\n", {}, "limits.max_candidates: expected a whole number, got inf"),
+    ("layers:\n  - {name: a, floor_tokens: 2.5}\n", {}, "layers[0].floor_tokens: expected a whole number, got 2.5"),
+])
+def test_a_fraction_for_a_whole_number_key_is_refused_naming_the_key(tmp_path: Path, text: str,
+                                                                     env: dict[str, str], message: str) -> None:
+    with pytest.raises(ConfigError) as err:
+        _load_file(tmp_path, text, env)
+    assert str(err.value) == message
+
+
+def test_a_whole_number_key_takes_a_float_without_a_fraction_from_a_file_and_from_the_environment(
+        tmp_path: Path) -> None:
+    # As JSON Schema's "integer" (the chart's values.schema.json): 400.0 is 400, in a file and in a variable.
+    for s in (_load_file(tmp_path, "limits:\n  max_candidates: 400.0\n"),
+              load_settings(env={"MEMRANK_MAX_CANDIDATES": "400.0"})):
+        assert s.limits.max_candidates == 400 and type(s.limits.max_candidates) is int
+    layer = _load_file(tmp_path, "layers:\n  - {name: a, floor_tokens: 256.0}\n").layers[0]
+    assert layer.floor_tokens == 256 and type(layer.floor_tokens) is int
+
+
+@pytest.mark.parametrize(("text", "message"), [
+    ("security:\n  auth_open_methods: null\n", "security.auth_open_methods: expected a string, got null"),  # was
+    ("server:\n  address: null\n", "server.address: expected a string, got null"),  # AttributeError / a crash
+    ("server:\n  log_level: null\n", "server.log_level: expected a string, got null"),
+    ("decision_log:\n  sink: null\n", "decision_log.sink: expected a string, got null"),
+])
+def test_null_for_a_string_key_is_refused_naming_the_key(tmp_path: Path, text: str, message: str) -> None:
+    with pytest.raises(ConfigError) as err:
+        _load_file(tmp_path, text)
+    assert str(err.value) == message
+
+
+def test_keys_that_may_be_null_take_null_and_empty(tmp_path: Path) -> None:
+    s = _load_file(tmp_path, "security:\n  receipt_key_file: null\n  tls_cert_file: ''\n"
+                             "tracing:\n  endpoint: ''\n  sampler_ratio: null\nserver:\n  health_address: ''\n")
+    assert (s.security.receipt_key_file, s.security.tls_cert_file) == (None, None)
+    assert (s.tracing.endpoint, s.tracing.sampler_ratio, s.server.health_address) == (None, None, None)
+    env = load_settings(env={"MEMRANK_HEALTH_ADDRESS": "", "MEMRANK_TRACING_SAMPLER_RATIO": ""})
+    assert (env.server.health_address, env.tracing.sampler_ratio) == (None, None)
+
+
+@pytest.mark.parametrize(("text", "message"), [
+    ('server:\n  workers: "2"\n', "server.workers: expected int, got '2'"),
+    ("server:\n  workers: true\n", "server.workers: expected int, got True"),
+    ('server:\n  grace_period_seconds: "5"\n', "server.grace_period_seconds: expected float, got '5'"),
+    ("server:\n  address: 50051\n", "server.address: expected a string, got 50051"),
+    ("server:\n  address: true\n", "server.address: expected str, got True"),
+    ("tracing:\n  service_name: 123\n", "tracing.service_name: expected a string, got 123"),
+    ('decision_log:\n  enabled: "true"\n', "decision_log.enabled: expected true or false, got 'true'"),
+    ("decision_log:\n  enabled: 1\n", "decision_log.enabled: expected true or false, got 1"),
+    ('layers:\n  - {name: a, share: "0.4"}\n', "layers[0].share: expected float, got '0.4'"),
+    ("layers:\n  - {name: 5}\n", "layers[0].name: expected a string, got 5"),
+])
+def test_a_file_value_has_its_keys_type(tmp_path: Path, text: str, message: str) -> None:
+    """Strict, as the chart's values.schema.json: a number is not a string, a string not a number or a bool."""
+    with pytest.raises(ConfigError) as err:
+        _load_file(tmp_path, text)
+    assert str(err.value) == message
+
+
+def test_an_environment_variable_is_read_as_its_keys_type() -> None:
+    s = load_settings(env={"MEMRANK_WORKERS": " 3 ", "MEMRANK_GRACE_PERIOD_SECONDS": "2.5",
+                           "MEMRANK_DECISION_LOG_ENABLED": "yes", "MEMRANK_TRACING_ENABLED": "on",
+                           "MEMRANK_METRICS_ADDRESS": "127.0.0.9", "MEMRANK_TRACING_SERVICE_NAME": "123"})
+    assert (s.server.workers, s.server.grace_period_seconds, s.decision_log.enabled, s.tracing.enabled) == (
+        3, 2.5, True, True)
+    assert (s.server.metrics_address, s.tracing.service_name) == ("127.0.0.9", "123")
+    with pytest.raises(ConfigError, match=r"^decision_log\.enabled: expected true or false, got 'maybe'$"):
+        load_settings(env={"MEMRANK_DECISION_LOG_ENABLED": "maybe"})
+    with pytest.raises(ConfigError, match=r"^server\.grace_period_seconds: expected a finite number, got '1e999'$"):
+        load_settings(env={"MEMRANK_GRACE_PERIOD_SECONDS": "1e999"})
+
+
+def _sample(key: str, default: Any) -> tuple[str, Any]:
+    """A valid value of ``key`` other than its default: (the variable's text, the value it reads as)."""
+    texts = {"server.address": "127.0.0.1:1", "server.metrics_address": "127.0.0.2", "server.log_level": "debug",
+             "server.health_address": "127.0.0.1:2", "decision_log.sink": "file", "decision_log.content": "plain",
+             "security.auth_open_methods": "a.B", "tracing.endpoint": "http://x", "tracing.service_name": "svc"}
+    if key in texts:
+        return texts[key], texts[key]
+    if isinstance(default, bool):
+        return "true", True
+    if key in BOUNDS:
+        lo, hi = BOUNDS[key]
+        value = hi if lo == default else lo
+        assert value is not None
+        return str(value), value
+    return f"/run/{key}", f"/run/{key}"  # a file's path
+
+
+def test_every_environment_variable_sets_its_key() -> None:
+    """Every MEMRANK_* spelling keeps working: each variable alone (a TLS pair and a log path given, which some
+    need) sets its key and nothing else."""
+    base = {"MEMRANK_TLS_CERT_FILE": "/run/cert", "MEMRANK_TLS_KEY_FILE": "/run/key",
+            "MEMRANK_DECISION_LOG_PATH": "/run/log"}
+    before = load_settings(env=base).as_dict()
+    for var, key in ENV_KEYS.items():
+        section, name = key.split(".")
+        text, value = _sample(key, before[section][name])
+        after = load_settings(env={**base, var: text}).as_dict()
+        assert after[section][name] == value and value != before[section][name], var
+        after[section][name] = before[section][name]
+        assert after == before, var
+
+
+@pytest.mark.parametrize(("text", "message"), [
+    # a file's unknown keys first, in the file's order
+    ("server:\n  workers: 99\nlimits:\n  bogus: 1\nnope: 1\n", "limits.bogus: unknown key"),
+    ("nope: 1\nlimits:\n  bogus: 1\n", "nope: unknown key"),
+    # then section by section, in this order: server, limits, security, drift, decision_log, tracing, layers
+    ("tracing:\n  sampler_ratio: 2\nserver:\n  workers: 99\n", "server.workers: 99 is outside"),
+    # within one: the keys' types, their forms, their bounds, then the checks across keys
+    ("server:\n  workers: 99\n  thread_pool_size: x\n", "server.thread_pool_size: expected int, got 'x'"),
+    ("server:\n  workers: 99\n  address: nonsense\n", "server.address: expected host:port"),
+    ("server:\n  log_level: verbose\n  max_inflight_bytes: 2000\n", "server.max_inflight_bytes: 2000 is below"),
+    ("decision_log:\n  queue_size: 0\n  content: redact\n", "decision_log.content: 'redact' is not one of"),
+    # server.health_address is checked after the limits
+    ("server:\n  health_address: '8081'\nlimits:\n  max_facets: 0\n", "limits.max_facets: 0 must be at least 1"),
+    ("server:\n  health_address: '8081'\nsecurity:\n  tls_cert_file: c\n", "server.health_address: expected"),
+    # layers item by item: the item's form, its unknown keys, its keys in order
+    ("layers:\n  - {name: a, share: -1, zz: 1}\n  - {}\n", "layers[0].zz: unknown layer key"),
+    ("layers:\n  - {name: a, share: -1}\n  - {}\n", "layers[0].share: -1.0 must be >= 0"),
+])
+def test_with_several_errors_the_first_checked_is_reported(tmp_path: Path, text: str, message: str) -> None:
+    with pytest.raises(ConfigError) as err:
+        _load_file(tmp_path, text)
+    assert str(err.value).startswith(message), str(err.value)
+
+
+def test_a_layer_given_by_name_is_the_default_layer_spec(tmp_path: Path) -> None:
+    every: dict[str, Any] = {f.name: f.default if f.name != "name" else "b" for f in fields(LayerSpec)}
+    s = _load_file(tmp_path, yaml.safe_dump({"layers": [{"name": "a"}, every]}))
+    assert s.layers == (LayerSpec("a"), LayerSpec(**every))
