@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from memrank import config
+from memrank.config import keys
 from memrank.core.batch import LayerSpec
 from memrank.core.profile import Profile, RecencySpec, SignalSpec
 from memrank.core.text.stem import LANGUAGES
@@ -42,13 +43,13 @@ HOST_PORT = r"^.+:0*([0-9]{1,4}|[1-5][0-9]{4}|6[0-4][0-9]{3}|65[0-4][0-9]{2}|655
 STRINGS: dict[str, dict[str, Any]] = {
     "server.address": {"pattern": HOST_PORT},
     "server.health_address": {"pattern": HOST_PORT},
-    "server.log_level": {"enum": list(config.LOG_LEVELS)},
+    "server.log_level": {"enum": list(keys.LOG_LEVELS)},
     # comma-separated, blanks around entries and empty entries allowed (_check_security strips and skips them)
     "security.auth_open_methods": {
-        "pattern": rf"^\s*(?:(?:{config.OPEN_METHOD})\s*)?(?:,\s*(?:(?:{config.OPEN_METHOD})\s*)?)*$"},
-    "decision_log.sink": {"enum": list(config.DECISION_SINKS)},
-    "decision_log.content": {"enum": list(config.DECISION_CONTENT)},
-    "tracing.endpoint": {"pattern": rf"^(?:{config.TRACING_ENDPOINT})?$"},  # "" = null (load_settings)
+        "pattern": rf"^\s*(?:(?:{keys.OPEN_METHOD})\s*)?(?:,\s*(?:(?:{keys.OPEN_METHOD})\s*)?)*$"},
+    "decision_log.sink": {"enum": list(keys.DECISION_SINKS)},
+    "decision_log.content": {"enum": list(keys.DECISION_CONTENT)},
+    "tracing.endpoint": {"pattern": rf"^(?:{keys.TRACING_ENDPOINT})?$"},  # "" = null (load_settings)
     "tracing.service_name": {"pattern": r"^$|\S"},  # not blank; "" = null (load_settings)
 }
 # profile_from_mapping (memrank.profiles.model) keeps its bounds inline; tests/helm/test_config_schema.py

@@ -165,7 +165,8 @@ def held_conversion(monkeypatch: pytest.MonkeyPatch) -> Iterator[HeldConversion]
     held = HeldConversion()
     real_convert, real_rank = service.convert.request_to_domain, service.rank
     rpc_log = logging.getLogger("memrank.rpc")
-    monkeypatch.setattr(rpc_log, "level", logging.INFO)
+    level = rpc_log.level
+    rpc_log.setLevel(logging.INFO)  # setLevel, not the attribute: it clears the loggers' cached isEnabledFor
     rpc_log.addHandler(held)
 
     def gated(request: pb.RankRequest, now: float, *columns):  # type: ignore[no-untyped-def]
@@ -182,6 +183,7 @@ def held_conversion(monkeypatch: pytest.MonkeyPatch) -> Iterator[HeldConversion]
     yield held
     held.release.set()
     rpc_log.removeHandler(held)
+    rpc_log.setLevel(level)
 
 
 def test_the_server_stops_work_on_a_call_past_its_deadline(server: Running, held_conversion: HeldConversion) -> None:

@@ -85,7 +85,7 @@ EDGE_AND_UP = ("memrank.grpc", "memrank.client", "memrank.integrations", "memran
 @pytest.mark.parametrize(("layer", "forbidden"), [
     ("core", ("memrank.profiles", "memrank.config", "memrank.metrics", "memrank.decisions", *EDGE_AND_UP)),
     ("profiles", ("memrank.config", "memrank.metrics", "memrank.decisions", *EDGE_AND_UP)),
-    ("config.py", ("memrank.metrics", "memrank.decisions", *EDGE_AND_UP)),
+    ("config", ("memrank.metrics", "memrank.decisions", *EDGE_AND_UP)),
     ("metrics", EDGE_AND_UP),
     ("decisions", EDGE_AND_UP),
     ("grpc", EDGE_AND_UP[1:]),

@@ -1,0 +1,132 @@
+"""Settings: one frozen object, read once (built-in defaults < file < env < flags).
+
+This is the only package that reads the environment. pydantic-settings merges the sources (the packaged
+defaults.yaml, the --config file, the MEMRANK_* variables of ENV_KEYS, the flags); pydantic validates the result
+against the section dataclasses below: each key's strict type and ``Field`` bounds, then each section's checks
+across keys. Every error is one ``ConfigError`` naming the key and the bad value.
+
+Types are strict, as the chart's values.schema.json states them: in a config file a number is not a string, a
+string is not a number, and true is neither. A whole-number key takes a float without a fraction, as JSON
+Schema's "integer" does (400.0 is 400; 400.7 is refused). An environment variable is text: it is read as its
+key's type by pydantic's parsing ("400" and "400.0" are 400; true/false, 1/0, yes/no, on/off) and then checked as
+a file's value would be. A key that may be null reads "" as null (what an unset variable or chart value passes).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, fields
+from types import MappingProxyType
+from typing import Any
+
+from pydantic import ValidationError
+from pydantic_settings import InitSettingsSource, PydanticBaseSettingsSource
+
+from memrank.config.messages import config_error
+from memrank.config.sections import (
+    BOUNDS,
+    DecisionLogSettings,
+    DriftSettings,
+    Limits,
+    SecuritySettings,
+    ServerSettings,
+    TracingSettings,
+)
+from memrank.config.settings import Settings
+from memrank.config.sources import ENV_KEYS, ConfigFile, EnvSource, FileSource, builtin_defaults, nest
+from memrank.core.batch import LayerSpec
+from memrank.core.errors import ConfigError
+from memrank.core.profile import Profile
+from memrank.profiles.builtin import BUILTIN_PROFILES
+from memrank.profiles.model import profile_from_mapping, profile_to_mapping
+
+__all__ = [
+    "BOUNDS",
+    "ENV_KEYS",
+    "DecisionLogSettings",
+    "DriftSettings",
+    "Limits",
+    "SecuritySettings",
+    "ServerSettings",
+    "Settings",
+    "SettingsSource",
+    "TracingSettings",
+    "builtin_defaults",
+    "load_settings",
+]
+
+
+def _profiles(raw: Mapping[Any, Any]) -> Mapping[str, Profile]:
+    out: dict[str, Profile] = dict(BUILTIN_PROFILES)
+    for name, body in raw.items():
+        key = f"profiles.{name}"
+        if not isinstance(body, Mapping):
+            raise ConfigError(f"{key}: expected a mapping, got {body!r}")
+        body = dict(body)
+        base_name = body.pop("base", None)
+        base = out.get(str(base_name)) if base_name else out.get(str(name))
+        if base_name and base is None:
+            raise ConfigError(f"{key}.base: unknown profile {base_name!r} (known: {', '.join(sorted(out))})")
+        out[str(name)] = profile_from_mapping(key, body, base)
+    return MappingProxyType(out)
+
+
+_LAYER_DEFAULTS = {f.name: f.default for f in fields(LayerSpec) if f.name not in ("name", "share")}
+
+
+def _policy_version(limits: Limits, layers: tuple[LayerSpec, ...], profiles: Mapping[str, Profile]) -> str:
+    """A hash of what decides answers (limits, default layers, profiles), however the config spelled it: layer
+    keys at their defaults and profiles equal to the built-in ones of their name are left out, as a config file
+    that does not mention them (the default configuration hashes as it always has)."""
+    data = {
+        "limits": asdict(limits),
+        "layers": [{k: v for k, v in asdict(layer).items() if _LAYER_DEFAULTS.get(k, object()) != v}
+                   for layer in layers],
+        "profiles": {name: profile_to_mapping(p) for name, p in sorted(profiles.items())
+                     if BUILTIN_PROFILES.get(name) != p},
+    }
+    canonical = json.dumps(data, sort_keys=True, default=str)
+    return "policy-" + hashlib.sha256(canonical.encode()).hexdigest()[:12]
+
+
+def load_settings(
+    path: str | None = None,
+    env: Mapping[str, str] | None = None,
+    overrides: Mapping[str, Any] | None = None,
+) -> Settings:
+    """Load the effective settings: built-in defaults < file < env < overrides (dotted keys)."""
+    env = os.environ if env is None else env
+    file = FileSource(ConfigFile, path or env.get("MEMRANK_CONFIG") or None)
+    variables = EnvSource(ConfigFile, env)
+    flags = {dotted: value for dotted, value in (overrides or {}).items() if value is not None}
+    sources: tuple[PydanticBaseSettingsSource, ...] = (  # the first one's keys win
+        InitSettingsSource(ConfigFile, nest(flags)), variables, file,
+        InitSettingsSource(ConfigFile, builtin_defaults()),
+    )
+    try:
+        # mypy sees the fields' __init__ (pydantic's dataclass_transform), not BaseSettings' own
+        config = ConfigFile(_build_sources=(sources, {}))  # type: ignore[call-arg]
+    except ValidationError as exc:
+        raise config_error(exc, file.data, {k: t for k, t in variables.text.items() if k not in flags}) from None
+    layers = tuple(LayerSpec(**asdict(layer)) for layer in config.layers)
+    profiles = _profiles(config.profiles)
+    return Settings(
+        server=config.server, limits=config.limits, security=config.security, layers=layers, profiles=profiles,
+        policy_version=_policy_version(config.limits, layers, profiles), drift=config.drift,
+        decision_log=config.decision_log, tracing=config.tracing,
+    )
+
+
+@dataclass(frozen=True)
+class SettingsSource:
+    """Where settings come from (picklable, so worker processes can load the same settings)."""
+
+    path: str | None = None
+    overrides: tuple[tuple[str, Any], ...] = ()
+
+    def load(self) -> Settings:
+        """Load the settings this source describes."""
+        return load_settings(self.path, overrides=dict(self.overrides))
