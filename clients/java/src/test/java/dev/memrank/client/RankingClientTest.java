@@ -254,23 +254,24 @@ class RankingClientTest {
   }
 
   /**
-   * Every attempt answers UNAVAILABLE after 150 ms: five attempts would take at least 750 ms, so a
-   * call ending before that was cut by its 400 ms deadline, with a retry in it.
+   * Every attempt answers UNAVAILABLE after 300 ms: five attempts would take at least 1.5 s, so a
+   * call ending before that was cut by its 1 s deadline, with a retry in it (margins wide enough for a
+   * loaded machine, where the first attempt also pays for the connection).
    */
   @Test
   void theDeadlineBoundsEveryAttempt() throws Exception {
     try (Proxy proxy = new Proxy(Live.addr(), InsecureServerCredentials.create());
-        RankingClient client = RankingClient.builder(proxy.address()).timeout(Duration.ofMillis(400))
+        RankingClient client = RankingClient.builder(proxy.address()).timeout(Duration.ofMillis(1000))
             .retries(4).backoff(Duration.ofMillis(1)).build()) {
       proxy.failFirst = 100;
-      proxy.failAfterMs = 150;
+      proxy.failAfterMs = 300;
       long start = System.nanoTime();
       RankingException e = assertThrows(RankingException.class, () -> client.rank(Live.good()));
       long elapsedMs = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - start);
       assertTrue(e.code() == Status.Code.DEADLINE_EXCEEDED || e.code() == Status.Code.UNAVAILABLE, e.getMessage());
-      assertTrue(elapsedMs < 750, "the call outlived its 400 ms deadline: " + elapsedMs + " ms");
+      assertTrue(elapsedMs < 1500, "the call outlived its 1 s deadline: " + elapsedMs + " ms");
       int calls = proxy.calls.get();
-      assertTrue(calls >= 2 && calls <= 3, "want 2 or 3 attempts within the deadline, the server saw " + calls);
+      assertTrue(calls >= 2 && calls <= 4, "want 2 to 4 attempts within the deadline, the server saw " + calls);
     }
   }
 
