@@ -8,8 +8,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from memrank._gen.v1 import ranking_pb2 as pb
+from memrank.api.convert import candidate_to_proto, seconds_to_ts
 from memrank.core.batch import CandidateInput
-from memrank.grpc.convert import candidate_to_proto, seconds_to_ts
 
 REFERENCE_TIME = 1_767_225_600.0  # 2026-01-01T00:00:00Z
 QUERY = "which database did we decide to use for the billing service and why"

@@ -31,15 +31,15 @@ from prometheus_client import CollectorRegistry
 from bench.data import workload
 from bench.live import Caller, serve, throughput
 from bench.timing import children, measure, measure_pair, proc_cpu_seconds
+from memrank.api import convert
+from memrank.api.encode import outcome_to_proto
+from memrank.api.validate import validate_rank_request
 from memrank.config import DecisionLogSettings, load_settings
 from memrank.core.pipeline import rank
 from memrank.decisions.capture import capture_decision
 from memrank.decisions.mask import Masker
 from memrank.decisions.record import to_line
-from memrank.grpc import convert
-from memrank.grpc.encode import outcome_to_proto
 from memrank.grpc.service import RankingService, handle_rank
-from memrank.grpc.validate import validate_rank_request
 from memrank.metrics.declare import Metrics
 
 

@@ -16,6 +16,9 @@ from bench.baselines import filled_importance, langchain_available, langchain_ra
 from bench.data import K, Workload, workload
 from bench.timing import Timing, measure, measure_pair, peak_rss_mib
 from memrank._gen.v1 import ranking_pb2 as pb
+from memrank.api import convert
+from memrank.api.encode import outcome_to_proto
+from memrank.api.validate import validate_rank_request
 from memrank.config import load_settings
 from memrank.core.batch import Batch, RankParams
 from memrank.core.pipeline import rank
@@ -24,10 +27,7 @@ from memrank.core.scoring.columns import Scores
 from memrank.core.scoring.combine import score
 from memrank.core.signals.base import ScoringContext
 from memrank.core.types import ExplainLevel
-from memrank.grpc import convert
-from memrank.grpc.encode import outcome_to_proto
 from memrank.grpc.service import handle_rank
-from memrank.grpc.validate import validate_rank_request
 
 EXPLAIN = {"full": ExplainLevel.FULL, "selected": ExplainLevel.SELECTED, "none": ExplainLevel.NONE}
 

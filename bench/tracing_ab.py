@@ -39,13 +39,13 @@ from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 
 from bench.data import workload
+from memrank.api import convert
+from memrank.api.encode import outcome_to_proto
+from memrank.api.validate import validate_rank_request
 from memrank.config import TracingSettings, load_settings
 from memrank.core.pipeline import rank
-from memrank.grpc import convert
-from memrank.grpc.encode import outcome_to_proto
 from memrank.grpc.service import handle_rank
 from memrank.grpc.tracing import Tracing, build_tracing, untraced
-from memrank.grpc.validate import validate_rank_request
 
 TRACEPARENT = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
 

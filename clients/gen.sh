@@ -13,7 +13,7 @@
 # The service config (retry UNAVAILABLE only; every client loads it) is edited in
 # clients/service_config.json alone; its copies are go/memrank/service_config.json (go:embed
 # reads only files inside the module), typescript/src/gen/service_config.ts (a module holding the
-# text) and server/memrank/grpc/service_config.json (the Python package's data). The Java build
+# text) and server/memrank/client/service_config.json (the Python package's data). The Java build
 # copies it into the jar itself (pom.xml). --check fails when a copy differs.
 set -euo pipefail
 HERE="$(cd "$(dirname "$0")" && pwd)"
@@ -27,7 +27,7 @@ case "${1:-}" in
 esac
 
 SERVICE_CONFIG="$HERE/service_config.json"
-PY_SERVICE_CONFIG="$(dirname "$HERE")/server/memrank/grpc/service_config.json"
+PY_SERVICE_CONFIG="$(dirname "$HERE")/server/memrank/client/service_config.json"
 
 # ts_service_config: the TypeScript module holding the service config's text.
 ts_service_config() {

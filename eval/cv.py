@@ -12,7 +12,7 @@ Choosing, on the training conversations only:
 
 1. every question's candidates are scored once in-process with every signal
    in ``SIGNALS`` (``memrank.core.scoring.combine`` on the batches
-   ``memrank.grpc.convert.request_to_domain`` builds from the very Rank
+   ``memrank.api.convert.request_to_domain`` builds from the very Rank
    requests `memrank eval` sends), keeping each signal's normalised column;
 2. weights: coordinate ascent on recall@5 of the linear score
    sum(w_s x normalised_s) (relevance fixed at 1, each other weight from
@@ -46,6 +46,7 @@ from typing import Any
 
 import numpy as np
 
+from memrank.api.convert import request_to_domain
 from memrank.core.batch import Batch, RankParams
 from memrank.core.pipeline import rank
 from memrank.core.profile import Profile, SignalSpec
@@ -54,7 +55,6 @@ from memrank.evaluation.data import load_conversations
 from memrank.evaluation.metrics import score_ranking
 from memrank.evaluation.requests import build_request, count_tokens
 from memrank.evaluation.retrieval import Retriever, baseline_orders, pool
-from memrank.grpc.convert import request_to_domain
 from memrank.profiles.builtin import BUILTIN_PROFILES
 from memrank.tuning.ascent import GRID, coordinate_ascent, to_simplex
 from memrank.tuning.columns import query_of

@@ -186,7 +186,7 @@ def _rank(args: argparse.Namespace, settings: Settings) -> int:
 def _profiles(args: argparse.Namespace, settings: Settings) -> int:
     from google.protobuf import json_format
 
-    from memrank.grpc.encode import profiles_to_proto
+    from memrank.api.encode import profiles_to_proto
 
     if args.json:
         print(json_format.MessageToJson(profiles_to_proto(settings.profiles, settings.policy_version), indent=2,
@@ -251,7 +251,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
             return run_tune(args)
         if args.command == "verify":
-            from memrank.grpc.verify import run as run_verify
+            from memrank.api.verify import run as run_verify
 
             return run_verify(args)
         settings = SettingsSource(args.config).load()

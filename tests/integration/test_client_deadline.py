@@ -96,7 +96,7 @@ def _policy(config: dict[str, Any]) -> dict[str, Any]:
 
 def test_the_service_config_is_the_shared_file_and_says_what_the_defaults_are() -> None:
     shared = json.loads((ROOT / "clients" / "service_config.json").read_text())
-    assert service_config() == shared, "server/memrank/grpc/service_config.json is stale: run clients/gen.sh"
+    assert service_config() == shared, "server/memrank/client/service_config.json is stale: run clients/gen.sh"
     assert _policy(shared) == {"maxAttempts": 4, "initialBackoff": "0.05s", "maxBackoff": "1s",
                                "backoffMultiplier": 2, "retryableStatusCodes": ["UNAVAILABLE"]}
     with RankingClient("127.0.0.1:1") as client:

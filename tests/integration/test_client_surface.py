@@ -72,7 +72,7 @@ def test_importing_the_client_loads_no_server_code() -> None:
     loaded = set(json.loads(out))
     heavy = sorted(m for m in loaded if any(m == x or m.startswith(x + ".") for x in NOT_FOR_A_CLIENT))
     assert heavy == [], f"import memrank.client loaded {heavy}"
-    assert "memrank.client" in loaded and "memrank.grpc.client_tls" in loaded
+    assert "memrank.client" in loaded and "memrank.client.tls" in loaded
 
 
 def test_an_error_is_made_as_the_subclass_of_its_code() -> None:

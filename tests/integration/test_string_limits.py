@@ -8,9 +8,9 @@ from google.rpc import error_details_pb2
 from grpc_status import rpc_status
 
 from memrank._gen.v1 import ranking_pb2 as pb
+from memrank.api.wire import bad_utf8_field
 from memrank.client import RankingClient, RankingError
 from memrank.grpc.running import Running
-from memrank.grpc.wire import bad_utf8_field
 
 REF = "2026-06-01T12:00:00Z"
 BIG = "x" * 5000

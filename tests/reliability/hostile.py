@@ -7,7 +7,7 @@ import struct
 from hypothesis import strategies as st
 
 from memrank._gen.v1 import ranking_pb2 as pb
-from memrank.grpc.bounds import MAX_SECONDS, MIN_SECONDS
+from memrank.api.bounds import MAX_SECONDS, MIN_SECONDS
 
 # Strings that break naive code: empty, NUL, bidi overrides, combining marks, ZWJ emoji, case-folding
 # expanders, non-BMP, line separators, injection markers, and lengths around the limits.

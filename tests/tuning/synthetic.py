@@ -23,7 +23,7 @@ import numpy as np
 from google.protobuf import json_format
 
 from memrank._gen.v1 import ranking_pb2 as pb
-from memrank.grpc.convert import seconds_to_ts
+from memrank.api.convert import seconds_to_ts
 
 VOCABULARY = ("zork", "vlim", "trask", "blont", "qwip", "drav", "snib", "glat", "frup", "kweb", "plon", "mung")
 DEFAULT_SIGNALS = ("relevance", "lexical", "context", "speaker", "importance", "recency")

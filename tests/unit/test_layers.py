@@ -1,4 +1,4 @@
-"""Dependencies run one way: core <- profiles <- config; the edge (grpc), metrics and the rest sit on top.
+"""Dependencies run one way: core <- profiles <- config <- api; metrics, the runtime (grpc) and the rest on top.
 
 Read from the source with ast, so an import inside a function or under TYPE_CHECKING counts as much as one
 at the top of a module; a relative import is resolved against its module. The last test keeps the circles
@@ -83,16 +83,21 @@ EDGE_AND_UP = ("memrank.grpc", "memrank.client", "memrank.integrations", "memran
 
 
 @pytest.mark.parametrize(("layer", "forbidden"), [
-    ("core", ("memrank.profiles", "memrank.config", "memrank.metrics", "memrank.decisions", *EDGE_AND_UP)),
-    ("profiles", ("memrank.config", "memrank.metrics", "memrank.decisions", *EDGE_AND_UP)),
-    ("config", ("memrank.metrics", "memrank.decisions", *EDGE_AND_UP)),
+    ("core", ("memrank.profiles", "memrank.config", "memrank.api", "memrank.metrics", "memrank.decisions",
+              *EDGE_AND_UP)),
+    ("profiles", ("memrank.config", "memrank.api", "memrank.metrics", "memrank.decisions", *EDGE_AND_UP)),
+    ("config", ("memrank.api", "memrank.metrics", "memrank.decisions", *EDGE_AND_UP)),
+    ("api", ("memrank.metrics", "memrank.decisions", *EDGE_AND_UP)),
     ("metrics", EDGE_AND_UP),
     ("decisions", EDGE_AND_UP),
     ("grpc", EDGE_AND_UP[1:]),
+    ("client", ("memrank.config", "memrank.profiles", "memrank.metrics", "memrank.decisions", *EDGE_AND_UP[:1],
+                *EDGE_AND_UP[2:])),
 ])
 def test_a_layer_imports_nothing_above_it(layer: str, forbidden: tuple[str, ...]) -> None:
-    """core <- profiles <- config <- metrics, decisions <- grpc <- the rest: the scoring core reads no profile
-    parsing, configuration, metrics or transport; profiles read only core; and so on up to the edge."""
+    """core <- profiles <- config <- api <- metrics, decisions <- grpc <- the rest, and core <- api <- client: the
+    scoring core reads no profile parsing, configuration, metrics or transport; profiles read only core; the wire
+    API no runtime; the client no configuration, runtime or metrics; and so on up to the edge."""
     assert _violations(layer, forbidden) == []
 
 

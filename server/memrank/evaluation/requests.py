@@ -29,8 +29,8 @@ import re
 import numpy as np
 
 from memrank._gen.v1 import ranking_pb2 as pb
+from memrank.api.convert import seconds_to_ts
 from memrank.evaluation.data import Conversation
-from memrank.grpc.convert import seconds_to_ts
 
 _TOKEN = re.compile(r"\w+|[^\w\s]")
 REFERENCE_DELAY_SECONDS = 3600.0

@@ -22,6 +22,7 @@ from prometheus_client import CollectorRegistry
 from memrank import ports
 from memrank._gen.v1 import ranking_service_pb2 as svc_pb
 from memrank._process import TRIM_AFTER_BYTES, release_freed_memory
+from memrank.api.wire import bad_utf8_field
 from memrank.config import ServerSettings, Settings
 from memrank.core.errors import ConfigError, FieldViolation, InvalidRequest
 from memrank.grpc.auth import BearerAuthInterceptor, TokenFile, open_matcher
@@ -32,7 +33,6 @@ from memrank.grpc.running import Loop, Running
 from memrank.grpc.service import RankingService
 from memrank.grpc.tls import server_credentials
 from memrank.grpc.tracing import Tracing, build_tracing
-from memrank.grpc.wire import bad_utf8_field
 from memrank.metrics.declare import Metrics
 from memrank.metrics.recorder import FlushFirst
 

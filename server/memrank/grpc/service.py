@@ -11,6 +11,9 @@ import grpc
 
 from memrank._gen.v1 import ranking_pb2 as pb
 from memrank._gen.v1 import ranking_service_pb2_grpc as pb_grpc
+from memrank.api import convert, encode
+from memrank.api.feedback import feedback_id, validate_feedback
+from memrank.api.validate import validate_admission_request, validate_rank_request
 from memrank.config import Settings
 from memrank.core.admission import score_admission
 from memrank.core.batch import Batch, RankParams, batch_from_rows
@@ -21,11 +24,8 @@ from memrank.core.signals.base import ScoringContext
 from memrank.decisions.capture import capture_decision, capture_feedback
 from memrank.decisions.sample import sampled
 from memrank.decisions.writer import DecisionLog
-from memrank.grpc import convert, encode
 from memrank.grpc.errors import Abandoned, Internal, Refusal, abort_with, code_of
-from memrank.grpc.feedback import feedback_id, validate_feedback
 from memrank.grpc.tracing import Tracing, untraced
-from memrank.grpc.validate import validate_admission_request, validate_rank_request
 from memrank.metrics.declare import Metrics
 from memrank.metrics.recorder import AfterReply, build_recorder
 

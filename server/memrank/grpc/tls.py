@@ -1,6 +1,6 @@
 """TLS and mutual TLS from PEM files (as Kubernetes Secrets mount them), reloaded when they change.
 
-The server side; the clients' credentials are ``client_tls.channel_credentials`` (re-exported here).
+The server side; the clients' credentials are ``memrank.client.tls.channel_credentials``.
 """
 
 from __future__ import annotations
@@ -14,7 +14,6 @@ import grpc
 
 from memrank.config import SecuritySettings
 from memrank.core.errors import ConfigError
-from memrank.grpc.client_tls import channel_credentials as channel_credentials  # re-exported
 
 log = logging.getLogger("memrank.tls")
 

@@ -6,7 +6,7 @@ All three share one mapping of documents to candidates (``.mapping``) and one
 asyncio client (``.aio``).
 """
 
-from memrank.grpc.client_async import AsyncRankingClient
+from memrank.client.aio import AsyncRankingClient
 from memrank.integrations.mapping import MappingError, MetadataKeys, ScoreMode
 
 __all__ = ["AsyncRankingClient", "MappingError", "MetadataKeys", "ScoreMode"]

@@ -6,9 +6,9 @@ import asyncio
 import re
 
 from memrank._gen.v1 import ranking_pb2 as pb
-from memrank.grpc.client import RankingClient
-from memrank.grpc.client_async import AsyncRankingClient
-from memrank.grpc.client_errors import RankingError
+from memrank.client.aio import AsyncRankingClient
+from memrank.client.errors import RankingError
+from memrank.client.sync import RankingClient
 from memrank.integrations.mapping import document_name
 
 _CANDIDATE = re.compile(r"^candidates\[(\d+)\]")

@@ -30,8 +30,8 @@ except ImportError as err:  # pragma: no cover - depends on the installation
 from pydantic import ConfigDict, Field, PrivateAttr, SecretStr
 
 from memrank._gen.v1 import ranking_pb2 as pb
-from memrank.grpc.client import RankingClient
-from memrank.grpc.client_async import AsyncRankingClient
+from memrank.client.aio import AsyncRankingClient
+from memrank.client.sync import RankingClient
 from memrank.integrations.connection import Connection
 from memrank.integrations.mapping import Item, MetadataKeys, ScoreMode, build_request, selections
 

@@ -1,8 +1,8 @@
 """A labelled Rank request as a ``Query``: validated, converted and scored by the same code the server runs.
 
-The request goes through ``memrank.grpc.validate.validate_rank_request`` (the
+The request goes through ``memrank.api.validate.validate_rank_request`` (the
 server's own rules, so a bad request fails here as it would over gRPC), then
-``memrank.grpc.convert.request_to_domain`` and ``memrank.core.scoring.combine.score``
+``memrank.api.convert.request_to_domain`` and ``memrank.core.scoring.combine.score``
 under the base profile. Kept per candidate: every signal's normalised column
 in profile order, whether a gate dropped it, its grade, and its token count as
 the pipeline budgets it. The request's own ``profile``, ``weight_overrides``,
@@ -16,14 +16,14 @@ from collections.abc import Mapping
 import numpy as np
 
 from memrank._gen.v1 import ranking_pb2 as pb
+from memrank.api.convert import request_to_domain
+from memrank.api.validate import validate_rank_request
 from memrank.config import Limits
 from memrank.core.batch import Batch, RankParams
 from memrank.core.pipeline import estimate_tokens
 from memrank.core.profile import Profile
 from memrank.core.scoring.combine import score
 from memrank.core.signals.base import ScoringContext
-from memrank.grpc.convert import request_to_domain
-from memrank.grpc.validate import validate_rank_request
 from memrank.tuning.dataset import Query, TuningError
 
 TUNABLE_FORMULAS = ("weighted_sum", "agent_observer")  # combined = sum of weight x normalised, nothing else

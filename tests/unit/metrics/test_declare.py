@@ -10,10 +10,10 @@ from google.protobuf import json_format
 from prometheus_client import CollectorRegistry, Histogram
 
 from memrank._gen.v1 import ranking_pb2 as pb
+from memrank.api.convert import request_to_domain
 from memrank.config import load_settings
 from memrank.core.explain.outcome import RankOutcome
 from memrank.core.pipeline import rank
-from memrank.grpc.convert import request_to_domain
 from memrank.metrics.declare import Metrics
 from memrank.metrics.drift import SIGNAL_BUCKETS
 from memrank.metrics.recorder import build_recorder

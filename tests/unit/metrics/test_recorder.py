@@ -11,12 +11,12 @@ from google.protobuf import json_format
 from prometheus_client import CollectorRegistry
 
 from memrank._gen.v1 import ranking_pb2 as pb
+from memrank.api.convert import request_to_domain
 from memrank.config import DriftSettings, Settings, load_settings
 from memrank.core.batch import CandidateInput, RankParams, batch_from_rows
 from memrank.core.explain.outcome import RankOutcome
 from memrank.core.pipeline import rank
 from memrank.core.types import DropReason
-from memrank.grpc.convert import request_to_domain
 from memrank.metrics.declare import Metrics
 from memrank.metrics.recorder import AfterReply, FlushFirst, Recorder, build_recorder
 

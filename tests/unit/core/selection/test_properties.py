@@ -10,11 +10,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from memrank._gen.v1 import ranking_pb2 as pb
+from memrank.api.encode import outcome_to_proto
 from memrank.config import load_settings
 from memrank.core.batch import CandidateInput, LayerSpec, RankParams, batch_from_rows
 from memrank.core.pipeline import rank
 from memrank.core.types import DropReason, Placement, Safety
-from memrank.grpc.encode import outcome_to_proto
 
 SETTINGS = load_settings(env={})
 REF = 1_780_000_000.0

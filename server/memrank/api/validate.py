@@ -14,10 +14,7 @@ import numpy as np
 from google.protobuf.timestamp_pb2 import Timestamp
 
 from memrank._gen.v1 import ranking_pb2 as pb
-from memrank.config import Limits
-from memrank.core.errors import FieldViolation, InvalidRequest, LimitExceeded
-from memrank.core.profile import Profile
-from memrank.grpc.bounds import (
+from memrank.api.bounds import (
     ANY,
     MAX_FACET_ABS,
     MAX_LAYER_NAME_BYTES,
@@ -32,8 +29,11 @@ from memrank.grpc.bounds import (
     UNIT,
     utf8_within,
 )
-from memrank.grpc.columns import TIME_FIELDS, CandidateColumns
-from memrank.grpc.fastpath import clearly_valid
+from memrank.api.columns import TIME_FIELDS, CandidateColumns
+from memrank.api.fastpath import clearly_valid
+from memrank.config import Limits
+from memrank.core.errors import FieldViolation, InvalidRequest, LimitExceeded
+from memrank.core.profile import Profile
 
 
 def _finite(x: float) -> bool:

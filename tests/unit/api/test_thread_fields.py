@@ -8,13 +8,13 @@ import numpy as np
 import pytest
 
 from memrank._gen.v1 import ranking_pb2 as pb
+from memrank.api.columns import CandidateColumns
+from memrank.api.convert import candidate_to_domain, request_to_domain
+from memrank.api.fastpath import clearly_valid
+from memrank.api.validate import validate_admission_request, validate_rank_request
 from memrank.config import Limits, load_settings
 from memrank.core.batch import CandidateInput, batch_from_rows
 from memrank.core.errors import InvalidRequest
-from memrank.grpc.columns import CandidateColumns
-from memrank.grpc.convert import candidate_to_domain, request_to_domain
-from memrank.grpc.fastpath import clearly_valid
-from memrank.grpc.validate import validate_admission_request, validate_rank_request
 
 LIMITS = load_settings(env={}).limits
 

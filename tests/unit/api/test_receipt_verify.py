@@ -1,5 +1,5 @@
 """Receipts (memrank.receipt.v2): the server's bytes (core.explain.receipt, from the outcome) and the verifier's
-(memrank.grpc.verify, from the request and response alone) agree; tampering is caught; `memrank verify`."""
+(memrank.api.verify, from the request and response alone) agree; tampering is caught; `memrank verify`."""
 
 from __future__ import annotations
 
@@ -19,11 +19,11 @@ from google.protobuf import json_format
 
 from memrank import cli
 from memrank._gen.v1 import ranking_pb2 as pb
+from memrank.api.verify import canonical_lines, q
 from memrank.client import verify_receipt
 from memrank.config import load_settings
 from memrank.core.explain import receipt
 from memrank.grpc.service import handle_rank
-from memrank.grpc.verify import canonical_lines, q
 
 README = Path(__file__).resolve().parents[3] / "README.md"
 SETTINGS = load_settings(env={})

@@ -22,7 +22,7 @@ SERVICE_CONFIG_FILE = "service_config.json"
 
 @functools.cache
 def shipped_config() -> str:
-    return resources.files(__package__ or "memrank.grpc").joinpath(SERVICE_CONFIG_FILE).read_text(encoding="utf-8")
+    return resources.files(__package__ or "memrank.client").joinpath(SERVICE_CONFIG_FILE).read_text(encoding="utf-8")
 
 
 def duration_of(seconds: float) -> str:

@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 
 from memrank._gen.v1 import ranking_pb2 as pb
+from memrank.api.convert import seconds_to_ts
 from memrank.core.admission import AdmissionResult
 from memrank.core.batch import Batch, RankParams
 from memrank.core.explain import receipt
@@ -17,7 +18,6 @@ from memrank.core.explain.outcome import SCORING_SCHEMA, RankOutcome
 from memrank.core.profile import Profile
 from memrank.core.scoring.columns import Scores
 from memrank.core.types import ExplainLevel
-from memrank.grpc.convert import seconds_to_ts
 
 
 def weights_to_proto(profile: Profile) -> list[pb.SignalWeight]:

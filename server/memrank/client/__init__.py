@@ -5,10 +5,10 @@ Everything a caller builds or reads comes from here: the request and response me
 (google.protobuf's, for ``reference_time`` and the candidates' times), the enums (``DropReason.Name(d.reason)`` is
 "DROP_REASON_REDUNDANT"), the errors (``RankingError`` and its subclasses by code), ``pack_embeddings``,
 ``tls_credentials``, ``service_config`` and ``verify_receipt`` (a response's receipt). Nobody needs
-``memrank._gen``. Importing this module loads no server code (see memrank.grpc.client).
+``memrank._gen``. Importing this module loads no server code (see memrank.client.sync).
 """
 
-from google.protobuf.timestamp_pb2 import Timestamp  # type: ignore[import-untyped]
+from google.protobuf.timestamp_pb2 import Timestamp
 
 from memrank._gen.v1.ranking_pb2 import (
     AdmissionDecision,
@@ -42,10 +42,10 @@ from memrank._gen.v1.ranking_pb2 import (
     SignalWeight,
     Source,
 )
-from memrank.grpc.client import RankingClient, tls_credentials
-from memrank.grpc.client_async import AsyncRankingClient
-from memrank.grpc.client_config import service_config
-from memrank.grpc.client_errors import (
+from memrank.api.verify import ReceiptCheck, verify_receipt
+from memrank.client.aio import AsyncRankingClient
+from memrank.client.config import service_config
+from memrank.client.errors import (
     FieldError,
     InvalidArgument,
     RankingError,
@@ -53,8 +53,8 @@ from memrank.grpc.client_errors import (
     Unauthenticated,
     Unavailable,
 )
-from memrank.grpc.client_requests import pack_embeddings
-from memrank.grpc.verify import ReceiptCheck, verify_receipt
+from memrank.client.requests import pack_embeddings
+from memrank.client.sync import RankingClient, tls_credentials
 
 __all__ = [
     "AdmissionDecision",

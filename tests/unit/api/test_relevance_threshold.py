@@ -7,12 +7,12 @@ import math
 import pytest
 
 from memrank._gen.v1 import ranking_pb2 as pb
+from memrank.api.convert import request_to_domain
+from memrank.api.validate import validate_rank_request
 from memrank.config import load_settings
 from memrank.core.errors import InvalidRequest
 from memrank.core.pipeline import rank
 from memrank.core.types import DropReason
-from memrank.grpc.convert import request_to_domain
-from memrank.grpc.validate import validate_rank_request
 from memrank.profiles.builtin import BUILTIN_PROFILES
 
 LIMITS = load_settings(env={}).limits

@@ -10,8 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from memrank._gen.v1 import ranking_pb2 as pb
-from memrank.config import Limits
-from memrank.grpc.bounds import (
+from memrank.api.bounds import (
     MAX_FACET_ABS,
     MAX_LAYER_NAME_BYTES,
     MAX_NAME_BYTES,
@@ -21,7 +20,8 @@ from memrank.grpc.bounds import (
     UNIT,
     utf8_within,
 )
-from memrank.grpc.columns import CandidateColumns
+from memrank.api.columns import CandidateColumns
+from memrank.config import Limits
 
 
 def _in_unit(values: np.ndarray) -> bool:

@@ -9,9 +9,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from memrank._gen.v1 import ranking_pb2 as pb
+from memrank.api.convert import candidate_to_domain, candidate_to_proto, seconds_to_ts, ts_to_seconds
 from memrank.core.batch import CandidateInput
 from memrank.core.types import AdmissionDecision, DropReason, ExplainLevel, Placement, Safety, Source
-from memrank.grpc.convert import candidate_to_domain, candidate_to_proto, seconds_to_ts, ts_to_seconds
 
 
 @pytest.mark.parametrize(

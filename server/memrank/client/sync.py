@@ -23,10 +23,10 @@ from numpy.typing import ArrayLike
 
 from memrank._gen.v1 import ranking_pb2 as pb
 from memrank._gen.v1 import ranking_service_pb2_grpc as pb_grpc
-from memrank.grpc.client_config import retry_policy, seconds_of, service_config
-from memrank.grpc.client_errors import RankingError
-from memrank.grpc.client_requests import as_message, feedback_request, pack_embeddings, packable
-from memrank.grpc.client_tls import channel_credentials
+from memrank.client.config import retry_policy, seconds_of, service_config
+from memrank.client.errors import RankingError
+from memrank.client.requests import as_message, feedback_request, pack_embeddings, packable
+from memrank.client.tls import channel_credentials
 
 T = TypeVar("T", bound=Message)
 

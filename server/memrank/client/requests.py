@@ -11,8 +11,8 @@ from google.protobuf.message import Message
 from numpy.typing import ArrayLike
 
 from memrank._gen.v1 import ranking_pb2 as pb
+from memrank.api.convert import candidate_to_proto
 from memrank.core.batch import CandidateInput
-from memrank.grpc.convert import candidate_to_proto
 
 T = TypeVar("T", bound=Message)
 

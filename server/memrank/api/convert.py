@@ -10,9 +10,9 @@ import math
 from google.protobuf.timestamp_pb2 import Timestamp
 
 from memrank._gen.v1 import ranking_pb2 as pb
+from memrank.api.columns import TIME_FIELDS, CandidateColumns
 from memrank.core.batch import Batch, CandidateInput, LayerSpec, RankParams
 from memrank.core.types import ExplainLevel, Placement
-from memrank.grpc.columns import TIME_FIELDS, CandidateColumns
 
 
 def ts_to_seconds(ts: Timestamp) -> float:

@@ -9,12 +9,12 @@ from typing import Any, overload
 import pytest
 
 from memrank._gen.v1 import ranking_pb2 as pb
+from memrank.api.encode import outcome_to_proto
 from memrank.config import load_settings
 from memrank.core.batch import CandidateInput, RankParams, batch_from_rows
 from memrank.core.explain.outcome import RankOutcome
 from memrank.core.pipeline import rank
 from memrank.core.types import ExplainLevel
-from memrank.grpc.encode import outcome_to_proto
 
 SETTINGS = load_settings(env={})
 REF = 1_780_000_000.0

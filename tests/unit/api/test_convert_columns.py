@@ -10,15 +10,15 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from memrank._gen.v1 import ranking_pb2 as pb
+from memrank.api.columns import CandidateColumns
+from memrank.api.convert import candidate_to_domain, candidate_to_proto, request_to_domain
+from memrank.api.fastpath import clearly_valid
+from memrank.api.validate import _check_request, validate_rank_request
 from memrank.config import load_settings
 from memrank.core.batch import CandidateInput, batch_from_rows
 from memrank.core.errors import InvalidRequest
-from memrank.grpc.columns import CandidateColumns
-from memrank.grpc.convert import candidate_to_domain, candidate_to_proto, request_to_domain
-from memrank.grpc.fastpath import clearly_valid
-from memrank.grpc.validate import _check_request, validate_rank_request
 from tests.reliability import hostile
-from tests.unit.grpc.test_convert import rows
+from tests.unit.api.test_convert import rows
 
 LIMITS = load_settings(env={}).limits
 

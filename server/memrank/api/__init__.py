@@ -1,0 +1,1 @@
+"""The wire API as Python: validation, conversion in and out, encoding, receipt verification."""
