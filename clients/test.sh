@@ -70,7 +70,7 @@ run typescript bash -c "cd '$HERE/typescript' && npm ci --no-audit --no-fund --l
 # (scripts/ci_clients.sh fetches them first; a first run here downloads them).
 run java bash -c "cd '$HERE/java' && mvn -B -ntp verify 2>&1 \
   | grep -E '^\[(ERROR|WARNING)\]|Tests run:|BUILD FAILURE' ; exit \${PIPESTATUS[0]}"
-run python bash -c "cd '$ROOT' && python3 -m pytest -q tests/integration/test_vectors.py tests/integration/test_client_feedback.py"
+run python bash -c "cd '$ROOT' && python3 -m pytest -q tests/server/test_vectors.py tests/server/test_client_feedback.py"
 
 compare_digests() {
   python3 - "$MEMRANK_DIGESTS_DIR" "$ROOT/tests/vectors" <<'PY'

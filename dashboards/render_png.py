@@ -10,9 +10,9 @@ metrics carry, `$form` `raw`, each overridable with --var), every query runs as 
 /api/v1/query_range, and matplotlib (Agg) draws one subplot per panel, with the query's
 legendFormat as the legend and the panel's thresholds as dashed lines.
 
-tests/integration/test_dashboard_data.py calls this script against a real Prometheus scraping
+tests/server/test_dashboard_data.py calls this script against a real Prometheus scraping
 a loaded memrank; docs/dashboard.png is that test's picture, written with
-`MEMRANK_DASHBOARD_PNG=docs/dashboard.png python -m pytest tests/integration/test_dashboard_data.py`.
+`MEMRANK_DASHBOARD_PNG=docs/dashboard.png python -m pytest tests/server/test_dashboard_data.py`.
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@
 #      the package's service is not started: tests run their own prometheus on loopback.
 #   2. promtool check rules + promtool test rules on the one rules file the Helm chart ships.
 #   3. the Grafana dashboard generator, failing when the committed JSON is out of date.
-# The live tests (tests/integration/test_metrics*.py, test_prometheus*.py) run with the main
+# The live tests (tests/server/test_metrics*.py, test_prometheus*.py) run with the main
 # pytest command; with CI set, test_prometheus.py fails instead of skipping if prometheus is absent.
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -24,5 +24,5 @@ trap 'rm -rf "$VENV"' EXIT
 "$VENV/bin/python" -c 'import sys; assert sys.version_info[:2] == (3, 13), sys.version'
 # The installed package, not the checkout: run from a directory where `server/` is not importable.
 (cd "$VENV" && "$VENV/bin/python" -m pytest -q -p no:cacheprovider --rootdir "$OLDPWD" \
-  "$OLDPWD/tests/unit/core" "$OLDPWD/tests/integration/test_examples.py" -k "not sidecar_values")
+  "$OLDPWD/tests/unit/core" "$OLDPWD/tests/server/test_examples.py" -k "not sidecar_values")
 echo "python 3.13: installed and tested in $(( $(date +%s) - t )) s"

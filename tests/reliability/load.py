@@ -24,8 +24,8 @@ import psutil
 from google.protobuf import json_format
 
 from memrank.client import RankingClient, RankingError
-from tests.integration.conftest import start_serve, stop
 from tests.reliability.conftest import accounted, rank_request
+from tests.server.conftest import start_serve, stop
 
 CANDIDATES = 20
 RSS_GROWTH_BOUND_MIB = 48.0  # after warm-up (drift windows full, caches warm); documented in the README

@@ -20,8 +20,8 @@ from memrank.client import RankingClient, RankingError
 from memrank.grpc import service
 from memrank.grpc.running import Running
 from memrank.grpc.server import create_server
-from tests.integration.conftest import loopback_settings, start_serve, stop
 from tests.reliability.conftest import accounted, rank_request
+from tests.server.conftest import loopback_settings, start_serve, stop
 
 
 def _free_port() -> int:

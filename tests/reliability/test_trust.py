@@ -14,8 +14,8 @@ from memrank.core.signals.provenance import provenance_digest
 from memrank.grpc.running import Running
 from memrank.grpc.server import create_server
 from memrank.profiles.builtin import BUILTIN_PROFILES
-from tests.integration.conftest import loopback_settings
 from tests.reliability.conftest import accounted, injections
+from tests.server.conftest import loopback_settings
 
 KEY = b"k8s-secret-provenance-key"
 CORPUS = injections()

@@ -21,7 +21,7 @@ from memrank.tuning import Metric, Settings, TuningError, cross_validate
 from memrank.tuning.columns import base_profile
 from memrank.tuning.locomo import load_locomo, requests
 from memrank.tuning.logs import LogStats, join, load_logs
-from tests.integration.conftest import loopback_settings
+from tests.server.conftest import loopback_settings
 from tests.tuning import locomo_fixture
 
 pytest.importorskip("bm25s", reason="the eval extra is not installed")

@@ -26,7 +26,7 @@ interface Turn {
   kind?: string;
 }
 
-// The Python adapters' corpus (tests/integrations/conftest.py): a conversation, positions are turns of s1 / s2.
+// The Python adapters' corpus (tests/frameworks/conftest.py): a conversation, positions are turns of s1 / s2.
 const CORPUS: [string, string, Turn][] = [
   ["t0", "Caroline: I keep thinking about a trip this summer.",
     { thread: "s1", position: 0, speaker: "Caroline", created_at: "2026-05-01T10:00:00Z" }],

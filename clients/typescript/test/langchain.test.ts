@@ -1,5 +1,5 @@
 // The LangChain.js adapter's mapping on its own (no server): what each documented rule sends, and its errors.
-// The cases follow the Python adapters' tests (tests/integrations/test_mapping.py): one mapping, two languages.
+// The cases follow the Python adapters' tests (tests/frameworks/test_mapping.py): one mapping, two languages.
 import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
 import { readFileSync } from "node:fs";

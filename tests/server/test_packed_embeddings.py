@@ -12,7 +12,7 @@ from memrank._gen.v1 import ranking_pb2 as pb
 from memrank.client import RankingClient, RankingError, pack_embeddings
 from memrank.config import load_settings
 from memrank.grpc.service import handle_rank
-from tests.integration.conftest import start_serve, stop
+from tests.server.conftest import start_serve, stop
 
 DIM = 16
 

@@ -15,7 +15,7 @@ from langchain_core.vectorstores import InMemoryVectorStore
 from memrank.client import RankingClient, RankingError
 from memrank.integrations import MappingError, MetadataKeys
 from memrank.integrations.langchain import MemrankCompressor
-from tests.integrations.conftest import CORPUS, QUERY, REF, candidate
+from tests.frameworks.conftest import CORPUS, QUERY, REF, candidate
 
 with warnings.catch_warnings():
     # langchain-community announces its sunset on import; BM25Retriever still lives there.

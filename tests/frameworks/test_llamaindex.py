@@ -17,7 +17,7 @@ from llama_index.retrievers.bm25 import BM25Retriever
 from memrank.client import RankingClient
 from memrank.integrations import MappingError
 from memrank.integrations.llamaindex import MemrankPostprocessor
-from tests.integrations.conftest import CORPUS, QUERY, REF, candidate
+from tests.frameworks.conftest import CORPUS, QUERY, REF, candidate
 
 
 def _nodes() -> list[TextNode]:

@@ -92,7 +92,7 @@ def helm() -> str:
 
 def test_the_quick_start_python_snippet_runs_and_names_drop_reasons(capsys: pytest.CaptureFixture[str]) -> None:
     from memrank.grpc.server import create_server
-    from tests.integration.conftest import loopback_settings
+    from tests.server.conftest import loopback_settings
 
     readme = (ROOT / "README.md").read_text()
     start = readme.index("From Python (the client ships in the package):")

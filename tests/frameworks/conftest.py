@@ -1,4 +1,4 @@
-"""Live-server fixtures for the framework adapters (the ones of tests/integration, reused) and a shared corpus."""
+"""Live-server fixtures for the framework adapters (the ones of tests/server, reused) and a shared corpus."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ import pytest
 
 from memrank.client import RankingClient
 from memrank.grpc.running import Running
-from tests.integration.conftest import live_server
+from tests.server.conftest import live_server
 
 __all__ = ["live_server"]
 

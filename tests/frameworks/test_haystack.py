@@ -15,7 +15,7 @@ from haystack.utils import Secret
 from memrank.client import RankingClient
 from memrank.integrations import MappingError
 from memrank.integrations.haystack import MemrankRanker
-from tests.integrations.conftest import CORPUS, QUERY, REF, candidate
+from tests.frameworks.conftest import CORPUS, QUERY, REF, candidate
 
 
 def _store(meta: dict[str, dict[str, object]] | None = None) -> InMemoryDocumentStore:

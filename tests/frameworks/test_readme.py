@@ -15,7 +15,7 @@ from llama_index.core import VectorStoreIndex
 from llama_index.core.embeddings import MockEmbedding
 from llama_index.core.schema import TextNode
 
-from tests.integrations.conftest import CORPUS
+from tests.frameworks.conftest import CORPUS
 
 README = Path(__file__).resolve().parents[2] / "README.md"
 PLACEHOLDER = "localhost:50051"

@@ -32,8 +32,8 @@ from memrank.client import (
 from memrank.config import DecisionLogSettings
 from memrank.grpc.running import Running
 from memrank.grpc.server import create_server
-from tests.integration.conftest import free_port, loopback_settings
-from tests.integration.test_client_deadline import REQUEST, Flaky
+from tests.server.conftest import free_port, loopback_settings
+from tests.server.test_client_deadline import REQUEST, Flaky
 
 TOKEN = "aio-token"
 

@@ -28,7 +28,7 @@ import numpy as np
 import pytest
 
 from memrank.client import RankingClient, RankingError
-from tests.integration.test_metrics import free_port, rank_request
+from tests.server.test_metrics import free_port, rank_request
 
 ROOT = Path(__file__).resolve().parents[2]
 RULES = ROOT / "helm" / "memrank" / "files" / "prometheus-rules.yaml"
