@@ -33,13 +33,14 @@ from bench.live import Caller, serve, throughput
 from bench.timing import children, measure, measure_pair, proc_cpu_seconds
 from memrank.api import convert
 from memrank.api.encode import outcome_to_proto
+from memrank.api.handle import Call, handle_rank
 from memrank.api.validate import validate_rank_request
 from memrank.config import DecisionLogSettings, load_settings
 from memrank.core.pipeline import rank
 from memrank.decisions.capture import capture_decision
 from memrank.decisions.mask import Masker
 from memrank.decisions.record import to_line
-from memrank.grpc.service import RankingService, handle_rank
+from memrank.grpc.service import RankingService
 from memrank.metrics.declare import Metrics
 
 
@@ -51,8 +52,8 @@ def in_process(rounds: int, folder: Path) -> dict[str, float]:
     req = workload(400, 384).request
     now = time.time()
     try:
-        off, on = measure_pair(lambda: handle_rank(req, s, now, None),
-                               lambda: handle_rank(req, s, now, None, decide=service._decide), rounds)
+        off, on = measure_pair(lambda: handle_rank(req, s, Call(now)),
+                               lambda: handle_rank(req, s, Call(now, decide=service._decide)), rounds)
         cols = validate_rank_request(req, s.limits, profiles=s.profiles)
         batch, params = convert.request_to_domain(req, now, cols)
         outcome = rank(batch, params, s.profiles, s.layers)

@@ -41,11 +41,11 @@ from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 from bench.data import workload
 from memrank.api import convert
 from memrank.api.encode import outcome_to_proto
+from memrank.api.handle import Call, handle_rank, untraced
 from memrank.api.validate import validate_rank_request
 from memrank.config import TracingSettings, load_settings
 from memrank.core.pipeline import rank
-from memrank.grpc.service import handle_rank
-from memrank.grpc.tracing import Tracing, build_tracing, untraced
+from memrank.grpc.tracing import Tracing, build_tracing
 
 TRACEPARENT = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
 
@@ -105,7 +105,7 @@ def main() -> None:
     def served(trace: Tracing | None, metadata: tuple[tuple[str, str], ...],
                serve: Callable[[Any, Any], Awaitable[bytes]] | None = None) -> Callable[[], None]:
         async def handle(_requests: Any, _context: Any) -> bytes:
-            return bytes(handle_rank(req, s, now, None, trace=trace).request_id, "utf-8")
+            return bytes(handle_rank(req, s, Call(now, trace=trace)).request_id, "utf-8")
 
         inner = serve or handle
         handler = inner if trace is None else trace.server("Rank", inner)

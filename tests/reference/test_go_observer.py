@@ -22,10 +22,10 @@ import pytest
 from google.protobuf.timestamp_pb2 import Timestamp
 
 from memrank._gen.v1 import ranking_pb2 as pb
+from memrank.api.handle import Call, handle_rank
 from memrank.config import load_settings
 from memrank.core.scoring.combine import score
 from memrank.core.text.golang import fields, to_lower
-from memrank.grpc.service import handle_rank
 from tests.unit.core.build import batch, ctx, profile
 
 GO_DIR = Path(__file__).resolve().parent / "go_observer"
@@ -238,7 +238,7 @@ def test_final_score_through_the_rank_path_equals_go(go_observer: Path) -> None:
                                                           retrieval_score=mem["relevance"],
                                                           access_count=mem["access_count"])
                                              for i, (mem, c) in enumerate(zip(mems, contents, strict=True))])
-        response = handle_rank(request, settings, 0.0, None)
+        response = handle_rank(request, settings, Call(0.0))
         assert not response.dropped
         finals = {m.id: m.breakdown.final_score for m in response.selected}
         for i, want in enumerate(go["scores"]):

@@ -16,8 +16,8 @@ import pytest
 
 from memrank._gen.v1 import ranking_pb2 as pb
 from memrank._gen.v1 import ranking_service_pb2_grpc as pb_grpc
+from memrank.api import handle as service  # where the handler looks up convert and rank
 from memrank.client import RankingClient, RankingError
-from memrank.grpc import service
 from memrank.grpc.running import Running
 from memrank.grpc.server import create_server
 from tests.reliability.conftest import accounted, rank_request

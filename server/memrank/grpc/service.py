@@ -1,4 +1,4 @@
-"""The RankingService servicer: it only translates (proto -> domain -> core -> proto)."""
+"""The RankingService servicer: a call's metrics, logs and status around ``memrank.api.handle``."""
 
 from __future__ import annotations
 
@@ -11,86 +11,22 @@ import grpc
 
 from memrank._gen.v1 import ranking_pb2 as pb
 from memrank._gen.v1 import ranking_service_pb2_grpc as pb_grpc
-from memrank.api import convert, encode
+from memrank.api import encode
 from memrank.api.feedback import feedback_id, validate_feedback
-from memrank.api.validate import validate_admission_request, validate_rank_request
+from memrank.api.handle import Call, CallAbandoned, handle_admission, handle_rank
 from memrank.config import Settings
-from memrank.core.admission import score_admission
-from memrank.core.batch import Batch, RankParams, batch_from_rows
+from memrank.core.batch import Batch, RankParams
 from memrank.core.errors import MemrankError, NotEnabled, Overloaded
 from memrank.core.explain.outcome import RankOutcome
-from memrank.core.pipeline import rank, resolve_profile
-from memrank.core.signals.base import ScoringContext
 from memrank.decisions.capture import capture_decision, capture_feedback
 from memrank.decisions.sample import sampled
 from memrank.decisions.writer import DecisionLog
 from memrank.grpc.errors import Abandoned, Internal, Refusal, abort_with, code_of
-from memrank.grpc.tracing import Tracing, untraced
+from memrank.grpc.tracing import Tracing
 from memrank.metrics.declare import Metrics
 from memrank.metrics.recorder import AfterReply, build_recorder
 
 log = logging.getLogger("memrank.rpc")
-# Called with the finished call (request, outcome, batch, params, response, server time); True = logged.
-Decide = Callable[[pb.RankRequest, RankOutcome, Batch, RankParams, pb.RankResponse, float], bool]
-
-
-class CallAbandoned(Exception):
-    """The client cancelled the call or its deadline passed; the stage it got to is the message."""
-
-
-def _still_wanted(alive: Callable[[], bool] | None, stage: str) -> None:
-    if alive is not None and not alive():
-        raise CallAbandoned(stage)
-
-
-def handle_rank(
-    request: pb.RankRequest, settings: Settings, now: float, provenance_key: bytes | None,
-    observe: Callable[[RankOutcome], None] | None = None, receipt_key: bytes | None = None,
-    alive: Callable[[], bool] | None = None, decide: Decide | None = None, trace: Tracing | None = None,
-) -> pb.RankResponse:
-    """Validate, convert, rank and convert back (shared by the servicer and `memrank rank`).
-
-    ``alive`` (the call's ``is_active``) is asked between stages: a cancelled call or
-    one past its deadline stops there with ``CallAbandoned`` instead of running on.
-    ``trace`` (tracing on): each stage is a child span of the call's server span.
-    """
-    # Tracing on: child spans of the call's server span when it is sampled (the candidate count set before validation).
-    stage = untraced if trace is None else trace.stages(len(request.candidates))
-    with stage("validate"):
-        columns = validate_rank_request(request, settings.limits, profiles=settings.profiles)
-    _still_wanted(alive, "validated")
-    with stage("convert"):
-        batch, params = convert.request_to_domain(request, now, columns)  # the columns validation read
-    _still_wanted(alive, "converted")
-    with stage("rank"):  # scoring and selection: one call into the pure core
-        outcome = rank(batch, params, settings.profiles, settings.layers, provenance_key)
-    if trace is not None:
-        trace.outcome(outcome)
-    _still_wanted(alive, "ranked")
-    if log.isEnabledFor(logging.DEBUG):
-        # Content and queries are logged only at debug, on purpose.
-        log.debug("rank detail", extra={"request_id": request.request_id, "query": request.query,
-                                        "selected": [batch.ids[i] for i in outcome.ranked]})
-    with stage("encode"):
-        response = encode.outcome_to_proto(outcome, batch, params, request.request_id, settings.policy_version,
-                                            receipt_key)
-    if decide is not None:  # before the answer leaves: a record of every answered call is queued
-        response.decision_logged = decide(request, outcome, batch, params, response, now)
-    if observe is not None:  # once the answer is built (a deferred recorder then overlaps sending it)
-        observe(outcome)
-    return response
-
-
-def handle_admission(request: pb.ScoreAdmissionRequest, settings: Settings, now: float,
-                     provenance_key: bytes | None) -> pb.ScoreAdmissionResponse:
-    """Validate, convert, score the candidate for admission under its profile (default lians-admission), convert
-    back."""
-    validate_admission_request(request, settings.limits)
-    profile = resolve_profile(settings.profiles, request.profile or "lians-admission")
-    ref = convert.ts_to_seconds(request.reference_time) if request.HasField("reference_time") else now
-    batch = batch_from_rows([convert.candidate_to_domain(request.candidate)])
-    result = score_admission(batch, ScoringContext("", ref, False, provenance_key), profile)
-    return encode.admission_to_proto(request.request_id, result, batch, profile, ref)
 
 
 class RankingService(pb_grpc.RankingServiceServicer):
@@ -158,8 +94,9 @@ class RankingService(pb_grpc.RankingServiceServicer):
     def Rank(self, request: pb.RankRequest, context: grpc.ServicerContext) -> pb.RankResponse:
         """Rank candidate memories."""
         with self._call("Rank", request.request_id, context):
-            return handle_rank(request, self._settings, self._clock(), self._provenance_key, self._record,
-                               self._receipt_key, context.is_active, self._decide, self._tracing)
+            call = Call(self._clock(), self._provenance_key, self._receipt_key, self._record, context.is_active,
+                        self._decide, self._tracing)
+            return handle_rank(request, self._settings, call)
         raise AssertionError("unreachable")  # abort raised
 
     def ScoreAdmission(
@@ -167,7 +104,7 @@ class RankingService(pb_grpc.RankingServiceServicer):
     ) -> pb.ScoreAdmissionResponse:
         """Score one memory for admission."""
         with self._call("ScoreAdmission", request.request_id, context):
-            return handle_admission(request, self._settings, self._clock(), self._provenance_key)
+            return handle_admission(request, self._settings, Call(self._clock(), self._provenance_key))
         raise AssertionError("unreachable")
 
     def ListProfiles(

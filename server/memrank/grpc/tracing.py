@@ -39,6 +39,7 @@ import grpc
 import numpy as np
 
 from memrank import __version__
+from memrank.api.handle import untraced
 from memrank.config import TracingSettings
 from memrank.core.errors import ConfigError
 from memrank.core.types import DropReason
@@ -62,14 +63,8 @@ _SERVER_ERRORS = frozenset({grpc.StatusCode.UNKNOWN, grpc.StatusCode.DEADLINE_EX
                             grpc.StatusCode.DATA_LOSS})
 _CODES = {c.value[0]: c for c in grpc.StatusCode}
 _DROP_KEYS = {r.value: f"memrank.dropped.{r.name.lower()}" for r in DropReason if r is not DropReason.KEPT}
-_UNTRACED = contextlib.nullcontext()
 
 Serve = Callable[[Any, grpc.aio.ServicerContext], Awaitable[bytes]]
-
-
-def untraced(_name: str) -> contextlib.AbstractContextManager[None]:
-    """The stage context manager when tracing is off: one shared no-op."""
-    return _UNTRACED
 
 
 def check_tracing(settings: TracingSettings) -> None:

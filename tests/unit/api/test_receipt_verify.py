@@ -19,11 +19,11 @@ from google.protobuf import json_format
 
 from memrank import cli
 from memrank._gen.v1 import ranking_pb2 as pb
+from memrank.api.handle import Call, handle_rank
 from memrank.api.verify import canonical_lines, q
 from memrank.client import verify_receipt
 from memrank.config import load_settings
 from memrank.core.explain import receipt
-from memrank.grpc.service import handle_rank
 
 README = Path(__file__).resolve().parents[3] / "README.md"
 SETTINGS = load_settings(env={})
@@ -34,7 +34,7 @@ REF = "2026-06-01T12:00:00Z"
 def rank(request: dict[str, Any] | pb.RankRequest, key: bytes | None = None) -> tuple[pb.RankRequest,
                                                                                        pb.RankResponse]:
     req = request if isinstance(request, pb.RankRequest) else json_format.ParseDict(request, pb.RankRequest())
-    return req, handle_rank(req, SETTINGS, time.time(), None, receipt_key=key)
+    return req, handle_rank(req, SETTINGS, Call(time.time(), receipt_key=key))
 
 
 def cand(cid: str, content: str, retrieval: float, **extra: Any) -> dict[str, Any]:

@@ -1,0 +1,119 @@
+"""One call through the wire API: validate, convert, rank in the pure core, encode (the servicer and the CLI).
+
+``handle_rank(request, settings, call)``: ``call`` is what the call brings besides its request, one small
+object (``Call``): its time, the keys, and the runtime's optional hooks (metrics observer, liveness, decision
+hook, tracing). No gRPC server here: the runtime (``memrank.grpc``) passes these in and turns the core's
+errors and ``CallAbandoned`` into statuses.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Protocol
+
+from memrank._gen.v1 import ranking_pb2 as pb
+from memrank.api import convert, encode
+from memrank.api.validate import validate_admission_request, validate_rank_request
+from memrank.config import Settings
+from memrank.core.admission import score_admission
+from memrank.core.batch import Batch, RankParams, batch_from_rows
+from memrank.core.explain.outcome import RankOutcome
+from memrank.core.pipeline import rank, resolve_profile
+from memrank.core.signals.base import ScoringContext
+
+log = logging.getLogger("memrank.rpc")
+# Called with the finished call (request, outcome, batch, params, response, server time); True = logged.
+Decide = Callable[[pb.RankRequest, RankOutcome, Batch, RankParams, pb.RankResponse, float], bool]
+Stage = Callable[[str], contextlib.AbstractContextManager[None]]
+_UNTRACED = contextlib.nullcontext()
+
+
+def untraced(_name: str) -> contextlib.AbstractContextManager[None]:
+    """The stage context manager when tracing is off: one shared no-op."""
+    return _UNTRACED
+
+
+class Tracer(Protocol):
+    """What the handler asks of tracing (``memrank.grpc.tracing.Tracing``)."""
+
+    def stages(self, candidates: int) -> Stage: ...
+
+    def outcome(self, outcome: RankOutcome) -> None: ...
+
+
+@dataclass(frozen=True, slots=True)
+class Call:
+    """One call's circumstances besides its request.
+
+    ``now``: the server time (seconds) the call is ranked at. ``provenance_key`` / ``receipt_key``: the
+    server's keys (None: off). ``observe``: given the outcome once the answer is built (metrics).
+    ``alive``: asked between stages; False stops the call with ``CallAbandoned``. ``decide``: the decision
+    log's hook; its answer is ``decision_logged``. ``trace``: tracing on (each stage a child span).
+    """
+
+    now: float
+    provenance_key: bytes | None = None
+    receipt_key: bytes | None = None
+    observe: Callable[[RankOutcome], None] | None = None
+    alive: Callable[[], bool] | None = None
+    decide: Decide | None = None
+    trace: Tracer | None = None
+
+
+class CallAbandoned(Exception):
+    """The client cancelled the call or its deadline passed; the stage it got to is the message."""
+
+
+def _still_wanted(alive: Callable[[], bool] | None, stage: str) -> None:
+    if alive is not None and not alive():
+        raise CallAbandoned(stage)
+
+
+def handle_rank(request: pb.RankRequest, settings: Settings, call: Call) -> pb.RankResponse:
+    """Validate, convert, rank and convert back (shared by the servicer and `memrank rank`).
+
+    ``call.alive`` (the call's ``is_active``) is asked between stages: a cancelled call or
+    one past its deadline stops there with ``CallAbandoned`` instead of running on.
+    ``call.trace`` (tracing on): each stage is a child span of the call's server span.
+    """
+    # Tracing on: child spans of the call's server span when it is sampled (the candidate count set before validation).
+    trace = call.trace
+    stage = untraced if trace is None else trace.stages(len(request.candidates))
+    with stage("validate"):
+        columns = validate_rank_request(request, settings.limits, profiles=settings.profiles)
+    _still_wanted(call.alive, "validated")
+    with stage("convert"):
+        batch, params = convert.request_to_domain(request, call.now, columns)  # the columns validation read
+    _still_wanted(call.alive, "converted")
+    with stage("rank"):  # scoring and selection: one call into the pure core
+        outcome = rank(batch, params, settings.profiles, settings.layers, call.provenance_key)
+    if trace is not None:
+        trace.outcome(outcome)
+    _still_wanted(call.alive, "ranked")
+    if log.isEnabledFor(logging.DEBUG):
+        # Content and queries are logged only at debug, on purpose.
+        log.debug("rank detail", extra={"request_id": request.request_id, "query": request.query,
+                                        "selected": [batch.ids[i] for i in outcome.ranked]})
+    with stage("encode"):
+        response = encode.outcome_to_proto(outcome, batch, params, request.request_id, settings.policy_version,
+                                            call.receipt_key)
+    if call.decide is not None:  # before the answer leaves: a record of every answered call is queued
+        response.decision_logged = call.decide(request, outcome, batch, params, response, call.now)
+    if call.observe is not None:  # once the answer is built (a deferred recorder then overlaps sending it)
+        call.observe(outcome)
+    return response
+
+
+def handle_admission(request: pb.ScoreAdmissionRequest, settings: Settings,
+                     call: Call) -> pb.ScoreAdmissionResponse:
+    """Validate, convert, score the candidate for admission under its profile (default lians-admission), convert
+    back."""
+    validate_admission_request(request, settings.limits)
+    profile = resolve_profile(settings.profiles, request.profile or "lians-admission")
+    ref = convert.ts_to_seconds(request.reference_time) if request.HasField("reference_time") else call.now
+    batch = batch_from_rows([convert.candidate_to_domain(request.candidate)])
+    result = score_admission(batch, ScoringContext("", ref, False, call.provenance_key), profile)
+    return encode.admission_to_proto(request.request_id, result, batch, profile, ref)
