@@ -101,6 +101,17 @@ def test_a_layer_imports_nothing_above_it(layer: str, forbidden: tuple[str, ...]
     assert _violations(layer, forbidden) == []
 
 
+def test_prometheus_client_is_named_only_under_metrics() -> None:
+    """The runtime, the API and everything else reach prometheus_client through memrank.metrics."""
+    outside = [f"{path.relative_to(PACKAGE.parent)}:{stmt.lineno}" for name, path in _modules()
+               if not name.startswith("memrank.metrics")
+               for stmt, imported, _ in _imports(name, path) if _within(imported, ("prometheus_client",))]
+    inside = [name for name, path in _modules(PACKAGE / "metrics")
+              for _, imported, _ in _imports(name, path) if _within(imported, ("prometheus_client",))]
+    assert inside  # the walk sees the imports it forbids elsewhere
+    assert outside == []
+
+
 def test_no_function_level_import_dodges_a_cycle() -> None:
     """A memrank module imported inside a function does not, through module-level imports, import the importer.
 

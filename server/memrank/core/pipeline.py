@@ -19,7 +19,7 @@ from memrank.core.scoring.stages import StagePass, blend_stage_scores, fusion_lo
 from memrank.core.selection.calibrate import SCHEME as CALIBRATION_SCHEME
 from memrank.core.selection.calibrate import calibrate
 from memrank.core.selection.order import placement_positions, tie_order
-from memrank.core.selection.select import CATCH_ALL_LAYER, select
+from memrank.core.selection.select import CATCH_ALL_LAYER, Pool, SelectParams, select
 from memrank.core.selection.select import drop_note as selection_note
 from memrank.core.signals.base import ScoringContext
 from memrank.core.types import DropReason, Placement
@@ -117,8 +117,9 @@ def _rank_with(profile: Profile, batch: Batch, params: RankParams, layers: tuple
 
     tie_rank = np.empty(batch.n, dtype=np.int64)
     tie_rank[tie_order(current, batch.event_time, batch.ingested_at, batch.ids)] = np.arange(batch.n)
-    sel = select(batch, layers, layer_of, tokens, current, tie_rank, eligible_after_gates, params.max_tokens,
-                 params.max_items, profile.diversity_lambda, profile.dedupe_threshold)
+    sel = select(batch, Pool(layer_of, tokens, current, tie_rank, eligible_after_gates),
+                 SelectParams(layers, params.max_tokens, params.max_items, profile.diversity_lambda,
+                              profile.dedupe_threshold))
     rest, rest_reason, rest_cover = sel.rest, sel.rest_reason, sel.rest_cover
     covered_by = np.full(batch.n, -1, dtype=np.int64)
     drop[rest] = rest_reason

@@ -17,7 +17,6 @@ from google.protobuf.descriptor import Descriptor
 from google.protobuf.message import DecodeError, Message
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
-from prometheus_client import CollectorRegistry
 
 from memrank import ports
 from memrank._gen.v1 import ranking_service_pb2 as svc_pb
@@ -35,12 +34,13 @@ from memrank.grpc.tls import server_credentials
 from memrank.grpc.tracing import Tracing, build_tracing
 from memrank.metrics.declare import Metrics
 from memrank.metrics.recorder import FlushFirst
+from memrank.metrics.registry import Registry, new_registry
 
 log = logging.getLogger("memrank.server")
 SERVICE_NAME = svc_pb.DESCRIPTOR.services_by_name["RankingService"].full_name
 
 
-def create_server(settings: Settings, registry: CollectorRegistry | None = None, reuse_port: bool = False,
+def create_server(settings: Settings, registry: Registry | None = None, reuse_port: bool = False,
                   tracing: Tracing | None = None, multiprocess_metrics: bool = False) -> Running:
     """Build and start a server on settings.server.address (port 0 picks a free port).
 
@@ -48,7 +48,7 @@ def create_server(settings: Settings, registry: CollectorRegistry | None = None,
     ``multiprocess_metrics``: this server is a supervisor's worker, whose metrics the supervisor reads from
     files at any moment (prometheus_client's multiprocess mode)."""
     s = settings.server
-    registry = registry if registry is not None else CollectorRegistry()
+    registry = registry if registry is not None else new_registry()
     # One process: signal metrics are recorded after the reply, and a scrape first waits for them.
     # Workers of a supervisor record inline: the supervisor reads their files at any moment.
     after_reply = not multiprocess_metrics

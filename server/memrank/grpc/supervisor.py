@@ -20,8 +20,6 @@ import time
 from dataclasses import replace
 from types import FrameType
 
-from prometheus_client import CollectorRegistry, multiprocess
-
 from memrank import ports
 from memrank.config import ServerSettings, Settings, SettingsSource
 from memrank.core.errors import ConfigError
@@ -30,6 +28,7 @@ from memrank.grpc.server import create_server
 from memrank.grpc.tracing import check_tracing
 from memrank.logs import setup_logging
 from memrank.metrics.http import serve_metrics
+from memrank.metrics.registry import new_registry, worker_gone, workers_registry
 
 log = logging.getLogger("memrank.server")
 
@@ -55,7 +54,7 @@ def serve_single(settings: Settings, reuse_port: bool = False, with_metrics: boo
     """Run one server process until SIGTERM/SIGINT, then drain and end the process (exit status 0);
     ``exit_when_done`` False: stop the listeners and return instead. ``metrics_endpoint`` False (a worker):
     metrics are recorded but served by the supervisor. The metrics port is bound before the gRPC one."""
-    registry = CollectorRegistry() if with_metrics else None
+    registry = new_registry() if with_metrics else None
     exposition = serve_metrics(settings.server.metrics_host, settings.server.metrics_port, registry) \
         if registry is not None and metrics_endpoint else None
     try:
@@ -181,8 +180,7 @@ def _supervise(settings: Settings, source: SettingsSource) -> None:
     os.environ["PROMETHEUS_MULTIPROC_DIR"] = mp_dir  # read by prometheus_client in the spawned workers
     # Workers' decision log writers take this lock around each line on a shared stdout (see decisions.sink).
     os.environ[DECISION_LOCK_ENV] = os.path.join(mp_dir, "decision-log.lock")
-    registry = CollectorRegistry()
-    multiprocess.MultiProcessCollector(registry, path=mp_dir)
+    registry = workers_registry(mp_dir)
     try:
         exposition = serve_metrics(settings.server.metrics_host, settings.server.metrics_port, registry)
     except BaseException:
@@ -208,7 +206,7 @@ def _supervise(settings: Settings, source: SettingsSource) -> None:
     while not stopping.wait(0.5):
         for i, p in list(procs.items()):
             if not p.is_alive():
-                multiprocess.mark_process_dead(p.pid, mp_dir)
+                worker_gone(p.pid, mp_dir)
                 log.error("worker died; restarting", extra={"worker": i, "pid": p.pid, "exitcode": p.exitcode})
                 start(i)
     for p in procs.values():

@@ -34,10 +34,34 @@ class Selection:
     similarity: str  # "cosine", "shingle_jaccard" or "none" (no diversity pass)
 
 
-def select(batch: Batch, layers: tuple[LayerSpec, ...], layer_of: tuple[str, ...], tokens: np.ndarray,
-           current: np.ndarray, tie_rank: np.ndarray, eligible: np.ndarray, max_tokens: int, max_items: int,
-           diversity_lambda: float, dedupe_threshold: float) -> Selection:
+@dataclass(frozen=True)
+class Pool:
+    """What selection reads of each candidate (one entry per candidate of the batch)."""
+
+    layer_of: tuple[str, ...]  # the candidate's layer name
+    tokens: np.ndarray  # int64: its tokens
+    score: np.ndarray  # float64: its score after every stage
+    tie_rank: np.ndarray  # int64: its place in the tie order
+    eligible: np.ndarray  # bool: kept by the gates
+
+
+@dataclass(frozen=True)
+class SelectParams:
+    """The request's and the profile's selection settings."""
+
+    layers: tuple[LayerSpec, ...]
+    max_tokens: int  # 0 = no token budget
+    max_items: int  # 0 = no item cap
+    diversity_lambda: float  # 1.0 = no diversity pass
+    dedupe_threshold: float
+
+
+def select(batch: Batch, pool: Pool, params: SelectParams) -> Selection:
     """Greedy selection with floors, allocations and release rounds (``max_tokens`` 0 = no token budget)."""
+    layers, layer_of, tokens, current, tie_rank, eligible = (params.layers, pool.layer_of, pool.tokens, pool.score,
+                                                             pool.tie_rank, pool.eligible)
+    max_tokens, max_items = params.max_tokens, params.max_items
+    diversity_lambda, dedupe_threshold = params.diversity_lambda, params.dedupe_threshold
     names = [layer.name for layer in layers]
     if CATCH_ALL_LAYER in layer_of and CATCH_ALL_LAYER not in names:
         shares = [layer.share for layer in layers]
@@ -58,16 +82,16 @@ def select(batch: Batch, layers: tuple[LayerSpec, ...], layer_of: tuple[str, ...
     for _ in range(budget.MAX_ROUNDS):
         state = SelectState(batch.n, len(layers))
         caps = Caps(np.array(alloc, dtype=np.int64), items, max_items)
-        pool = eligible.copy()
+        open_ = eligible.copy()
         floors = np.array([min(x.floor_tokens, a) for x, a in zip(layers, alloc, strict=True)], dtype=np.int64)
         if max_tokens and floors.any():
             # Floors first: a floored layer's best memories are picked before anyone else can crowd it out.
-            floor_pool = pool & (floors[layer] > 0)
+            floor_pool = open_ & (floors[layer] > 0)
             run_phase(state, floor_pool, current, tie_rank, layer, tokens, replace(caps, layer_tokens=floors),
                       sim, lam, dedupe_threshold)
-            pool[state.picked] = False
-        run_phase(state, pool, current, tie_rank, layer, tokens, caps, sim, lam, dedupe_threshold)
-        rest = np.flatnonzero(pool)
+            open_[state.picked] = False
+        run_phase(state, open_, current, tie_rank, layer, tokens, caps, sim, lam, dedupe_threshold)
+        rest = np.flatnonzero(open_)
         reason, cover = classify_rest(state, rest, layer, tokens, caps, dedupe_threshold, sim is not None)
         if not max_tokens:
             break
