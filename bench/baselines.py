@@ -9,7 +9,7 @@ from collections.abc import Callable
 
 from bench.data import QUERY, REFERENCE_TIME, Workload
 from memrank.core.text.normalize import terms
-from tests.reference.ports import GAMemory, agent_observer_score, generative_agents_scores, lexical_idf_score
+from tests.support.reference import GAMemory, agent_observer_score, generative_agents_scores, lexical_idf_score
 
 _WORD = re.compile(r"\w+")
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from memrank.evaluation.requests import count_tokens
-from tests.eval import fixture
+from tests.support import eval_fixture as fixture
 
 pytest.importorskip("bm25s", reason="the eval extra is not installed")
 

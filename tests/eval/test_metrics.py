@@ -9,7 +9,7 @@ import pytest
 
 from memrank.evaluation.metrics import budget_pick, ndcg_at, recall_at, redundancy, score_ranking
 from memrank.evaluation.retrieval import baseline_orders
-from tests.eval import fixture
+from tests.support import eval_fixture as fixture
 
 RANKING = ["a", "b", "c", "d", "e", "f"]
 

@@ -28,7 +28,7 @@ import numpy as np
 import pytest
 
 from memrank.evaluation.data import load_conversations, parse_time
-from tests.eval.fixture import embed as hashed_embed
+from tests.support.eval_fixture import embed as hashed_embed
 
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "eval" / "prepare_locomo.py"

@@ -13,9 +13,6 @@ import pytest
 
 from memrank.client import RankingClient
 from memrank.grpc.running import Running
-from tests.server.conftest import live_server
-
-__all__ = ["live_server"]
 
 REF = "2026-06-01T12:00:00Z"
 QUERY = "what did Caroline decide about the trip to Lisbon?"

@@ -12,7 +12,7 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-from tests.helm.conftest import missing
+from tests.support.helm import missing
 
 MONITORING_KINDS = ("ServiceMonitor", "PodMonitor", "PrometheusRule")
 # The chart's kubeVersion floor; kubernetes-validate's newest release is the ceiling.

@@ -14,7 +14,7 @@ import yaml
 
 from memrank.config import ENV_KEYS, load_settings
 from tests.helm import schemas
-from tests.helm.conftest import CHART, CI_VALUES, DASHBOARD, RULES, Doc, Render, missing, run_helm
+from tests.support.helm import CHART, CI_VALUES, DASHBOARD, RULES, Doc, Render, missing, run_helm
 
 CRDS = ("monitoring.coreos.com/v1",)
 CI_NAMES = [p.name for p in CI_VALUES]

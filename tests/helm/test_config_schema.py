@@ -27,8 +27,8 @@ from memrank.config import BOUNDS, builtin_defaults, load_settings
 from memrank.core.errors import ConfigError
 from memrank.core.text.stem import LANGUAGES
 from memrank.profiles.model import FORMULAS, FUSIONS, NORMALIZATIONS
-from tests.helm.conftest import CHART, CI_VALUES, ROOT, run_helm, template_args
 from tests.helm.schemas import require
+from tests.support.helm import CHART, CI_VALUES, ROOT, run_helm, template_args
 
 SCRIPT = ROOT / "scripts" / "gen_chart_schema.py"
 EXAMPLES = ROOT / "examples"

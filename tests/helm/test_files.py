@@ -8,8 +8,8 @@ from typing import Any
 
 import yaml
 
-from tests.helm.conftest import CHART, ROOT
 from tests.helm.schemas import require
+from tests.support.helm import CHART, ROOT
 
 KEY = re.compile(r"^(?P<indent> *)(?P<key>[A-Za-z_][\w.-]*):(?:\s|$)")
 

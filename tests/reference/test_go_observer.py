@@ -26,7 +26,7 @@ from memrank.api.handle import Call, handle_rank
 from memrank.config import load_settings
 from memrank.core.scoring.combine import score
 from memrank.core.text.golang import fields, to_lower
-from tests.unit.core.build import batch, ctx, profile
+from tests.support.build import batch, ctx, profile
 
 GO_DIR = Path(__file__).resolve().parent / "go_observer"
 AO = profile("agent-observer")

@@ -12,8 +12,8 @@ import pytest
 from memrank._gen.v1 import ranking_pb2 as pb
 from memrank.grpc.running import Running
 from memrank.grpc.server import create_server
-from tests.reliability.certs import Certificates, make_certificates
-from tests.server.conftest import loopback_settings
+from tests.support.certs import Certificates, make_certificates
+from tests.support.servers import loopback_settings
 
 SOAK = os.environ.get("MEMRANK_SOAK") == "1"
 _TEXT = ("the user prefers green tea and decided to move the deploy to friday after the outage because "

@@ -25,7 +25,7 @@ from google.protobuf import json_format
 
 from memrank.client import RankingClient, RankingError
 from tests.reliability.conftest import accounted, rank_request
-from tests.server.conftest import start_serve, stop
+from tests.support.servers import start_serve, stop
 
 CANDIDATES = 20
 RSS_GROWTH_BOUND_MIB = 48.0  # after warm-up (drift windows full, caches warm); documented in the README

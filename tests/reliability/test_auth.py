@@ -18,7 +18,7 @@ from memrank.core.errors import ConfigError
 from memrank.grpc.auth import REFUSAL, TokenFile, open_matcher
 from memrank.grpc.running import Running
 from memrank.grpc.server import create_server
-from tests.server.conftest import loopback_settings
+from tests.support.servers import loopback_settings
 
 GOOD, OTHER = "s3cret-token-A", "rotated-token-B"
 REQUEST = {"candidates": [{"id": "a", "retrievalScore": 0.4, "importance": 0.5}]}

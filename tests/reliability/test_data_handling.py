@@ -11,7 +11,7 @@ import pytest
 
 from memrank._gen.v1 import ranking_pb2 as pb
 from memrank.client import RankingClient, RankingError
-from tests.server.conftest import start_serve, stop
+from tests.support.servers import start_serve, stop
 
 CANARY = "zqx-canary-7731"  # appears in every kind of caller text, never in an id
 

@@ -21,7 +21,7 @@ from memrank.client import RankingClient, RankingError
 from memrank.grpc.running import Running
 from memrank.grpc.server import create_server
 from tests.reliability.conftest import accounted, rank_request
-from tests.server.conftest import loopback_settings, start_serve, stop
+from tests.support.servers import loopback_settings, start_serve, stop
 
 
 def _free_port() -> int:

@@ -25,7 +25,7 @@ from memrank.config import Settings, load_settings
 from memrank.grpc.server import create_server
 from tests.reliability import h2
 from tests.reliability.conftest import accounted, rank_request
-from tests.server.conftest import free_port, start_serve, stop
+from tests.support.servers import free_port, start_serve, stop
 
 TOKEN = "hostile-suite-token"
 RANK = "/memrank.v1.RankingService/Rank"

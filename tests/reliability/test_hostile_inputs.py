@@ -16,7 +16,7 @@ from memrank.config import load_settings
 from memrank.core.errors import InvalidRequest
 from memrank.grpc.running import Running
 from tests.reliability.conftest import SOAK, accounted, rank_request
-from tests.reliability.hostile import admission_requests, rank_requests
+from tests.support.hostile import admission_requests, rank_requests
 
 SETTINGS = load_settings(env={})
 NOW = 1_767_225_600.0

@@ -15,7 +15,7 @@ import pytest
 from bench.memory import maximal_request  # the bench's largest request by content, measured the same way
 from memrank._gen.v1 import ranking_pb2 as pb
 from memrank.grpc.inflight import PEAK_RATIO
-from tests.server.conftest import free_port, start_serve, stop
+from tests.support.servers import free_port, start_serve, stop
 
 RANK = "/memrank.v1.RankingService/Rank"
 MiB = 1 << 20

@@ -16,7 +16,7 @@ import pytest
 from memrank._gen.v1 import ranking_service_pb2_grpc as pb_grpc
 from memrank.client import RankingClient, RankingError
 from tests.reliability.conftest import accounted, rank_request
-from tests.server.conftest import free_port, start_serve, stop
+from tests.support.servers import free_port, start_serve, stop
 
 RUNS = 10
 CALLERS = 6

@@ -22,7 +22,7 @@ import pytest
 
 import memrank
 from memrank.client import RankingClient
-from tests.server.conftest import Proc, free_port, start_serve, stop
+from tests.support.servers import Proc, free_port, start_serve, stop
 
 EXIT_SECONDS = 20  # a refused start ends in about a second (imports); a half-started one never does
 

@@ -10,7 +10,7 @@ import time
 from pathlib import Path
 
 from memrank.client import RankingClient
-from tests.server.conftest import free_port, start_serve, stop
+from tests.support.servers import free_port, start_serve, stop
 
 
 def _alive(pid: int) -> bool:

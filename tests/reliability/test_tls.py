@@ -15,8 +15,8 @@ from memrank.config import Settings, load_settings
 from memrank.core.errors import ConfigError
 from memrank.grpc.running import Running
 from memrank.grpc.server import create_server
-from tests.reliability.certs import Certificates, make_certificates
-from tests.server.conftest import loopback_settings
+from tests.support.certs import Certificates, make_certificates
+from tests.support.servers import loopback_settings
 
 REQUEST = {"query": "tea", "candidates": [{"id": "a", "retrievalScore": 0.4, "importance": 0.5,
                                          "content": "The user prefers green tea."}]}

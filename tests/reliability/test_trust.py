@@ -15,7 +15,7 @@ from memrank.grpc.running import Running
 from memrank.grpc.server import create_server
 from memrank.profiles.builtin import BUILTIN_PROFILES
 from tests.reliability.conftest import accounted, injections
-from tests.server.conftest import loopback_settings
+from tests.support.servers import loopback_settings
 
 KEY = b"k8s-secret-provenance-key"
 CORPUS = injections()

@@ -32,8 +32,8 @@ from memrank.client import (
 from memrank.config import DecisionLogSettings
 from memrank.grpc.running import Running
 from memrank.grpc.server import create_server
-from tests.server.conftest import free_port, loopback_settings
 from tests.server.test_client_deadline import REQUEST, Flaky
+from tests.support.servers import free_port, loopback_settings
 
 TOKEN = "aio-token"
 
@@ -195,7 +195,7 @@ def flaky(live_server: Running) -> Iterator[Flaky]:
 
 def test_tls_and_mutual_tls(tmp_path: Path) -> None:
     pytest.importorskip("cryptography")
-    from tests.reliability.certs import make_certificates
+    from tests.support.certs import make_certificates
 
     certs = make_certificates(tmp_path)
     for mutual in (False, True):

@@ -23,7 +23,7 @@ from grpc_health.v1 import health, health_pb2_grpc
 
 from memrank.client import Candidate, RankingClient, RankingError, RankRequest, Unavailable, service_config
 from memrank.grpc.running import Running
-from tests.server.conftest import free_port
+from tests.support.servers import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
 SERVICE = "memrank.v1.RankingService"

@@ -16,7 +16,7 @@ from memrank._gen.v1 import ranking_pb2 as pb
 from memrank.client import RankingClient, RankingError
 from memrank.config import DecisionLogSettings
 from memrank.grpc.server import create_server
-from tests.server.conftest import loopback_settings
+from tests.support.servers import loopback_settings
 
 
 @pytest.fixture(scope="module")

@@ -32,7 +32,7 @@ from memrank.client import (
 )
 from memrank.grpc.running import Running
 from memrank.grpc.server import create_server
-from tests.server.conftest import free_port, loopback_settings
+from tests.support.servers import free_port, loopback_settings
 
 ROOT = Path(__file__).resolve().parents[2]
 TOKEN = "s3cret-token"

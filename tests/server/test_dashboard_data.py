@@ -49,9 +49,9 @@ import pytest
 import yaml
 
 from memrank.client import RankingClient
-from tests.server.conftest import Proc, free_port, start_serve, stop
 from tests.server.test_metrics import rank_request, write_config
 from tests.server.test_prometheus import PROMETHEUS, RULES, Prom, Traffic, short_rules
+from tests.support.servers import Proc, free_port, start_serve, stop
 
 ROOT = Path(__file__).resolve().parents[2]
 RENDER = ROOT / "dashboards" / "render_png.py"

@@ -26,7 +26,7 @@ from memrank.client import RankingClient, RankingError
 from memrank.config import DecisionLogSettings, Settings
 from memrank.core.errors import ConfigError
 from memrank.grpc.server import create_server
-from tests.server.conftest import free_port, loopback_settings, start_serve, stop
+from tests.support.servers import free_port, loopback_settings, start_serve, stop
 
 SCHEMAS = Path(__file__).resolve().parents[2] / "server" / "memrank" / "decisions" / "schema"
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.tuning import locomo_fixture
+from tests.support import locomo_fixture
 
 pytest.importorskip("bm25s", reason="the eval extra is not installed")
 ROOT = Path(__file__).resolve().parents[2]

@@ -13,7 +13,7 @@ import pytest
 import yaml
 
 from memrank.config import load_settings
-from tests.helm.conftest import run_helm
+from tests.support.helm import run_helm
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "examples"
@@ -82,7 +82,7 @@ def test_the_sidecar_values_render_a_loopback_sidecar_with_the_decision_log(helm
 def helm() -> str:
     import shutil
 
-    from tests.helm.conftest import missing
+    from tests.support.helm import missing
 
     path = shutil.which("helm") or str(Path.home() / "go" / "bin" / "helm")
     if not Path(path).exists():
@@ -92,7 +92,7 @@ def helm() -> str:
 
 def test_the_quick_start_python_snippet_runs_and_names_drop_reasons(capsys: pytest.CaptureFixture[str]) -> None:
     from memrank.grpc.server import create_server
-    from tests.server.conftest import loopback_settings
+    from tests.support.servers import loopback_settings
 
     readme = (ROOT / "README.md").read_text()
     start = readme.index("From Python (the client ships in the package):")

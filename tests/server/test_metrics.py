@@ -19,7 +19,7 @@ from prometheus_client.multiprocess import MultiProcessCollector
 from prometheus_client.parser import text_string_to_metric_families
 
 from memrank.client import RankingClient, RankingError
-from tests.server.conftest import Proc, start_serve, stop
+from tests.support.servers import Proc, start_serve, stop
 
 FAMILIES = (
     "memrank_requests_total", "memrank_rank_duration_seconds_bucket", "memrank_signal_value_bucket",

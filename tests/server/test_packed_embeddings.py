@@ -12,7 +12,7 @@ from memrank._gen.v1 import ranking_pb2 as pb
 from memrank.api.handle import Call, handle_rank
 from memrank.client import RankingClient, RankingError, pack_embeddings
 from memrank.config import load_settings
-from tests.server.conftest import start_serve, stop
+from tests.support.servers import start_serve, stop
 
 DIM = 16
 

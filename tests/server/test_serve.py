@@ -15,7 +15,7 @@ import pytest
 from grpc_reflection.v1alpha.proto_reflection_descriptor_database import ProtoReflectionDescriptorDatabase
 
 from memrank.client import RankingClient, RankingError
-from tests.server.conftest import start_serve, stop
+from tests.support.servers import start_serve, stop
 
 
 def _free_port() -> int:

@@ -54,8 +54,8 @@ from memrank.core.errors import ConfigError
 from memrank.grpc.running import Running
 from memrank.grpc.server import create_server
 from memrank.grpc.tracing import FLUSH_SECONDS, build_tracing
-from tests.helm.conftest import CHART, find_helm, missing, run_helm, template_args
-from tests.server.conftest import Proc, free_port, loopback_settings, start_serve, stop
+from tests.support.helm import CHART, find_helm, missing, run_helm, template_args
+from tests.support.servers import Proc, free_port, loopback_settings, start_serve, stop
 
 ROOT = Path(__file__).resolve().parents[2]
 CALLER_TRACE = "4bf92f3577b34da6a3ce929d0e0e4736"
@@ -453,7 +453,7 @@ import grpc
 from bench.data import workload
 from memrank._gen.v1 import ranking_service_pb2_grpc as svc
 from memrank.grpc.server import create_server
-from tests.server.conftest import loopback_settings
+from tests.support.servers import loopback_settings
 running = create_server(loopback_settings())
 with grpc.insecure_channel(f"127.0.0.1:{running.port}") as channel:
     svc.RankingServiceStub(channel).Rank(workload(40, 8).request, metadata=[("traceparent", sys.argv[1])], timeout=20)

@@ -15,7 +15,8 @@ from google.protobuf import json_format
 from memrank.config import SettingsSource, load_settings
 from memrank.profiles.builtin import BUILTIN_PROFILES
 from memrank.tuning.labels import query_of_line
-from tests.tuning import locomo_fixture, synthetic
+from tests.support import locomo_fixture
+from tests.tuning import synthetic
 
 TRUE = np.array([0.2, 0.7, 0.0, 0.0, 0.0, 0.1])
 

@@ -21,8 +21,8 @@ from memrank.tuning import Metric, Settings, TuningError, cross_validate
 from memrank.tuning.columns import base_profile
 from memrank.tuning.locomo import load_locomo, requests
 from memrank.tuning.logs import LogStats, join, load_logs
-from tests.server.conftest import loopback_settings
-from tests.tuning import locomo_fixture
+from tests.support import locomo_fixture
+from tests.support.servers import loopback_settings
 
 pytest.importorskip("bm25s", reason="the eval extra is not installed")
 

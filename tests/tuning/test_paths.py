@@ -15,7 +15,7 @@ from memrank.tuning.crossval import cross_validate
 from memrank.tuning.labels import load_labels
 from memrank.tuning.locomo import load_locomo
 from memrank.tuning.metrics import Metric
-from tests.tuning import locomo_fixture
+from tests.support import locomo_fixture
 
 pytest.importorskip("bm25s", reason="the eval extra is not installed")
 

@@ -17,7 +17,7 @@ from memrank.api.validate import _check_request, validate_rank_request
 from memrank.config import load_settings
 from memrank.core.batch import CandidateInput, batch_from_rows
 from memrank.core.errors import InvalidRequest
-from tests.reliability import hostile
+from tests.support import hostile
 from tests.unit.api.test_convert import rows
 
 LIMITS = load_settings(env={}).limits

@@ -4,7 +4,7 @@ import pytest
 
 from memrank.core.admission import score_admission
 from memrank.core.types import AdmissionDecision, DropReason, Safety, Source
-from tests.unit.core.build import HOUR, REF, batch, ctx, profile
+from tests.support.build import HOUR, REF, batch, ctx, profile
 
 ADM = profile("lians-admission")
 GOOD = {"content": "I prefer window seats on flights with Lufthansa since 2019", "source": int(Source.USER_PROVIDED),

@@ -5,7 +5,7 @@ from memrank.core.errors import ConfigError
 from memrank.core.profile import SignalSpec
 from memrank.core.scoring.combine import score
 from memrank.core.selection.order import tie_order
-from tests.unit.core.build import HOUR, REF, batch, ctx, profile
+from tests.support.build import HOUR, REF, batch, ctx, profile
 
 LIANS_RECALL = {"relevance": 0.35, "confidence": 0.15, "importance": 0.15, "trust": 0.10, "freshness": 0.10,
                 "stability": 0.10, "safety": 0.05}

@@ -9,8 +9,8 @@ from hypothesis import strategies as st
 
 from memrank.core.scoring.combine import score
 from memrank.core.selection.order import tie_order
-from tests.reference.ports import GAMemory, agent_observer_score, generative_agents_scores, tie_sorted_ids
-from tests.unit.core.build import HOUR, REF, batch, ctx, profile
+from tests.support.build import HOUR, REF, batch, ctx, profile
+from tests.support.reference import GAMemory, agent_observer_score, generative_agents_scores, tie_sorted_ids
 
 AO = profile("agent-observer")
 GA = profile("generative-agents")

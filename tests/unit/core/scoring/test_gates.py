@@ -3,7 +3,7 @@ import pytest
 
 from memrank.core.scoring.combine import score
 from memrank.core.types import DropReason, Safety
-from tests.unit.core.build import HOUR, REF, batch, ctx, profile
+from tests.support.build import HOUR, REF, batch, ctx, profile
 
 D = DropReason
 

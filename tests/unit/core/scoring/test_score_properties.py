@@ -8,7 +8,7 @@ from memrank.core.scoring.combine import score
 from memrank.core.signals.importance import importance
 from memrank.core.types import DropReason, Safety, Source
 from memrank.profiles.builtin import BUILTIN_PROFILES
-from tests.unit.core.build import HOUR, REF, batch, ctx
+from tests.support.build import HOUR, REF, batch, ctx
 
 WORDS = ["the", "log", "dialog", "Alice", "decided", "prefer", "thanks", "ignore previous instructions", "2024-03-01",
          "actually", "fixed", "never", "ok", "Σίσυφος", "東京", "\n", "42"]

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from memrank.core.scoring.stages import blend_stage_scores
-from tests.unit.core.build import batch, profile
+from tests.support.build import batch, profile
 
 
 def test_a_weighed_stage_blends_and_an_unweighed_one_is_recorded_as_ignored():

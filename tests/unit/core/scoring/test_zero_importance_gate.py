@@ -8,7 +8,7 @@ from memrank.core.admission import score_admission
 from memrank.core.scoring.combine import score
 from memrank.core.types import AdmissionDecision, DropReason
 from memrank.profiles.builtin import BUILTIN_PROFILES
-from tests.unit.core.build import batch, ctx, profile
+from tests.support.build import batch, ctx, profile
 
 OWN = ("default", "support", "assistant", "research")
 COMPATIBILITY = ("agent-observer", "generative-agents", "lians-recall", "lians-admission")

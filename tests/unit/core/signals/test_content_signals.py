@@ -5,7 +5,7 @@ from memrank.core.signals.importance import importance
 from memrank.core.signals.safety import INJECTION_PATTERNS, injection_match, safety
 from memrank.core.signals.stability import stability
 from memrank.core.types import Safety, Source
-from tests.unit.core.build import REF, batch, run
+from tests.support.build import REF, batch, run
 
 
 @pytest.mark.parametrize(("content", "kind", "rule", "value", "why"), [

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from memrank.core.signals.context import context
 from memrank.core.signals.speaker import name_words, speaker
-from tests.unit.core.build import batch, ctx, profile, run
+from tests.support.build import batch, ctx, profile, run
 
 
 def _rel(x: float) -> dict[str, float]:

@@ -5,8 +5,8 @@ import pytest
 
 from memrank.core.signals.lexical import lexical
 from memrank.core.text.normalize import terms, tokens
-from tests.reference.ports import lexical_idf_score
-from tests.unit.core.build import batch, ctx, run
+from tests.support.build import batch, ctx, run
+from tests.support.reference import lexical_idf_score
 
 
 def test_idf_weighted_share_of_query_terms():

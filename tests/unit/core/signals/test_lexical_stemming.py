@@ -16,7 +16,7 @@ from memrank.core.text.normalize import terms, tokens
 from memrank.core.text.stem import LANGUAGES, matching, stem
 from memrank.core.text.stopwords import BY_LANGUAGE
 from memrank.profiles.model import profile_from_mapping
-from tests.unit.core.build import batch, ctx, profile, run
+from tests.support.build import batch, ctx, profile, run
 
 
 def idf(n: int, df: int) -> float:

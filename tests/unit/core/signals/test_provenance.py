@@ -4,8 +4,8 @@ import hmac
 from memrank.core.signals.provenance import canonical_message, provenance_digest, verify
 from memrank.core.signals.trust import trust
 from memrank.core.types import Source
-from tests.reference.ports import provenance_proof
-from tests.unit.core.build import batch, ctx, run
+from tests.support.build import batch, ctx, run
+from tests.support.reference import provenance_proof
 
 KEY = b"k" * 32
 SV, TS = int(Source.SYSTEM_VERIFIED), int(Source.TRUSTED_SOURCE)

@@ -5,7 +5,7 @@ import pytest
 
 from memrank.core.signals.lexical import lexical
 from memrank.core.signals.relevance import relevance, retrieval
-from tests.unit.core.build import batch, ctx, profile, run
+from tests.support.build import batch, ctx, profile, run
 
 NAN = math.nan
 

@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 from memrank.core.signals.substring import _column_hits
 from memrank.core.text.buffers import ascii_joined
 from memrank.core.text.golang import to_lower
-from tests.unit.core.build import batch
+from tests.support.build import batch
 
 
 def per_content(texts: list[str], task_words: list[str]) -> list[int]:

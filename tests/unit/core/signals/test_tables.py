@@ -6,7 +6,7 @@ from memrank.core.errors import ConfigError
 from memrank.core.signals import SIGNALS, get_signal
 from memrank.core.signals.access import access, access_log
 from memrank.core.signals.kind_prior import kind_prior
-from tests.unit.core.build import batch, profile, run
+from tests.support.build import batch, profile, run
 
 
 def test_kind_prior_table_is_case_sensitive():

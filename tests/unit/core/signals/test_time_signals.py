@@ -3,7 +3,7 @@ import pytest
 from memrank.core.profile import RecencySpec
 from memrank.core.signals.freshness import freshness
 from memrank.core.signals.recency import recency
-from tests.unit.core.build import HOUR, REF, batch, profile, run
+from tests.support.build import HOUR, REF, batch, profile, run
 
 
 def test_recency_decays_from_last_access_falling_back_to_creation():

@@ -12,7 +12,7 @@ from memrank.core.text import phrases as phrases_module
 from memrank.core.text.buffers import padded_index, token_index
 from memrank.core.text.normalize import fold, padded_words
 from memrank.core.text.phrases import Phrases, starts_with
-from tests.unit.core.build import batch
+from tests.support.build import batch
 
 
 def test_words_are_folded_with_punctuation_as_spaces():

@@ -5,7 +5,7 @@ people per conversation, built from one template with different names,
 things, colours and towns, and six questions each (five of categories 1-4,
 one adversarial, which tuning leaves out). Some answers sit next to the turn
 that matches the question ("my sister ... loves it too"), so the context
-signal has something to find. Embeddings come from ``tests.eval.fixture.embed``.
+signal has something to find. Embeddings come from ``tests.support.eval_fixture.embed``.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from memrank.evaluation.data import Conversation
 from memrank.evaluation.report import OVERALL_CATEGORIES
 from memrank.evaluation.requests import build_request
 from memrank.evaluation.retrieval import Retriever, pool
-from tests.eval.fixture import embed
+from tests.support.eval_fixture import embed
 
 CAST = (
     # (asker, owner, sister, thing, colour, city, town, hobby)

@@ -1,0 +1,80 @@
+"""Servers for tests: settings for an in-process server on a free loopback port, or a real `memrank serve`
+subprocess (start, wait for its "serving" line, stop)."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import IO
+
+from memrank.config import Settings, load_settings
+
+
+def free_port() -> int:
+    """A loopback port free right now (for tests that must name the port, e.g. several workers)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def loopback_settings(**server: object) -> Settings:
+    """Built-in defaults, bound to a free loopback port, metrics off."""
+    s = load_settings(env={})
+    return replace(s, server=replace(s.server, address="127.0.0.1:0", metrics_port=0, **server))
+
+
+@dataclass
+class Proc:
+    """A `memrank serve` subprocess and the port it bound."""
+
+    popen: subprocess.Popen[str]
+    port: int
+    log: Path
+    handle: IO[str]
+
+    def lines(self) -> list[dict[str, object]]:
+        """Its structured log lines so far."""
+        return [json.loads(x) for x in self.log.read_text().splitlines() if x.startswith("{")]
+
+
+def start_serve(tmp_path: Path, *args: str, env: dict[str, str] | None = None, timeout: float = 20) -> Proc:
+    """Start `memrank serve` and wait for its "serving" log line (which names the bound port)."""
+    log = tmp_path / f"serve-{time.monotonic_ns()}.log"
+    full_env = {k: v for k, v in os.environ.items() if not k.startswith("MEMRANK_")} | (env or {})
+    handle = log.open("w")
+    popen = subprocess.Popen([sys.executable, "-m", "memrank.cli", "serve", *args], stdout=handle,
+                             stderr=subprocess.STDOUT, text=True, env=full_env)
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        for line in log.read_text().splitlines():
+            if line.startswith("{") and json.loads(line).get("msg") in ("serving", "supervising"):
+                rec = json.loads(line)
+                port = int(rec.get("port") or str(rec["address"]).rpartition(":")[2])
+                return Proc(popen, port, log, handle)
+        if popen.poll() is not None:
+            handle.close()
+            raise AssertionError(f"memrank serve exited {popen.returncode}: {log.read_text()}")
+        time.sleep(0.05)
+    popen.kill()
+    popen.wait()
+    handle.close()
+    raise AssertionError(f"memrank serve did not start: {log.read_text()}")
+
+
+def stop(proc: Proc, sig: int = signal.SIGTERM, timeout: float = 30) -> int:
+    """Signal the process and return its exit code."""
+    proc.popen.send_signal(sig)
+    try:
+        return proc.popen.wait(timeout)
+    finally:
+        if proc.popen.poll() is None:
+            proc.popen.kill()
+            proc.popen.wait()
+        proc.handle.close()
