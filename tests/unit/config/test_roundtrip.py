@@ -11,7 +11,7 @@ import pytest
 from memrank.config import load_settings
 from memrank.core.errors import ConfigError
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 
 
 @pytest.mark.parametrize(("config", "env"), [
