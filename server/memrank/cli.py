@@ -10,7 +10,6 @@ from __future__ import annotations
 import argparse
 import json
 import logging
-import os
 import signal
 import sys
 import time
@@ -127,16 +126,6 @@ SERVE_FLAGS = {"server.address": "--address", "server.metrics_port": "--metrics-
                "server.log_level": "--log-level", "server.grace_period_seconds": "--grace-period"}
 
 
-def _config_sources(source: SettingsSource) -> list[str]:
-    """What the settings were loaded from, in order: names only (never a value: some are secrets' paths)."""
-    env = [var for var in ENV_KEYS if var in os.environ]
-    file = source.path or os.environ.get("MEMRANK_CONFIG") or None
-    return (["built-in defaults"]
-            + ([f"file {file} ({'--config' if source.path else 'MEMRANK_CONFIG'})"] if file else [])
-            + ([f"env {', '.join(env)}"] if env else [])
-            + ([f"flags {', '.join(SERVE_FLAGS[k] for k, _ in source.overrides)}"] if source.overrides else []))
-
-
 def _serve(args: argparse.Namespace) -> int:
     from memrank.grpc.supervisor import metrics_url, serve
     from memrank.logs import setup_logging
@@ -153,7 +142,7 @@ def _serve(args: argparse.Namespace) -> int:
     setup_logging(settings.server.log_level)
     s = settings.server
     logging.getLogger("memrank.cli").info(
-        "memrank starting", extra={"version": __version__, "config_sources": _config_sources(source),
+        "memrank starting", extra={"version": __version__, "config_sources": source.origins(SERVE_FLAGS),
                                    "address": s.address, "metrics": metrics_url(s),
                                    "health_address": s.health_address or "off", "workers": s.workers or "auto"})
     serve(settings, source)

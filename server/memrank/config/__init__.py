@@ -92,6 +92,14 @@ def _policy_version(limits: Limits, layers: tuple[LayerSpec, ...], profiles: Map
     return "policy-" + hashlib.sha256(canonical.encode()).hexdigest()[:12]
 
 
+def config_file(path: str | None, env: Mapping[str, str]) -> tuple[str, str] | None:
+    """The config file in force and what named it ("--config" or "MEMRANK_CONFIG"): the flag wins."""
+    if path:
+        return path, "--config"
+    from_env = env.get("MEMRANK_CONFIG")
+    return (from_env, "MEMRANK_CONFIG") if from_env else None
+
+
 def load_settings(
     path: str | None = None,
     env: Mapping[str, str] | None = None,
@@ -99,7 +107,8 @@ def load_settings(
 ) -> Settings:
     """Load the effective settings: built-in defaults < file < env < overrides (dotted keys)."""
     env = os.environ if env is None else env
-    file = FileSource(ConfigFile, path or env.get("MEMRANK_CONFIG") or None)
+    named = config_file(path, env)
+    file = FileSource(ConfigFile, named[0] if named else None)
     variables = EnvSource(ConfigFile, env)
     flags = {dotted: value for dotted, value in (overrides or {}).items() if value is not None}
     sources: tuple[PydanticBaseSettingsSource, ...] = (  # the first one's keys win
@@ -130,3 +139,15 @@ class SettingsSource:
     def load(self) -> Settings:
         """Load the settings this source describes."""
         return load_settings(self.path, overrides=dict(self.overrides))
+
+    def origins(self, flag_names: Mapping[str, str], env: Mapping[str, str] | None = None) -> list[str]:
+        """What the settings are loaded from, in the order ``load_settings`` applies them (each later one
+        wins): names only, never a value (some are secrets' paths). ``flag_names``: a dotted key's flag."""
+        env = os.environ if env is None else env
+        variables = [var for var in ENV_KEYS if var in env]
+        file = config_file(self.path, env)
+        return (["built-in defaults"]
+                + ([f"file {file[0]} ({file[1]})"] if file else [])
+                + ([f"env {', '.join(variables)}"] if variables else [])
+                + ([f"flags {', '.join(flag_names.get(k, k) for k, _ in self.overrides)}"] if self.overrides
+                   else []))

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 import yaml
 
-from memrank.config import BOUNDS, ENV_KEYS, Settings, load_settings
+from memrank.config import BOUNDS, ENV_KEYS, Settings, SettingsSource, load_settings
 from memrank.core.batch import LayerSpec
 from memrank.core.errors import ConfigError
 
@@ -272,3 +272,18 @@ def test_a_layer_given_by_name_is_the_default_layer_spec(tmp_path: Path) -> None
     every: dict[str, Any] = {f.name: f.default if f.name != "name" else "b" for f in fields(LayerSpec)}
     s = _load_file(tmp_path, yaml.safe_dump({"layers": [{"name": "a"}, every]}))
     assert s.layers == (LayerSpec("a"), LayerSpec(**every))
+
+
+def test_the_config_file_in_force_is_decided_once(tmp_path: Path) -> None:
+    """--config wins over MEMRANK_CONFIG for the values loaded and for the startup line's origins alike."""
+    from_flag, from_env = tmp_path / "flag.yaml", tmp_path / "env.yaml"
+    from_flag.write_text("server:\n  workers: 3\n", encoding="utf-8")
+    from_env.write_text("server:\n  workers: 5\n", encoding="utf-8")
+    env = {"MEMRANK_CONFIG": str(from_env), "MEMRANK_LOG_LEVEL": "debug"}
+    assert load_settings(str(from_flag), env=env).server.workers == 3
+    assert load_settings(None, env=env).server.workers == 5
+    flags = {"server.workers": "--workers"}
+    assert SettingsSource(str(from_flag), (("server.workers", 2),)).origins(flags, env) == [
+        "built-in defaults", f"file {from_flag} (--config)", "env MEMRANK_LOG_LEVEL", "flags --workers"]
+    assert SettingsSource().origins(flags, env)[:2] == ["built-in defaults", f"file {from_env} (MEMRANK_CONFIG)"]
+    assert SettingsSource().origins(flags, {}) == ["built-in defaults"]
