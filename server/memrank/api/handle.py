@@ -102,7 +102,7 @@ def handle_rank(request: pb.RankRequest, settings: Settings, call: Call) -> pb.R
                                             call.receipt_key)
     if call.decide is not None:  # before the answer leaves: a record of every answered call is queued
         response.decision_logged = call.decide(request, outcome, batch, params, response, call.now)
-    if call.observe is not None:  # once the answer is built (a deferred recorder then overlaps sending it)
+    if call.observe is not None:  # once the answer is built
         call.observe(outcome)
     return response
 

@@ -49,7 +49,7 @@ def create_server(settings: Settings, registry: Registry | None = None, reuse_po
     files at any moment (prometheus_client's multiprocess mode)."""
     s = settings.server
     registry = registry if registry is not None else new_registry()
-    # One process: signal metrics are recorded after the reply, and a scrape first waits for them.
+    # One process: signal histograms and drift gauges are published when a scrape reads them.
     # Workers of a supervisor record inline: the supervisor reads their files at any moment.
     after_reply = not multiprocess_metrics
     flush = FlushFirst()

@@ -41,7 +41,7 @@ class RankingService(pb_grpc.RankingServiceServicer):
         self._provenance_key = settings.provenance_key()
         self._receipt_key = settings.receipt_key()
         recorder = build_recorder(metrics, settings)
-        # after_reply: signal metrics recorded on a background thread (see AfterReply); else inline.
+        # after_reply: signal histograms and drift gauges published at the scrape (see AfterReply); else per call.
         self.deferred = AfterReply(recorder) if after_reply else None
         self._record = self.deferred.record if self.deferred is not None else recorder.record
         d = settings.decision_log

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import logging
-import queue
 import threading
 from collections.abc import Iterable
 from typing import Any
@@ -195,41 +194,27 @@ def build_recorder(metrics: Metrics, settings: Settings) -> Recorder:
 
 
 class AfterReply:
-    """Records outcomes on one background thread, so metrics cost nothing on the reply's critical path.
+    """Signal metrics published at the scrape: a call records on its own thread, a scrape publishes.
 
-    ``record`` queues the outcome (the handler calls it once the response is built, so the
-    recording overlaps with sending it); ``flush`` waits until every queued outcome is recorded,
-    and ``FlushFirst`` calls it before a scrape reads any family, so /metrics never lags a reply
-    that has already been sent. When ``max_pending`` outcomes wait (recording falls behind), the
-    caller records inline: memory stays bounded and nothing is dropped.
+    ``record`` (called once the response is built) adds the call's counters and its signals' bucket
+    counts (one array addition per series) at once; ``flush``, which ``FlushFirst`` calls before a scrape
+    reads any family, moves the kept bucket counts into the histograms and sets the drift gauges, so
+    /metrics never lags a reply that has already been sent. Recording used to be queued to a background
+    thread: the hand-off (a queue put, a wake-up, the GIL passed back and forth) cost the live server
+    about 1.3 ms of CPU per 400-candidate call, recording itself about 0.2 ms (``bench/profile``).
     """
 
-    def __init__(self, recorder: Recorder, max_pending: int = 256) -> None:
+    def __init__(self, recorder: Recorder) -> None:
         self._recorder = recorder
         recorder.publish_on_scrape = True  # a scrape flushes first (FlushFirst), then publishes
-        self._pending: queue.Queue[RankOutcome] = queue.Queue(maxsize=max_pending)
-        self._thread = threading.Thread(target=self._run, name="memrank-metrics", daemon=True)
-        self._thread.start()
 
     def record(self, outcome: RankOutcome) -> None:
-        """Queue one outcome (or record it now when the queue is full)."""
-        try:
-            self._pending.put_nowait(outcome)
-        except queue.Full:
-            self._recorder.record(outcome)
+        """Record one outcome (never raises); its histograms and drift gauges wait for the scrape."""
+        self._recorder.record(outcome)
 
     def flush(self) -> None:
-        """Return once every outcome queued so far is recorded, with the drift gauges up to date."""
-        self._pending.join()
+        """Publish everything recorded so far: histograms and drift gauges up to date."""
         self._recorder.publish()
-
-    def _run(self) -> None:
-        while True:
-            outcome = self._pending.get()
-            try:
-                self._recorder.record(outcome)  # never raises
-            finally:
-                self._pending.task_done()
 
 
 class FlushFirst:

@@ -145,7 +145,7 @@ def test_after_reply_records_every_outcome_by_the_time_a_scrape_reads() -> None:
     flush = FlushFirst()
     registry.register(flush)
     recorder = build_recorder(Metrics(registry), SETTINGS)
-    deferred = AfterReply(recorder, max_pending=3)  # small: the inline fallback runs too
+    deferred = AfterReply(recorder)
     flush.target = deferred
     batch = batch_from_rows([CandidateInput(id=f"m{i}", content="we decided to use postgres", importance=0.5,
                                             retrieval_score=0.1 * i) for i in range(5)])
@@ -239,8 +239,7 @@ def test_histograms_and_drift_gauges_published_at_scrape_equal_the_per_call_ones
     assert inline_registry.get_sample_value("memrank_signal_drift_psi", keys[0]) is not None
     # Kept values reach the histograms only at a scrape: recorded, not yet published, then scraped.
     o = outcome(cands([0.3] * 5, layers=("session",)))
-    deferred.record(o)
-    deferred._pending.join()  # recorded by the background thread, not yet published
+    deferred.record(o)  # recorded, not yet published
     assert deferred._recorder._pending_values
     inline.record(o)
     assert _series(registry) == pytest.approx(_series(inline_registry), rel=1e-12)

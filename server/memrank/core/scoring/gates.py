@@ -33,20 +33,24 @@ SECONDS_PER_HOUR = 3600.0
 
 
 class GateSet:
-    """Gate codes and reasons being built for one batch (first gate added wins)."""
+    """Gate codes and reasons being built for one batch (first gate added wins).
+
+    Codes are set a column at a time; a candidate's reasons are formatted only when read
+    (``frozen_reasons``): most gated candidates are dropped without their reasons ever being shown.
+    """
 
     def __init__(self, n: int) -> None:
         self.n = n
         self.codes = np.zeros(n, dtype=np.int8)
-        self.reasons: dict[int, list[str]] = {}  # only gated candidates have reasons
+        self._gates: list[tuple[np.ndarray, Callable[[int], str]]] = []  # (mask, text) of each gate, in order
 
     def add(self, reason: DropReason, mask: np.ndarray, texts: Sequence[str] | Callable[[int], str]) -> None:
         """Gate the masked candidates; texts holds one explanation per candidate, or makes candidate i's."""
-        text = texts if callable(texts) else texts.__getitem__
-        for i in np.flatnonzero(mask).tolist():
-            if self.codes[i] == DropReason.KEPT:
-                self.codes[i] = reason
-            self.reasons.setdefault(i, []).append(text(i))
+        mask = np.asarray(mask, dtype=bool)
+        if not mask.any():
+            return
+        self.codes[mask & (self.codes == DropReason.KEPT)] = reason
+        self._gates.append((mask, texts if callable(texts) else texts.__getitem__))
 
     @property
     def kept(self) -> np.ndarray:
@@ -55,8 +59,12 @@ class GateSet:
 
     def frozen_reasons(self) -> Reasons:
         """The reasons per candidate, as immutable tuples (empty for a candidate no gate removed)."""
-        frozen = {i: tuple(r) for i, r in self.reasons.items()}
-        return Lazy(self.n, lambda i: frozen.get(i, ()))
+        gates = tuple(self._gates)
+
+        def row(i: int) -> tuple[str, ...]:
+            return tuple(text(i) for mask, text in gates if mask[i])
+
+        return Lazy(self.n, row)
 
 
 def _hours(delta: float) -> str:
