@@ -149,8 +149,9 @@ class Intake:
                      extra={"method": method, "seconds": self._read_timeout})
             await self._refuse(method, context, ReadTimedOut(
                 f"request not received within {self._read_timeout:g} s (server.request_read_timeout_seconds)"))
-        if data is grpc.aio.EOF:
-            await refuse(context, NoRequest(f"{method} takes one request message, got none"))
+        if data is grpc.aio.EOF:  # no message; or one over server.max_message_bytes, which grpc's core refused
+            # (its RESOURCE_EXHAUSTED is what the client sees; from here the two cannot be told apart)
+            await self._refuse(method, context, NoRequest(f"{method} takes one request message, got none"))
         return bytes(data)
 
     async def _take_bytes(self, method: str, size: int, context: grpc.aio.ServicerContext) -> None:
