@@ -23,6 +23,7 @@ from prometheus_client import CollectorRegistry
 from memrank import ports
 from memrank._gen.v1 import ranking_service_pb2 as svc_pb
 from memrank._process import TRIM_AFTER_BYTES, release_freed_memory
+from memrank.api.feedback import relevance_wire_violations
 from memrank.api.wire import bad_utf8_field
 from memrank.config import ServerSettings, Settings
 from memrank.core.errors import ConfigError, FieldViolation, InvalidRequest
@@ -168,8 +169,13 @@ class _MethodAwarePool:
         return getattr(self._pool, name)
 
 
+# What protobuf parses without complaint but reads wrong, checked on a method's request bytes.
+WIRE_CHECKS: dict[str, Callable[[bytes], list[FieldViolation]]] = {"RecordFeedback": relevance_wire_violations}
+
+
 def _handle(name: str, parse: Callable[[bytes], Message], method: Callable[[Message, Any], Message],
-            descriptor: Descriptor, observe: Callable[[str], None]) -> Handle:
+            descriptor: Descriptor, observe: Callable[[str], None],
+            check: Callable[[bytes], list[FieldViolation]] | None = None) -> Handle:
     """Parse, call, serialise; request bytes that do not parse are INVALID_ARGUMENT with a field
     violation (grpc itself answers INTERNAL), naming the string field that is not UTF-8 when that is why,
     and counted (``observe``) as the servicer counts the calls it refuses."""
@@ -184,6 +190,10 @@ def _handle(name: str, parse: Callable[[bytes], Message], method: Callable[[Mess
             observe("INVALID_ARGUMENT")
             log.info("rpc refused: request does not decode", extra={"method": name, "field": field})
             abort_with(context, InvalidRequest([violation]))
+        if check is not None and (bad := check(data)):
+            observe("INVALID_ARGUMENT")
+            log.info("rpc refused: a field's wire encoding", extra={"method": name, "field": bad[0].field})
+            abort_with(context, InvalidRequest(bad))
         size = len(data)
         del data  # the parsed message holds what is needed: the wire bytes go now, not after the call
         try:
@@ -203,7 +213,8 @@ def _add_ranking_service(servicer: RankingService, intake: Intake, server: grpc.
         parse = message_factory.GetMessageClass(m.input_type).FromString
         handlers[m.name] = intake.method_handler(m.name, _handle(m.input_type.full_name, parse,
                                                                  getattr(servicer, m.name), m.input_type,
-                                                                 partial(servicer.observe_call, m.name)))
+                                                                 partial(servicer.observe_call, m.name),
+                                                                 WIRE_CHECKS.get(m.name)))
     server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler(SERVICE_NAME, handlers),))
     server.add_registered_method_handlers(SERVICE_NAME, handlers)
 
