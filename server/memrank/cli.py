@@ -126,6 +126,12 @@ SERVE_FLAGS = {"server.address": "--address", "server.metrics_port": "--metrics-
                "server.log_level": "--log-level", "server.grace_period_seconds": "--grace-period"}
 
 
+def _where_set(key: str) -> str:
+    """"; choose another with --address or MEMRANK_ADDRESS (or server.address in the config file)"."""
+    ways = [flag for k, flag in SERVE_FLAGS.items() if k == key] + [v for v, k in ENV_KEYS.items() if k == key]
+    return f"; choose another with {' or '.join(ways)} (or {key} in the config file)" if ways else ""
+
+
 def _serve(args: argparse.Namespace) -> int:
     from memrank.grpc.supervisor import metrics_url, serve
     from memrank.logs import setup_logging
@@ -247,8 +253,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "drift":
             return _drift_snapshot(args, settings)
         return _rank(args, settings) if args.command == "rank" else _profiles(args, settings)
-    except AddressInUse as exc:  # not the file's fault: say only what is in use
-        print(f"memrank: {exc}", file=sys.stderr)
+    except AddressInUse as exc:  # not the file's fault: say what is in use and where to choose another
+        print(f"memrank: {exc}{_where_set(exc.key)}", file=sys.stderr)
         return 2
     except ConfigError as exc:
         print(f"memrank: configuration error: {exc}", file=sys.stderr)

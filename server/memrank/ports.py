@@ -35,7 +35,11 @@ from memrank.core.errors import ConfigError
 
 
 class AddressInUse(ConfigError):
-    """Another process holds a port memrank is configured to listen on."""
+    """Another process holds a port memrank is configured to listen on (``key``: the setting naming it)."""
+
+    def __init__(self, message: str, key: str = "") -> None:
+        super().__init__(message)
+        self.key = key
 
 
 def host_port(address: str) -> tuple[str, int]:
@@ -52,7 +56,7 @@ def display(host: str, port: int) -> str:
 def bind_error(key: str, address: str, exc: OSError) -> ConfigError:
     """The error naming ``key`` for a failed bind of ``address``."""
     if exc.errno == errno.EADDRINUSE:
-        return AddressInUse(f"{key} {address} is in use (another process holds the port)")
+        return AddressInUse(f"{key} {address} is in use (another process holds the port)", key)
     if exc.errno == errno.EADDRNOTAVAIL:
         return ConfigError(f"{key} {address} is not a local address")
     return ConfigError(f"{key} {address}: cannot bind: {exc.strerror or exc}")

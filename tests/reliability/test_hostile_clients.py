@@ -23,8 +23,8 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 from memrank._gen.v1 import ranking_service_pb2_grpc as pb_grpc
 from memrank.config import Settings, load_settings
 from memrank.grpc.server import create_server
-from tests.reliability import h2
 from tests.reliability.conftest import accounted, rank_request
+from tests.support import h2
 from tests.support.servers import free_port, start_serve, stop
 
 TOKEN = "hostile-suite-token"

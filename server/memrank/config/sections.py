@@ -216,7 +216,32 @@ def check_server(s: ServerSettings) -> ServerSettings:
         raise fail(f"{s.log_level!r} is not one of {', '.join(LOG_LEVELS)}", "server.log_level")
     if s.health_address is not None and not is_host_port(s.health_address):  # reported after the limits' errors
         raise fail(f"expected host:port, got {s.health_address!r}", "server.health_address")
+    _check_ports_differ(s)
     return s
+
+
+_WILDCARDS = ("", "0.0.0.0", "::", "*")
+
+
+def _check_ports_differ(s: ServerSettings) -> None:
+    """Two listeners on one port would fail at bind time as "in use" by ourselves: name both keys instead."""
+    a_host, _, a_port = s.address.rpartition(":")
+    listeners = [("server.address", a_host.strip("[]"), int(a_port))]
+    if s.metrics_port:
+        listeners.append(("server.metrics_port", s.metrics_host, s.metrics_port))
+    if s.health_address is not None:
+        h_host, _, h_port = s.health_address.rpartition(":")
+        listeners.append(("server.health_address", h_host.strip("[]"), int(h_port)))
+    for i, (key, host, port) in enumerate(listeners):
+        for other, other_host, other_port in listeners[:i]:
+            overlap = host == other_host or host in _WILDCARDS or other_host in _WILDCARDS
+            if port and port == other_port and overlap:
+                raise fail(f"port {port} is also the port of {other} ({_display(other_host, port)}): "
+                           "each listener needs a port of its own", key)
+
+
+def _display(host: str, port: int) -> str:
+    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
 
 
 def check_security(sec: SecuritySettings) -> SecuritySettings:

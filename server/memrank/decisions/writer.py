@@ -101,6 +101,7 @@ class DecisionLog:
             data = pickle.dumps(item, protocol=pickle.HIGHEST_PROTOCOL)
             try:
                 self._pipe.write(len(data).to_bytes(8, "big") + data)
+                self._pipe.flush()  # now, not when 8 KiB have gathered: a record must not wait in this process
             except (BrokenPipeError, ValueError, OSError):
                 self._lost("writer_gone")
         with contextlib.suppress(OSError):

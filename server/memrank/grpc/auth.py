@@ -119,9 +119,11 @@ class BearerAuthInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[misc]  
     It runs on the event loop as each call arrives, before the request is read.
     """
 
-    def __init__(self, tokens: TokenFile, is_open: Callable[[str], bool]) -> None:
+    def __init__(self, tokens: TokenFile, is_open: Callable[[str], bool],
+                 observe: Callable[[str, str], None] | None = None) -> None:
         self._tokens = tokens
         self._is_open = is_open
+        self._observe = observe or (lambda _method, _code: None)  # counts each refusal: (full method, code)
 
     async def intercept_service(
         self, continuation: Callable[[grpc.HandlerCallDetails], Awaitable[grpc.RpcMethodHandler | None]],
@@ -135,4 +137,5 @@ class BearerAuthInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[misc]  
         if token and self._tokens.accepts(token):
             return await continuation(handler_call_details)
         log.info("rpc unauthenticated", extra={"method": method[:200], "token_present": token is not None})
+        self._observe(method, "UNAUTHENTICATED")
         return _REFUSAL

@@ -40,6 +40,10 @@ class NoRequest(Refusal):
     """A unary method got no request message."""
 
 
+class NoMethod(Refusal):
+    """A method no service of this server has."""
+
+
 class NoRoom(Refusal):
     """The call does not fit now (the byte budget or the concurrency slots); a retry later may."""
 
@@ -64,6 +68,7 @@ STATUS_TABLE: tuple[tuple[type[Exception], grpc.StatusCode, int], ...] = (
     (ReadTimedOut, grpc.StatusCode.DEADLINE_EXCEEDED, code_pb2.DEADLINE_EXCEEDED),
     (NoRequest, grpc.StatusCode.INVALID_ARGUMENT, code_pb2.INVALID_ARGUMENT),
     (NoRoom, grpc.StatusCode.RESOURCE_EXHAUSTED, code_pb2.RESOURCE_EXHAUSTED),
+    (NoMethod, grpc.StatusCode.UNIMPLEMENTED, code_pb2.UNIMPLEMENTED),
     (Abandoned, grpc.StatusCode.CANCELLED, code_pb2.CANCELLED),
     (Internal, grpc.StatusCode.INTERNAL, code_pb2.INTERNAL),
 )

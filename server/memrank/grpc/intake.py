@@ -141,16 +141,26 @@ class Intake:
         """Stop the pool once the calls on it are done."""
         self._pool.shutdown(wait=True, cancel_futures=True)
 
+    @staticmethod
+    async def _messages(context: grpc.aio.ServicerContext) -> tuple[Any, bool]:
+        """The request message, and whether another followed it before the client's half-close."""
+        data = await context.read()
+        return data, data is not grpc.aio.EOF and await context.read() is not grpc.aio.EOF
+
     async def _read(self, method: str, context: grpc.aio.ServicerContext) -> bytes:
-        try:
-            data = await asyncio.wait_for(context.read(), self._read_timeout)
+        try:  # a unary request has arrived when the client half-closes: both within the read timeout
+            data, more = await asyncio.wait_for(self._messages(context), self._read_timeout)
         except TimeoutError:
             log.info("rpc cut off: request not received in time",
                      extra={"method": method, "seconds": self._read_timeout})
             await self._refuse(method, context, ReadTimedOut(
                 f"request not received within {self._read_timeout:g} s (server.request_read_timeout_seconds)"))
-        if data is grpc.aio.EOF:
-            await refuse(context, NoRequest(f"{method} takes one request message, got none"))
+        if data is grpc.aio.EOF:  # no message; or one over server.max_message_bytes, which grpc's core refused
+            # (its RESOURCE_EXHAUSTED is what the client sees; from here the two cannot be told apart)
+            await self._refuse(method, context, NoRequest(f"{method} takes one request message, got none"))
+        if more:
+            log.info("rpc refused: more than one request message", extra={"method": method})
+            await self._refuse(method, context, NoRequest(f"{method} takes one request message, got more"))
         return bytes(data)
 
     async def _take_bytes(self, method: str, size: int, context: grpc.aio.ServicerContext) -> None:

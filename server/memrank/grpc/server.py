@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 import grpc
@@ -21,9 +22,11 @@ from grpc_reflection.v1alpha import reflection
 from memrank import ports
 from memrank._gen.v1 import ranking_service_pb2 as svc_pb
 from memrank._process import TRIM_AFTER_BYTES, release_freed_memory
+from memrank.api.feedback import relevance_wire_violations
 from memrank.api.wire import bad_utf8_field
 from memrank.config import ServerSettings, Settings
 from memrank.core.errors import ConfigError, FieldViolation, InvalidRequest
+from memrank.grpc.accounting import Unknown, method_label
 from memrank.grpc.auth import BearerAuthInterceptor, TokenFile, open_matcher
 from memrank.grpc.errors import abort_with
 from memrank.grpc.inflight import ByteBudget, auto_budget, memory_limit, memory_needed
@@ -80,7 +83,7 @@ async def _start(settings: Settings, service: RankingService, intake: Intake, lo
     """Build, bind and start the listeners (on the loop: grpc.aio servers belong to the loop that makes them)."""
     s = settings.server
     server = grpc.aio.server(options=[*_message_options(s), *_connection_options(s, reuse_port)],
-                             interceptors=_interceptors(settings))
+                             interceptors=_interceptors(settings, service.observe_call))
     _add_ranking_service(service, intake, server)
     health_servicer = health.aio.HealthServicer()
     health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
@@ -88,6 +91,7 @@ async def _start(settings: Settings, service: RankingService, intake: Intake, lo
         (SERVICE_NAME, health_pb2.DESCRIPTOR.services_by_name["Health"].full_name, reflection.SERVICE_NAME), server,
         pool=_MethodAwarePool(descriptor_pool.Default()),
     )
+    server.add_generic_rpc_handlers((Unknown(service.observe_call),))  # last: only what nothing else serves
     port = _bind(server, "server.address", s.address, server_credentials(settings.security), reuse_port)
     health_server, health_port = _health_listener(settings, health_servicer, reuse_port)
     await server.start()
@@ -165,10 +169,16 @@ class _MethodAwarePool:
         return getattr(self._pool, name)
 
 
+# What protobuf parses without complaint but reads wrong, checked on a method's request bytes.
+WIRE_CHECKS: dict[str, Callable[[bytes], list[FieldViolation]]] = {"RecordFeedback": relevance_wire_violations}
+
+
 def _handle(name: str, parse: Callable[[bytes], Message], method: Callable[[Message, Any], Message],
-            descriptor: Descriptor) -> Handle:
+            descriptor: Descriptor, observe: Callable[[str], None],
+            check: Callable[[bytes], list[FieldViolation]] | None = None) -> Handle:
     """Parse, call, serialise; request bytes that do not parse are INVALID_ARGUMENT with a field
-    violation (grpc itself answers INTERNAL), naming the string field that is not UTF-8 when that is why."""
+    violation (grpc itself answers INTERNAL), naming the string field that is not UTF-8 when that is why,
+    and counted (``observe``) as the servicer counts the calls it refuses."""
     def handle(holder: list[bytes], context: CallContext) -> bytes:
         data = holder.pop()
         try:
@@ -177,7 +187,13 @@ def _handle(name: str, parse: Callable[[bytes], Message], method: Callable[[Mess
             field = bad_utf8_field(data, descriptor) if "UTF-8" in str(exc) else None
             violation = FieldViolation(field, "not valid UTF-8 (string fields must be UTF-8)") if field else \
                 FieldViolation("request", f"not a valid {name} encoding")
+            observe("INVALID_ARGUMENT")
+            log.info("rpc refused: request does not decode", extra={"method": name, "field": field})
             abort_with(context, InvalidRequest([violation]))
+        if check is not None and (bad := check(data)):
+            observe("INVALID_ARGUMENT")
+            log.info("rpc refused: a field's wire encoding", extra={"method": name, "field": bad[0].field})
+            abort_with(context, InvalidRequest(bad))
         size = len(data)
         del data  # the parsed message holds what is needed: the wire bytes go now, not after the call
         try:
@@ -196,17 +212,20 @@ def _add_ranking_service(servicer: RankingService, intake: Intake, server: grpc.
     for m in svc_pb.DESCRIPTOR.services_by_name["RankingService"].methods:
         parse = message_factory.GetMessageClass(m.input_type).FromString
         handlers[m.name] = intake.method_handler(m.name, _handle(m.input_type.full_name, parse,
-                                                                 getattr(servicer, m.name), m.input_type))
+                                                                 getattr(servicer, m.name), m.input_type,
+                                                                 partial(servicer.observe_call, m.name),
+                                                                 WIRE_CHECKS.get(m.name)))
     server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler(SERVICE_NAME, handlers),))
     server.add_registered_method_handlers(SERVICE_NAME, handlers)
 
 
-def _interceptors(settings: Settings) -> list[grpc.aio.ServerInterceptor]:
-    """The bearer-token check when security.auth_token_file is set."""
+def _interceptors(settings: Settings, observe: Callable[[str, str], None]) -> list[grpc.aio.ServerInterceptor]:
+    """The bearer-token check when security.auth_token_file is set; its refusals counted by ``observe``."""
     sec = settings.security
     if not sec.auth_token_file:
         return []
-    return [BearerAuthInterceptor(TokenFile(sec.auth_token_file), open_matcher(sec.auth_open_methods))]
+    return [BearerAuthInterceptor(TokenFile(sec.auth_token_file), open_matcher(sec.auth_open_methods),
+                                  lambda path, code: observe(method_label(path), code))]
 
 
 def _bind(server: grpc.aio.Server, key: str, address: str, credentials: grpc.ServerCredentials | None,

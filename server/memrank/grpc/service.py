@@ -58,6 +58,10 @@ class RankingService(pb_grpc.RankingServiceServicer):
         return self.decisions.submit(capture_decision(outcome, batch, params, response, now, d.content,
                                                       request.log_decision))
 
+    def observe_call(self, method: str, code: str) -> None:
+        """Count a call ended before it reached a method (refused by the token check, undecodable)."""
+        self._metrics.observe_call(method, code)
+
     def close(self) -> None:
         """Write every queued decision record (after the last call is answered)."""
         if self.decisions is not None:

@@ -24,8 +24,8 @@ from memrank import ports
 from memrank.config import ServerSettings, Settings, SettingsSource
 from memrank.core.errors import ConfigError
 from memrank.decisions.sink import LOCK_ENV as DECISION_LOCK_ENV
+from memrank.grpc.preflight import check_start
 from memrank.grpc.server import create_server
-from memrank.grpc.tracing import check_tracing
 from memrank.logs import setup_logging
 from memrank.metrics.http import serve_metrics
 from memrank.metrics.registry import new_registry, worker_gone, workers_registry
@@ -133,17 +133,24 @@ def _clean_stale_metrics_dirs() -> None:
 
 
 def worker_count(settings: Settings) -> int:
-    """server.workers, with 0 (auto) resolved: one per CPU this process may run on, 1 on an OS-picked port."""
-    if settings.server.workers:
-        return settings.server.workers
+    """server.workers, with 0 (auto) resolved: one per CPU this process may run on, 1 on an OS-picked port;
+    more than the CPUs are clamped to them, with a warning."""
+    cpus = len(os.sched_getaffinity(0))
+    asked = settings.server.workers
+    if asked > cpus:  # more would only take turns on the CPUs, each holding its own memory
+        log.warning("server.workers is above the CPUs this process may run on; running one worker per CPU",
+                    extra={"workers_asked": asked, "cpus": cpus, "workers": cpus})
+        return cpus
+    if asked:
+        return asked
     if settings.server.address.rpartition(":")[2] == "0":
         return 1  # a port the OS picks cannot be shared: each worker would get its own
-    return max(1, min(64, len(os.sched_getaffinity(0))))
+    return max(1, min(64, cpus))
 
 
 def serve(settings: Settings, source: SettingsSource) -> None:
     """Serve with server.workers processes (one in-process server when it resolves to 1)."""
-    check_tracing(settings.tracing)  # before any worker: a worker failing at start would be restarted forever
+    check_start(settings)  # before any port or worker: a worker failing at start would be restarted forever
     workers = worker_count(settings)
     if settings.server.workers == 0:
         log.info("workers: auto", extra={"workers": workers, "cpus": len(os.sched_getaffinity(0))})

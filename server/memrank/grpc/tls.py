@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import logging
 import os
+import ssl
 import threading
 from pathlib import Path
 
@@ -74,6 +75,38 @@ class _CertificateFiles:
             self._seen = now
             log.info("tls certificate files reloaded")
             return config
+
+
+def _encrypted() -> bytes:
+    raise ConfigError("security.tls_key_file: the key is encrypted (grpc needs an unencrypted PEM key)")
+
+
+def _certificates(key: str, path: str) -> None:
+    try:
+        ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER).load_verify_locations(cafile=path)
+    except ssl.SSLError as exc:
+        raise ConfigError(f"{key}: {path!r} holds no readable PEM certificate ({exc.reason or exc})") from None
+
+
+def check_files(sec: SecuritySettings) -> None:
+    """Read the TLS files as the listener will, and check that the key is the certificate's: a ConfigError naming
+    the key, before any port opens (grpc would only say that the port cannot be added)."""
+    if not (sec.tls_cert_file and sec.tls_key_file):
+        return
+    _read("security.tls_cert_file", sec.tls_cert_file)
+    _read("security.tls_key_file", sec.tls_key_file)
+    _certificates("security.tls_cert_file", sec.tls_cert_file)
+    if sec.tls_client_ca_file:
+        _read("security.tls_client_ca_file", sec.tls_client_ca_file)
+        _certificates("security.tls_client_ca_file", sec.tls_client_ca_file)
+    try:
+        ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER).load_cert_chain(sec.tls_cert_file, sec.tls_key_file, _encrypted)
+    except ssl.SSLError as exc:
+        if exc.reason == "KEY_VALUES_MISMATCH":
+            raise ConfigError(f"security.tls_key_file: {sec.tls_key_file!r} is not the private key of "
+                              f"security.tls_cert_file {sec.tls_cert_file!r} (the pair does not match)") from None
+        raise ConfigError(f"security.tls_key_file: {sec.tls_key_file!r} holds no readable PEM private key "
+                          f"({exc.reason or exc})") from None
 
 
 def server_credentials(sec: SecuritySettings) -> grpc.ServerCredentials | None:

@@ -4,20 +4,33 @@ and the value of anything wrong; ``profile_to_mapping`` writes one back.
 
 from __future__ import annotations
 
+import difflib
 import math
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import fields
 from types import MappingProxyType
 from typing import Any
 
 from memrank.core.errors import ConfigError
 from memrank.core.profile import Profile, RecencySpec, SignalSpec
+from memrank.core.signals import SIGNALS
 from memrank.core.text.stem import LANGUAGES
 from memrank.core.types import Placement
 
 NORMALIZATIONS = ("none", "min_max", "z_score", "rank")
 FUSIONS = ("max", "weighted", "rrf")
 FORMULAS = ("weighted_sum", "agent_observer", "blend")
+
+
+def one_of(key: str, value: Any, known: Iterable[str], what: str = "") -> str:
+    """``value`` when it is one of ``known``, else a ConfigError naming the key, the choices and the nearest."""
+    choices = sorted(known)
+    if isinstance(value, str) and value in choices:
+        return value
+    near = difflib.get_close_matches(str(value), choices, n=1, cutoff=0.6) if isinstance(value, str) else []
+    hint = f"; did you mean {near[0]!r}?" if near else ""
+    head = f"is not {what}; known:" if what else "is not one of"
+    raise ConfigError(f"{key}: {value!r} {head} {', '.join(choices)}{hint}")
 
 
 def _number(key: str, value: Any, lo: float = -math.inf, hi: float = math.inf) -> float:
@@ -36,10 +49,9 @@ def _signals(key: str, raw: Any) -> tuple[SignalSpec, ...]:
         k = f"{key}[{i}]"
         if not isinstance(item, Mapping) or "name" not in item:
             raise ConfigError(f"{k}: expected a mapping with a name, got {item!r}")
-        norm = item.get("normalization", "none")
-        if norm not in NORMALIZATIONS:
-            raise ConfigError(f"{k}.normalization: {norm!r} is not one of {', '.join(NORMALIZATIONS)}")
-        out.append(SignalSpec(str(item["name"]), _number(f"{k}.weight", item.get("weight", 0.0), 0.0, 10.0), norm))
+        name = one_of(f"{k}.name", item["name"], SIGNALS, "a signal")
+        norm = one_of(f"{k}.normalization", item.get("normalization", "none"), NORMALIZATIONS)
+        out.append(SignalSpec(name, _number(f"{k}.weight", item.get("weight", 0.0), 0.0, 10.0), norm))
     return tuple(out)
 
 
@@ -48,17 +60,17 @@ def profile_from_mapping(key: str, raw: Mapping[str, Any], base: Profile | None 
     known = {f.name for f in fields(Profile)} | {"half_life_hours"}
     for name in raw:
         if name not in known:
-            raise ConfigError(f"{key}.{name}: unknown profile key (known: {', '.join(sorted(known))})")
+            near = difflib.get_close_matches(str(name), known, n=1)
+            hint = f"; did you mean {near[0]!r}?" if near else ""
+            raise ConfigError(f"{key}.{name}: unknown profile key (known: {', '.join(sorted(known))}){hint}")
     values: dict[str, Any] = {} if base is None else {f.name: getattr(base, f.name) for f in fields(Profile)}
     values.setdefault("description", "")
     for name, value in raw.items():
         k = f"{key}.{name}"
         if name == "signals":
             values[name] = _signals(k, value)
-        elif name == "formula" and value not in FORMULAS:
-            raise ConfigError(f"{k}: {value!r} is not one of {', '.join(FORMULAS)}")
-        elif name == "fusion" and value not in FUSIONS:
-            raise ConfigError(f"{k}: {value!r} is not one of {', '.join(FUSIONS)}")
+        elif name in ("formula", "fusion"):
+            values[name] = one_of(k, value, FORMULAS if name == "formula" else FUSIONS)
         elif name in ("diversity_lambda", "dedupe_threshold", "retrieval_blend", "min_score",
                       "admit_threshold", "hold_threshold", "lexical_blend", "context_lexical"):
             values[name] = _number(k, value, 0.0, 1.0)
@@ -83,10 +95,7 @@ def profile_from_mapping(key: str, raw: Mapping[str, Any], base: Profile | None 
                 raise ConfigError(f"{k}: expected a mapping, got {value!r}")
             values[name] = MappingProxyType({str(a): _number(f"{k}.{a}", b) for a, b in value.items()})
         elif name == "placement":
-            try:
-                values[name] = Placement[str(value).upper()]
-            except KeyError:
-                raise ConfigError(f"{k}: {value!r} is not one of best_first, best_last, edges") from None
+            values[name] = Placement[one_of(k, str(value).lower(), ("best_first", "best_last", "edges")).upper()]
         else:
             values[name] = value
     if "signals" not in values:

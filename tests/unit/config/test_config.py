@@ -47,7 +47,7 @@ def test_policy_version_changes_with_profiles(tmp_path: Path) -> None:
         ("nope: 1\n", "nope: unknown key"),
         ("layers:\n  - {name: a, share: -1}\n", "layers[0].share: -1.0 must be >= 0"),
         ("profiles:\n  x:\n    base: missing\n", "profiles.x.base: unknown profile 'missing'"),
-        ("profiles:\n  x:\n    signals: [{name: r, weight: 1}]\n    fusion: avg\n", "profiles.x.fusion: 'avg'"),
+        ("profiles:\n  x:\n    signals: [{name: relevance, weight: 1}]\n    fusion: avg\n", "profiles.x.fusion: 'avg'"),
     ],
 )
 def test_errors_name_the_key_and_value(tmp_path: Path, text: str, message: str) -> None:
