@@ -156,7 +156,9 @@ def edge(key: str, side: str) -> tuple[float, float]:
 
 # Strings with a form or a set of values: (key, value, accepted). The server decides; the schema must agree.
 FORMS: list[tuple[str, Any, bool]] = [
-    *[(k, v, True) for k in ("server.address", "server.health_address")
+    # health_address's port differs from address's 50051 (the server refuses two listeners on one port)
+    *[(k, v.replace("50051", port), True)
+      for k, port in (("server.address", "50051"), ("server.health_address", "50052"))
       for v in ("0.0.0.0:50051", "[::]:50051", "localhost:0", "h:65535", "h:065535", "a:b:1")],
     *[(k, v, False) for k in ("server.address", "server.health_address")
       for v in ("h:65536", ":50051", "localhost", "h:", "h:5x", "h:-1", "h: 1")],
