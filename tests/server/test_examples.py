@@ -126,3 +126,15 @@ def test_a_closed_pipe_ends_a_command_quietly() -> None:
     proc.stderr.close()
     proc.wait(60)
     assert "Broken pipe" not in err and "BrokenPipeError" not in err and "Traceback" not in err, err
+
+
+def test_the_readmes_python_is_an_example_program() -> None:
+    """The README cannot include files, so its Python is a copy: each python block must be, verbatim, part of a
+    program under examples/ that the test above runs. Only code blocks are read, never the prose."""
+    import re
+
+    blocks = re.findall(r"^```python\n(.*?)^```", (ROOT / "README.md").read_text(encoding="utf-8"), re.S | re.M)
+    programs = {p: p.read_text(encoding="utf-8") for p in (EXAMPLES / "python").glob("*.py")}
+    assert blocks
+    for block in blocks:
+        assert any(block in text for text in programs.values()), block
