@@ -62,6 +62,9 @@ bad=""
 [ "$npm_version" = "$VERSION" ] || bad+=" clients/typescript/package.json version=$npm_version"
 [ "$java_version" = "$VERSION" ] || bad+=" clients/java/pom.xml version=$java_version"
 [ -z "$bad" ] || die "the version is $VERSION (server/memrank/__init__.py) but:$bad"
+# Keep a Changelog: the version's own section, "## [V] - YYYY-MM-DD" (the Unreleased entries moved under it).
+grep -Eq "^## \[${VERSION//./\\.}\] - [0-9]{4}-[0-9]{2}-[0-9]{2}\$" CHANGELOG.md \
+  || die "CHANGELOG.md has no section '## [$VERSION] - YYYY-MM-DD': move its Unreleased entries under one"
 # A Go module from v2 on needs the major version in its path (…/clients/go/vN).
 if [ "$MAJOR" -ge 2 ] && [[ "$go_module" != */v"$MAJOR" ]]; then
   die "version $VERSION needs the Go module path to end in /v$MAJOR (clients/go/go.mod: $go_module)"

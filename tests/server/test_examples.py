@@ -1,5 +1,6 @@
-"""The files in examples/ do what the README says they do: the Quick start's request, the worked example's numbers
-(derived by hand in the README), the custom-profile config, and the sidecar Helm values."""
+"""The files in examples/ (which the docs include or name) do what the docs say they do: the first call's request,
+the worked example's numbers (derived by hand in docs/concepts/pipeline.md), the custom-profile config, the sidecar
+Helm values and the Python programs, run against a live server."""
 
 from __future__ import annotations
 
@@ -25,12 +26,6 @@ def rank(name: str, *args: str) -> dict[str, Any]:
     return json.loads(out.stdout)
 
 
-def test_every_example_is_listed_in_the_examples_readme() -> None:
-    listed = (EXAMPLES / "README.md").read_text()
-    assert all(f"`{p.name}`" in listed for p in EXAMPLES.iterdir() if p.name != "README.md")
-    assert "examples/request.json" in (ROOT / "README.md").read_text()
-
-
 def test_the_quick_start_request_keeps_the_preference_and_drops_the_remark() -> None:
     resp = rank("request.json")
     assert [m["id"] for m in resp["selected"]] == ["m1"]
@@ -40,7 +35,8 @@ def test_the_quick_start_request_keeps_the_preference_and_drops_the_remark() -> 
 def test_the_worked_example_gives_the_readmes_hand_derived_numbers() -> None:
     resp = rank("worked-example.json")
     got = {m["id"]: m for m in resp["selected"]}
-    # README, "A breakdown, worked by hand": m1 combined 0.4069, final 0.3662, score 0.6965; m2 0.1076, 0.0848, 0.0839
+    # docs/concepts/pipeline.md, "A breakdown, worked by hand":
+    # m1 combined 0.4069, final 0.3662, score 0.6965; m2 0.1076, 0.0848, 0.0839
     for cid, combined, final, score in (("m1", 0.4069, 0.3662, 0.6965), ("m2", 0.1076, 0.0848, 0.0839)):
         b = got[cid]["breakdown"]
         assert (round(b["combinedScore"], 4), round(b["finalScore"], 4), round(got[cid]["score"], 4)) == \
@@ -90,16 +86,18 @@ def helm() -> str:
     return path
 
 
-def test_the_quick_start_python_snippet_runs_and_names_drop_reasons(capsys: pytest.CaptureFixture[str]) -> None:
+@pytest.mark.parametrize("program", sorted(p.name for p in (EXAMPLES / "python").glob("*.py")))
+def test_the_python_programs_run_against_a_live_server(program: str, capsys: pytest.CaptureFixture[str]) -> None:
     from memrank.grpc.server import create_server
     from tests.support.servers import loopback_settings
 
-    readme = (ROOT / "README.md").read_text()
-    start = readme.index("From Python (the client ships in the package):")
-    code = readme[readme.index("```python\n", start) + len("```python\n"):readme.index("```\n", start + 60)]
+    path = EXAMPLES / "python" / program
+    code = path.read_text(encoding="utf-8")
+    assert "localhost:50051" in code
     running = create_server(loopback_settings())
-    try:
-        exec(code.replace("localhost:50051", f"127.0.0.1:{running.port}"), {})  # the README's own code
+    try:  # the program as written, pointed at this server
+        exec(compile(code.replace("localhost:50051", f"127.0.0.1:{running.port}"), str(path), "exec"),
+             {"__name__": "__main__"})
     finally:
         running.stop(0)
     lines = capsys.readouterr().out.splitlines()
@@ -128,3 +126,15 @@ def test_a_closed_pipe_ends_a_command_quietly() -> None:
     proc.stderr.close()
     proc.wait(60)
     assert "Broken pipe" not in err and "BrokenPipeError" not in err and "Traceback" not in err, err
+
+
+def test_the_readmes_python_is_an_example_program() -> None:
+    """The README cannot include files, so its Python is a copy: each python block must be, verbatim, part of a
+    program under examples/ that the test above runs. Only code blocks are read, never the prose."""
+    import re
+
+    blocks = re.findall(r"^```python\n(.*?)^```", (ROOT / "README.md").read_text(encoding="utf-8"), re.S | re.M)
+    programs = {p: p.read_text(encoding="utf-8") for p in (EXAMPLES / "python").glob("*.py")}
+    assert blocks
+    for block in blocks:
+        assert any(block in text for text in programs.values()), block

@@ -6,16 +6,12 @@ task words found + min(access_count / 50, 0.10).
 
 from __future__ import annotations
 
-import re
-from pathlib import Path
-
 import grpc
 import pytest
 
 from memrank.client import RankingClient, RankingError
 
 REF = "2026-06-01T12:00:00Z"
-README = Path(__file__).resolve().parents[2] / "README.md"
 
 
 def _request(candidates: list[dict[str, object]], **extra: object) -> dict[str, object]:
@@ -79,11 +75,3 @@ def test_other_profiles_and_non_finite_values_are_still_refused(client: RankingC
 def test_a_shadow_profile_of_the_same_formula_accepts_it(client: RankingClient) -> None:
     resp = client.rank(_request(OUT_OF_RANGE, shadowProfile="agent-observer"))
     assert len(resp.selected) == 3 and resp.shadow.profile == "agent-observer"
-
-
-def test_readme_says_which_number_is_go_score() -> None:
-    text = README.read_text()
-    row = next(line for line in text.splitlines() if line.startswith("| `agent-observer` |"))
-    assert "`breakdown.final_score`" in row and "not the public `score`" in row
-    assert re.search(r"Go's `scoreMemory` number is\s+`breakdown\.final_score`", text)
-    assert "any finite value" in row

@@ -24,7 +24,7 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
                     "to the best 20 hits), rank them through a live sidecar over gRPC (in-process on a free port "
                     "unless --target is given), and report recall@5/10, any-hit@5, nDCG@10, recall within 512 tokens "
                     "and redundancy@5 per profile and baseline (LlamaIndex and LangChain fusion included), each with "
-                    "a paired-bootstrap 95%% interval against --reference. "
+                    "a paired-bootstrap 95% interval against --reference. "
                     "Needs the eval extra: pip install 'memrank-sidecar[eval]'.",
     )
     source = p.add_mutually_exclusive_group(required=True)

@@ -7,7 +7,6 @@ import hashlib
 import hmac
 import json
 import math
-import re
 import struct
 import time
 from pathlib import Path
@@ -25,7 +24,7 @@ from memrank.client import verify_receipt
 from memrank.config import load_settings
 from memrank.core.explain import receipt
 
-README = Path(__file__).resolve().parents[3] / "README.md"
+EXAMPLES = Path(__file__).resolve().parents[3] / "examples"
 SETTINGS = load_settings(env={})
 KEY = b"receipt-key"
 REF = "2026-06-01T12:00:00Z"
@@ -102,13 +101,10 @@ def test_packed_and_per_candidate_embeddings_give_one_line() -> None:
     assert packed_resp.receipt.digest == resp.receipt.digest  # the same answer to the same inputs
 
 
-def test_readme_example_lines() -> None:
-    text = README.read_text(encoding="utf-8")
-    section = text[text.index("### Receipt canonical form"):text.index("## Configuration")]
-    example = section[section.index("Example: this request"):]
-    blocks = re.findall(r"```(?:json)?\n(.*?)```", example, re.S)
-    req, resp = rank(json.loads(blocks[0]))
-    lines = blocks[1].splitlines()
+def test_the_example_receipt_lines() -> None:
+    """examples/receipt-request.json and the canonical lines the receipts page shows for it (both included there)."""
+    req, resp = rank(json.loads((EXAMPLES / "receipt-request.json").read_text(encoding="utf-8")))
+    lines = (EXAMPLES / "receipt-lines.txt").read_text(encoding="utf-8").splitlines()
     got = canonical_lines(req, resp)
     policy = [i for i, x in enumerate(lines) if x.startswith("policy_version ")]
     assert policy == [4]  # the configuration's hash: the one line not fixed by the request
