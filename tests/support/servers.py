@@ -45,7 +45,8 @@ class Proc:
 
 
 def start_serve(tmp_path: Path, *args: str, env: dict[str, str] | None = None, timeout: float = 20) -> Proc:
-    """Start `memrank serve` and wait for its "serving" log line (which names the bound port)."""
+    """Start `memrank serve` and wait until it serves: its "serving" log line, or with workers the
+    supervisor's "supervising" line and every worker's "serving" line (the supervisor's names the port)."""
     log = tmp_path / f"serve-{time.monotonic_ns()}.log"
     full_env = {k: v for k, v in os.environ.items() if not k.startswith("MEMRANK_")} | (env or {})
     handle = log.open("w")
@@ -53,9 +54,13 @@ def start_serve(tmp_path: Path, *args: str, env: dict[str, str] | None = None, t
                              stderr=subprocess.STDOUT, text=True, env=full_env)
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        for line in log.read_text().splitlines():
-            if line.startswith("{") and json.loads(line).get("msg") in ("serving", "supervising"):
-                rec = json.loads(line)
+        records = [json.loads(line) for line in log.read_text().splitlines() if line.startswith("{")]
+        serving = [rec for rec in records if rec.get("msg") == "serving"]
+        for rec in records:
+            # One process: its "serving" line. A supervisor: its "supervising" line (which names the port)
+            # once every worker has logged "serving" (the port answers from then on, whatever the load).
+            if (rec.get("msg") == "serving" and not any(r.get("msg") == "supervising" for r in records)) or (
+                    rec.get("msg") == "supervising" and len(serving) >= int(str(rec.get("workers", 1)))):
                 port = int(rec.get("port") or str(rec["address"]).rpartition(":")[2])
                 return Proc(popen, port, log, handle)
         if popen.poll() is not None:
