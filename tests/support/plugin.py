@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -17,3 +18,29 @@ def live_server() -> Iterator[Running]:
     running = create_server(loopback_settings())
     yield running
     running.stop(0)
+
+
+# The fast lane (`pytest -m "not slow"`, docs/development/contributing.md) leaves out whole folders of
+# servers in subprocesses, real tools and load (reliability, frameworks, helm, ops, bench, promtool,
+# reference) and the modules below: subprocess servers, the decision-log and tracing suites, and the
+# property tests with hundreds of examples. The full suite (CI's) runs everything.
+SLOW_FOLDERS = frozenset({"reliability", "frameworks", "helm", "ops", "bench", "promtool", "reference"})
+SLOW_MODULES = frozenset({
+    "server/test_decision_loop.py", "server/test_dashboard_data.py", "server/test_tracing.py",
+    "server/test_decision_log.py", "server/test_serve.py", "server/test_examples.py", "server/test_metrics.py",
+    "server/test_prometheus.py", "server/test_client_deadline.py", "server/test_decision_log_faults.py",
+    "unit/core/scoring/test_score_properties.py", "unit/core/selection/test_properties.py",
+    "unit/core/selection/test_run_phase.py", "unit/api/test_convert_columns.py",
+    "unit/core/signals/test_safety_prescan.py", "unit/core/scoring/test_compat.py",
+    "unit/core/signals/test_substring_columns.py", "unit/core/signals/test_text_signals_batch.py",
+    "tuning/test_cli.py", "eval/test_eval_cli.py",
+})
+TESTS = Path(__file__).resolve().parents[1]
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Mark the slow lane's tests ``slow``."""
+    for item in items:
+        rel = Path(str(item.path)).resolve().relative_to(TESTS)
+        if rel.parts[0] in SLOW_FOLDERS or rel.as_posix() in SLOW_MODULES:
+            item.add_marker(pytest.mark.slow)
