@@ -203,12 +203,16 @@ def test_env_and_config_file_load_in_memrank(render: Render, tmp_path: Path) -> 
             "/etc/memrank/keys/decision-log"} <= mounts
 
 
-def test_config_change_rolls_the_pods(render: Render) -> None:
+def test_a_config_change_rolls_the_pods_but_a_profile_change_is_reloaded(render: Render) -> None:
     def checksum(values: dict[str, Any]) -> str:
         (deployment,) = [d for d in render(values) if d["kind"] == "Deployment"]
         return str(deployment["spec"]["template"]["metadata"]["annotations"]["checksum/config"])
 
     assert checksum({}) != checksum({"config": {"limits": {"max_candidates": 10}}})
+    # profiles and layers reach running pods through the mounted ConfigMap (memrank reloads them): no rollout
+    profile = {"mine": {"base": "default", "min_score": 0.2}}
+    assert checksum({}) == checksum({"config": {"profiles": profile}}) == checksum(
+        {"config": {"layers": [{"name": "session", "share": 1.0}]}})
 
 
 def test_tls_and_auth_are_mounted_files_and_env(render: Render) -> None:

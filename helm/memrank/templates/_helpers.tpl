@@ -112,9 +112,11 @@ that sum + 10. A value that does not exceed the sum fails the render.
 {{- end }}
 {{- end }}
 
-{{/* Checksum of the config file, as a pod annotation: a config change rolls the pods. */}}
+{{/* Checksum of the config file without its profiles and layers, as a pod annotation: a change of any
+other key rolls the pods; profiles and layers reach the running pods without a rollout (the kubelet
+updates the mounted ConfigMap and memrank reloads them, server.config_poll_seconds). */}}
 {{- define "memrank.configChecksum" -}}
-{{- toYaml .Values.config | sha256sum }}
+{{- toYaml (omit .Values.config "profiles" "layers") | sha256sum }}
 {{- end }}
 
 {{/* One grpc probe body: (dict "root" $ "probe" .Values.probes.readiness). */}}

@@ -55,7 +55,9 @@ __all__ = [
     "SettingsSource",
     "TracingSettings",
     "builtin_defaults",
+    "config_file",
     "load_settings",
+    "policy_version_of",
 ]
 
 
@@ -77,7 +79,7 @@ def _profiles(raw: Mapping[Any, Any]) -> Mapping[str, Profile]:
 _LAYER_DEFAULTS = {f.name: f.default for f in fields(LayerSpec) if f.name not in ("name", "share")}
 
 
-def _policy_version(limits: Limits, layers: tuple[LayerSpec, ...], profiles: Mapping[str, Profile]) -> str:
+def policy_version_of(limits: Limits, layers: tuple[LayerSpec, ...], profiles: Mapping[str, Profile]) -> str:
     """A hash of what decides answers (limits, default layers, profiles), however the config spelled it: layer
     keys at their defaults and profiles equal to the built-in ones of their name are left out, as a config file
     that does not mention them (the default configuration hashes as it always has)."""
@@ -124,7 +126,7 @@ def load_settings(
     profiles = _profiles(config.profiles)
     return Settings(
         server=config.server, limits=config.limits, security=config.security, layers=layers, profiles=profiles,
-        policy_version=_policy_version(config.limits, layers, profiles), drift=config.drift,
+        policy_version=policy_version_of(config.limits, layers, profiles), drift=config.drift,
         decision_log=config.decision_log, tracing=config.tracing,
     )
 

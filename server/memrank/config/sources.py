@@ -44,6 +44,7 @@ ENV_KEYS: Mapping[str, str] = MappingProxyType({
     "MEMRANK_THREAD_POOL_SIZE": "server.thread_pool_size",
     "MEMRANK_REQUEST_READ_TIMEOUT_SECONDS": "server.request_read_timeout_seconds",
     "MEMRANK_MAX_STREAMS_PER_CONNECTION": "server.max_streams_per_connection",
+    "MEMRANK_CONFIG_POLL_SECONDS": "server.config_poll_seconds",
     "MEMRANK_MAX_CONNECTION_IDLE_SECONDS": "server.max_connection_idle_seconds",
     "MEMRANK_MAX_CONNECTION_AGE_SECONDS": "server.max_connection_age_seconds",
     "MEMRANK_MAX_CONNECTION_AGE_GRACE_SECONDS": "server.max_connection_age_grace_seconds",

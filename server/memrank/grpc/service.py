@@ -40,7 +40,7 @@ class RankingService(pb_grpc.RankingServiceServicer):
         self._clock = clock
         self._provenance_key = settings.provenance_key()
         self._receipt_key = settings.receipt_key()
-        recorder = build_recorder(metrics, settings)
+        recorder = self._recorder = build_recorder(metrics, settings)
         # after_reply: signal histograms and drift gauges published at the scrape (see AfterReply); else per call.
         self.deferred = AfterReply(recorder) if after_reply else None
         self._record = self.deferred.record if self.deferred is not None else recorder.record
@@ -61,6 +61,22 @@ class RankingService(pb_grpc.RankingServiceServicer):
     def observe_call(self, method: str, code: str) -> None:
         """Count a call ended before it reached a method (refused by the token check, undecodable)."""
         self._metrics.observe_call(method, code)
+
+    @property
+    def metrics(self) -> Metrics:
+        """The server's metrics."""
+        return self._metrics
+
+    @property
+    def settings(self) -> Settings:
+        """The settings calls start with now."""
+        return self._settings
+
+    def use(self, settings: Settings) -> None:
+        """Serve with these settings from the next call on (a reload's new profiles); calls in flight keep
+        the ones they started with (each reads ``self._settings`` once)."""
+        self._recorder.profiles = frozenset(settings.profiles)
+        self._settings = settings
 
     def close(self) -> None:
         """Write every queued decision record (after the last call is answered)."""

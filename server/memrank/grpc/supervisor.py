@@ -17,6 +17,7 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import replace
 from types import FrameType
 
@@ -25,6 +26,7 @@ from memrank.config import ServerSettings, Settings, SettingsSource
 from memrank.core.errors import ConfigError
 from memrank.decisions.sink import LOCK_ENV as DECISION_LOCK_ENV
 from memrank.grpc.preflight import check_start
+from memrank.grpc.reload import ProfileReloader, start_reloader
 from memrank.grpc.server import create_server
 from memrank.logs import setup_logging
 from memrank.metrics.http import serve_metrics
@@ -33,8 +35,9 @@ from memrank.metrics.registry import new_registry, worker_gone, workers_registry
 log = logging.getLogger("memrank.server")
 
 
-def _wait_for_signal() -> int:
-    """Block until SIGTERM or SIGINT; return the signal number."""
+def _wait_for_signal(reloader: ProfileReloader | None = None) -> int:
+    """Block until SIGTERM or SIGINT; return the signal number. SIGHUP meanwhile reloads the profiles
+    (on a thread of its own: a signal handler does no work)."""
     got: list[int] = []
     done = threading.Event()
 
@@ -42,15 +45,20 @@ def _wait_for_signal() -> int:
         got.append(signum)
         done.set()
 
+    def hangup(_signum: int, _frame: FrameType | None) -> None:
+        if reloader is not None:
+            threading.Thread(target=reloader.reload, args=("SIGHUP",), name="memrank-reload", daemon=True).start()
+
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, handler)
+    signal.signal(signal.SIGHUP, hangup)
     done.wait()
     return got[0]
 
 
 def serve_single(settings: Settings, reuse_port: bool = False, with_metrics: bool = True,
                  exit_when_done: bool = True, metrics_endpoint: bool = True,
-                 multiprocess_metrics: bool = False) -> None:
+                 multiprocess_metrics: bool = False, source: SettingsSource | None = None) -> None:
     """Run one server process until SIGTERM/SIGINT, then drain and end the process (exit status 0);
     ``exit_when_done`` False: stop the listeners and return instead. ``metrics_endpoint`` False (a worker):
     metrics are recorded but served by the supervisor. The metrics port is bound before the gRPC one."""
@@ -69,7 +77,10 @@ def serve_single(settings: Settings, reuse_port: bool = False, with_metrics: boo
                                "auth": bool(settings.security.auth_token_file), "health_port": running.health_port,
                                "inflight_budget_bytes": running.intake.budget.total,
                                "profiles": sorted(settings.profiles), "policy_version": settings.policy_version})
-    signum = _wait_for_signal()
+    reloader = start_reloader(running, source, settings)
+    signum = _wait_for_signal(reloader)
+    if reloader is not None:
+        reloader.close()
     log.info("draining", extra={"signal": signal.Signals(signum).name,
                                 "grace_seconds": settings.server.grace_period_seconds})
     running.stop(settings.server.grace_period_seconds, exiting=exit_when_done)
@@ -105,7 +116,8 @@ def _worker_main(source: SettingsSource, index: int, parent: int, workers: int) 
     log.info("worker starting", extra={"worker": index, "pid": os.getpid(),
                                        "metrics": f"served by the supervisor ({metrics_url(settings.server)})"})
     _follow_parent(parent)
-    serve_single(settings, reuse_port=True, with_metrics=True, metrics_endpoint=False, multiprocess_metrics=True)
+    serve_single(settings, reuse_port=True, with_metrics=True, metrics_endpoint=False, multiprocess_metrics=True,
+                 source=source)
 
 
 def metrics_url(s: ServerSettings) -> str:
@@ -158,7 +170,7 @@ def serve(settings: Settings, source: SettingsSource) -> None:
     if workers == 1:
         for key, address in _listen_addresses(settings):
             ports.check_free(key, address)  # grpc would refuse too (no SO_REUSEPORT), with a log line of its own
-        serve_single(settings)
+        serve_single(settings, source=source)
         return
     if settings.server.address.rpartition(":")[2] == "0":
         raise ConfigError("server.address: port 0 cannot be shared by several workers; name a port")
@@ -207,10 +219,28 @@ def _supervise(settings: Settings, source: SettingsSource) -> None:
         start(i)
     log.info("supervising", extra={"workers": settings.server.workers, "address": settings.server.address,
                                    "metrics_dir": mp_dir})
-    stopping = threading.Event()
+    stopping, hangups, wake = threading.Event(), threading.Event(), threading.Event()
+
+    def on_signal(event: threading.Event) -> Callable[[int, FrameType | None], None]:
+        def handler(_signum: int, _frame: FrameType | None) -> None:
+            event.set()
+            wake.set()
+        return handler
+
     for sig in (signal.SIGTERM, signal.SIGINT):
-        signal.signal(sig, lambda *_: stopping.set())
-    while not stopping.wait(0.5):
+        signal.signal(sig, on_signal(stopping))
+    signal.signal(signal.SIGHUP, on_signal(hangups))
+    while not stopping.is_set():
+        wake.wait(0.5)
+        wake.clear()
+        if stopping.is_set():
+            break
+        if hangups.is_set():  # SIGHUP: every worker reloads its profiles
+            hangups.clear()
+            for p in procs.values():
+                if p.pid is not None and p.is_alive():
+                    os.kill(p.pid, signal.SIGHUP)
+            log.info("SIGHUP passed to the workers", extra={"workers": len(procs)})
         for i, p in list(procs.items()):
             if not p.is_alive():
                 worker_gone(p.pid, mp_dir)

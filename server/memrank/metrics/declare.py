@@ -78,6 +78,15 @@ class Metrics:
             "memrank_decision_log_dropped", "Decision log records not written, by reason (queue_full, "
             "write_error).", ("reason",), registry=r,
         )
+        self.config_reloads = Counter(
+            "memrank_config_reloads", "Profile reloads (SIGHUP or a changed config file), by result: ok (new "
+            "profiles serving), unchanged (nothing to change), error (refused; the old profiles keep serving).",
+            ("result",), registry=r,
+        )
+        self.policy_info = Gauge(
+            "memrank_policy_info", "1 for the policy version (layers, limits and profiles) this server serves; 0 "
+            "for one it served before a reload.", ("policy_version",), multiprocess_mode=GAUGE_MODE, registry=r,
+        )
         self.feedback_labels = Counter(
             "memrank_feedback_labels", "Feedback labels received by RecordFeedback, by relevance grade (0-3).",
             ("relevance",), registry=r,

@@ -34,6 +34,8 @@ FAMILIES = {
     "memrank_decision_log_records": "counter",
     "memrank_decision_log_dropped": "counter",
     "memrank_feedback_labels": "counter",
+    "memrank_config_reloads": "counter",
+    "memrank_policy_info": "gauge",
 }
 
 
