@@ -38,8 +38,8 @@ def test_shared_weights_keep_the_total():
     assert shared_weights([0.0, 0.5], [False, True]) == [0.0, 0.5]  # no informative weight to scale
 
 
-def test_off_by_default_and_the_weights_as_written():
-    s = score(_rows(), LOOKUP, profile(signals=SIGNALS))
+def test_off_the_weights_as_written():
+    s = score(_rows(), LOOKUP, profile(signals=SIGNALS, share_constant_weight=False))
     assert [c.weight for c in s.signals] == [0.2, 0.3, 0.3, 0.2]
 
 
@@ -57,8 +57,7 @@ def test_constant_signals_weigh_nothing_and_the_others_share_their_weight():
 
 
 def test_linear_order_unchanged():
-    p = profile(signals=SIGNALS)
-    off = score(_rows(), LOOKUP, p).combined
+    off = score(_rows(), LOOKUP, profile(signals=SIGNALS, share_constant_weight=False)).combined
     on = score(_rows(), LOOKUP, profile(signals=SIGNALS, share_constant_weight=True)).combined
     assert np.argsort(-off).tolist() == np.argsort(-on).tolist()
 
