@@ -141,6 +141,7 @@ def generative(cands: list[dict[str, Any]], ref: datetime) -> list[tuple[float, 
 DEFAULT_WEIGHTS = (("relevance", 0.193), ("lexical", 0.288), ("context", 0.288), ("speaker", 0.154),
                    ("importance", 0.077))
 DEFAULT_LAMBDA = 0.9
+DEFAULT_SHARE = True  # share_constant_weight: a signal constant over the eligible candidates gives its weight away
 DEFAULT_THRESHOLD = 0.1  # relevance floor on retrieval_score (the request's relevanceThreshold wins)
 DEDUPE = 0.92
 CONTEXT_LEXICAL = 0.25
@@ -185,6 +186,31 @@ def jaccard(a: set[str], b: set[str]) -> float:
     return len(a & b) / len(a | b) if a | b else 0.0
 
 
+def share_constant(weights: list[tuple[str, float]], columns: dict[str, list[float]], n_eligible: int,
+                   ) -> tuple[list[tuple[str, float]], list[str]]:
+    """README (Profiles, share_constant_weight): the effective weights and the names of the constant signals.
+
+    A weighted signal whose normalised values are all equal over the eligible candidates (two or more) gets
+    weight 0; every other signal gets w x total / live, total = sum of the weights and live = sum of the
+    non-constant signals' weights (both summed in profile order), the product then the quotient, written at
+    15 significant digits. Nothing changes when live is 0 or equals total.
+    """
+    if n_eligible < 2:
+        return weights, []
+    constant = [name for name, w in weights if len(set(columns[name])) == 1]
+    total = 0.0
+    for _, w in weights:
+        total = total + w
+    live = 0.0
+    for name, w in weights:
+        if name not in constant:
+            live = live + w
+    if live <= 0.0 or live == total:
+        return weights, []
+    return [(name, 0.0 if name in constant else float(f"{w * total / live:.15g}")) for name, w in weights], \
+        [name for name, w in weights if name in constant and w > 0]
+
+
 def default_scores(cands: list[dict[str, Any]], req: dict[str, Any],
                    population: list[dict[str, Any]] | None = None) -> list[tuple[float, str]]:
     """combined = sum of weight x signal in profile order, weights after weightOverrides.
@@ -213,7 +239,7 @@ def default_scores(cands: list[dict[str, Any]], req: dict[str, Any],
     rel = min_max([c.get("retrievalScore", 0.0) for c in cands])
     pop_rel = min_max([c.get("retrievalScore", 0.0) for c in pop])
     match = [(1 - CONTEXT_LEXICAL) * r for r in pop_rel]  # lexical is 0 for every candidate
-    out = []
+    rows = []
     for i, c in enumerate(cands):
         ctx, ctx_why = 0.0, "no position: no neighbours"
         if "position" in c:
@@ -234,13 +260,21 @@ def default_scores(cands: list[dict[str, Any]], req: dict[str, Any],
                    else "no speaker")
         values = {"relevance": rel[i], "lexical": lex[i], "context": ctx, "speaker": spk,
                   "importance": 0.0}
+        rows.append((values, c, ctx_why, spk, spk_why))
+    shared: list[str] = []
+    if DEFAULT_SHARE:
+        weights, shared = share_constant(weights, {name: [r[0][name] for r in rows] for name, _ in weights},
+                                         len(rows))
+    note = f" (constant here: {', '.join(shared)}; weights shared)" if shared else ""
+    out = []
+    for i, (values, c, ctx_why, spk, spk_why) in enumerate(rows):
         combined = 0.0
         for sig, w in weights:
             combined = combined + w * values[sig]
         wt = dict(weights)
         why = (f"relevance minmax({c.get('retrievalScore', 0.0)}) = {rel[i]!r} x {wt['relevance']:g}; "
                f"lexical 0 (no query word in any content) x {wt['lexical']:g}; context {ctx_why} x {wt['context']:g}; "
-               f"speaker {spk:g} ({spk_why}) x {wt['speaker']:g}; importance x 0; "
+               f"speaker {spk:g} ({spk_why}) x {wt['speaker']:g}; importance x 0{note}; "
                f"combined = {combined!r}")
         out.append((combined, why))
     return out
@@ -456,7 +490,7 @@ PROFILES: dict[str, dict[str, Any]] = {
     "default": {"signals": (("relevance", 0.193, "min_max"), ("lexical", 0.288, "none"), ("context", 0.288, "none"),
                             ("speaker", 0.154, "none"), ("importance", 0.077, "none")),
                 "fusion": "weighted", "facet_weights": {"bm25": 0.2, "dense": 0.8}, "lambda": 0.9, "threshold": 0.1,
-                "stemmer": True, "own": True},
+                "stemmer": True, "own": True, "share": True},
     "research": {"signals": (("relevance", 0.50, "min_max"), ("lexical", 0.20, "none"),
                              ("confidence", 0.10, "none"), ("trust", 0.10, "none"), ("importance", 0.05, "none"),
                              ("recency", 0.05, "none")),
@@ -474,7 +508,7 @@ PROFILES: dict[str, dict[str, Any]] = {
                                       ("retrieval", 1.0, "min_max")), "recency_floor": 0.0},
 }
 PROFILE_DEFAULTS: dict[str, Any] = {"fusion": "max", "facet_weights": {}, "lambda": 1.0, "threshold": None,
-                                    "stemmer": False, "own": False, "blend": 0.0, "lexical_blend": 0.0,
+                                    "stemmer": False, "own": False, "share": False, "blend": 0.0, "lexical_blend": 0.0,
                                     "recency_floor": 0.05}
 RECENCY_DECAY = 0.995
 RRF_K = 60
@@ -843,11 +877,19 @@ def contract_run(req: dict[str, Any], profile: str, overrides: dict[str, float] 
     blend_term: dict[str, float] = {}
     for c in eligible:
         signals[c["id"]] = []
-    for name, w, norm in prof["signals"]:
+    normalised: dict[str, tuple[dict[str, float], dict[str, float]]] = {}
+    for name, _, norm in prof["signals"]:
         values = {c["id"]: raws[name][c["id"]][0] for c in eligible}
-        normed = min_max_of(values) if norm == "min_max" else values
+        normalised[name] = (values, min_max_of(values) if norm == "min_max" else values)
+    effective = [(name, w) for name, w, _ in prof["signals"]]
+    shared: list[str] = []
+    if prof["share"]:  # README Profiles, share_constant_weight (weighted_sum only: no blend here)
+        effective, shared = share_constant(effective, {n: list(normalised[n][1].values()) for n, _ in effective},
+                                           len(eligible))
+    for (name, w, _), (_, w_eff) in zip(prof["signals"], effective, strict=True):
+        values, normed = normalised[name]
         # lians-recall: the breakdown weight is the effective 0.2 x w, read as decimals (0.2 x 0.35 = 0.07).
-        eff = float((1 - Decimal(repr(blend))) * Decimal(repr(w))) if blend else w
+        eff = float((1 - Decimal(repr(blend))) * Decimal(repr(w))) if blend else w_eff
         for c in eligible:
             signals[c["id"]].append((name, values[c["id"]], normed[c["id"]], eff, eff * normed[c["id"]]))
     for c in eligible:
@@ -857,6 +899,8 @@ def contract_run(req: dict[str, Any], profile: str, overrides: dict[str, float] 
         blend_term[c["id"]] = blend * c.get("retrievalScore", 0.0) if blend else 0.0
         combined[c["id"]] = total + blend_term[c["id"]]
         parts = [f"{n} {raws[n][c['id']][1]} -> {z!r} x {w:g}" for n, _, z, w, _ in signals[c["id"]]]
+        if shared:
+            parts.append(f"(constant over the eligible: {', '.join(shared)}; their weight shared pro rata)")
         if blend:
             parts.append(f"+ {blend}*retrieval {c.get('retrievalScore', 0.0)}")
         why[c["id"]] = "; ".join([*parts, f"combined = {combined[c['id']]!r}"])
@@ -1249,7 +1293,8 @@ def cases() -> list[tuple[str, str, dict[str, Any], dict[str, Any] | None]]:
     add("default_context_neighbours", "default, only context and speaker weighed (weightOverrides), explicit "
         "lookup: context is the best (1 - 0.25) x minmax(retrieval) among the candidates of the same thread at "
         "position +/- 1 (position 0 set, other thread, position without thread, thread without position get "
-        "none); the query names no speaker; contents share no word, so each final = 0.9 x combined; zeros "
+        "none); the query names no speaker, so speaker is constant and context takes its weight too "
+        "(0.288 + 0.154 = 0.442, share_constant_weight); contents share no word, so each final = 0.9 x combined; zeros "
         "are still selected, ingested_at then id breaking their tie",
         rank_request("default_context_neighbours", "default", [
             cand("s-3", "fact", "Sure thing", 0.75, thread="s", position=3),

@@ -59,6 +59,9 @@ class Profile:
     ``context_lexical`` is the lexical part of a neighbour's match in the
     context signal: match = (1 - context_lexical) x minmax(relevance) +
     context_lexical x lexical.
+    ``share_constant_weight`` (``weighted_sum`` only): a signal that is the
+    same for every eligible candidate of a request gets weight 0 there and
+    the others share its weight (``core.scoring.constant``).
     """
 
     name: str
@@ -83,6 +86,7 @@ class Profile:
     lexical_blend: float = 0.0
     context_lexical: float = 0.25
     lexical_stemmer: str | None = None  # a Snowball language (core.text.stem.LANGUAGES); None: exact words
+    share_constant_weight: bool = False  # weighted_sum: a constant signal's weight goes to the others
 
     def weight_of(self, signal: str) -> float:
         """The weight of a signal, 0 when the profile does not use it."""

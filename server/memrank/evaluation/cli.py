@@ -28,7 +28,7 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
                     "Needs the eval extra: pip install 'memrank-sidecar[eval]'.",
     )
     source = p.add_mutually_exclusive_group(required=True)
-    source.add_argument("--data", type=Path, help="conversations, JSON lines (LoCoMo normalised form)")
+    source.add_argument("--data", type=Path, help="conversations, JSON lines (LoCoMo normalised form), plain or gzip")
     source.add_argument("--log", type=Path, action="append", metavar="JSONL",
                         help="instead of --data: decision log files with feedback (repeat for rotated files); "
                              "reports the labelled decisions as answered and re-weighted from the logged signals "

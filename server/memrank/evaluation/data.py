@@ -1,6 +1,6 @@
 """LoCoMo-shaped data: conversations of timestamped turns, questions with evidence turn ids.
 
-Format (one JSON object per line, see the dataset's README): ``conversation_id``,
+Format (JSON Lines, plain or gzip-compressed; see the dataset's README), one object per line: ``conversation_id``,
 ``turns`` [{id, session, timestamp (ISO-8601, no zone: read as UTC), speaker,
 text}], ``questions`` [{question, category, evidence [turn id...]}]. Embeddings
 (optional) come from an ``.npz`` with ``turn_ids`` ("<conv>/<turn id>"),
@@ -9,6 +9,7 @@ text}], ``questions`` [{question, category, evidence [turn id...]}]. Embeddings
 
 from __future__ import annotations
 
+import gzip
 import json
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -101,8 +102,19 @@ def attach_embeddings(convs: list[Conversation], path: str | Path) -> list[Conve
     return out
 
 
+_GZIP_MAGIC = b"\x1f\x8b"
+
+
+def read_json_lines(path: str | Path) -> list[Any]:
+    """The JSON values of a JSON Lines file (plain or gzip), split at line feeds only; blank lines skipped."""
+    raw = Path(path).read_bytes()
+    if str(path).endswith(".gz") or raw[:2] == _GZIP_MAGIC:
+        raw = gzip.decompress(raw)
+    # JSON Lines separates values by "\n" alone: splitlines() would also cut at U+2028/U+2029, \x1c-\x1e, \x85...
+    return [json.loads(line) for line in raw.decode("utf-8").split("\n") if line.strip()]
+
+
 def load_conversations(path: str | Path, embeddings: str | Path | None = None) -> list[Conversation]:
-    """Read the JSON-lines file, attaching embeddings when a path is given."""
-    lines = Path(path).read_text(encoding="utf-8").splitlines()
-    convs = [_conversation(json.loads(line)) for line in lines if line.strip()]
+    """Read the JSON-lines file (plain or gzip), attaching embeddings when a path is given."""
+    convs = [_conversation(raw) for raw in read_json_lines(path)]
     return attach_embeddings(convs, embeddings) if embeddings else convs

@@ -48,10 +48,27 @@ on all six:
   on conv-41..44 it cut none either, recall@5 -0.001 [-0.002, 0.000] with the
   weights of the time. The weights above were then fitted with it in place.
 
+- share_constant_weight: a signal whose normalised value is the same for
+  every eligible candidate of a request gets weight 0 there, and the others
+  share its weight pro rata (``core.scoring.constant``). Added after
+  LongMemEval_S at session level (one candidate per chat session, speaker
+  always "user") put `default` behind LlamaIndex: there context (no session
+  has a neighbour) and speaker (never named) are 0 for every candidate, 44%
+  of the weight was dead, the combined scores spanned at most 0.558, and the
+  covering set's similarity penalty, on an absolute scale, weighed 1.8 times
+  as much against them, pushing down the second and third evidence sessions
+  of a question (one topic: median cosine 0.47 between them, 0.07 between
+  any two candidates). The linear order never changes; on LoCoMo nothing
+  changes (recall@5 +0.0000 out of fold); on LongMemEval dev, out of fold
+  (``eval/cv_shapes.py``): recall@5 +0.0145 [+0.0047, +0.0262] over the
+  `default` without it, +0.0121 [-0.0068, +0.0330] over LlamaIndex (before:
+  -0.0024 [-0.0239, +0.0205]).
+
 Callers that send no ``thread``/``position``/``speaker`` get 0 from those two
-signals for every candidate: the ranking is then relevance, lexical and
-importance. Facets named other than ``bm25`` and ``dense`` weigh 1.0 each (an
-equal-weight min-max fusion).
+signals for every candidate; with share_constant_weight the ranking is then
+relevance, lexical and importance with the whole weight between them. Facets
+named other than ``bm25`` and ``dense`` weigh 1.0 each (an equal-weight
+min-max fusion).
 """
 
 from __future__ import annotations
@@ -71,11 +88,12 @@ _PROFILES = (
     Profile(
         name="default",
         description="memrank's own, chosen by cross-validation on LoCoMo dev: relevance, stemmed lexical IDF, "
-                    "neighbour context and speaker, then importance; covering set",
+                    "neighbour context and speaker, then importance; a signal constant in a request gives its "
+                    "weight to the others; covering set",
         signals=(SignalSpec("relevance", 0.193, "min_max"), SignalSpec("lexical", 0.288),
                  SignalSpec("context", 0.288), SignalSpec("speaker", 0.154), SignalSpec("importance", 0.077)),
         fusion="weighted", facet_weights=MappingProxyType({"bm25": 0.2, "dense": 0.8}), diversity_lambda=0.9,
-        lexical_stemmer="english", relevance_threshold=0.1,
+        lexical_stemmer="english", relevance_threshold=0.1, share_constant_weight=True,
     ),
     _own("support", "recency-led (half-life 48 h) for support agents",
          {"recency": 0.35, "relevance": 0.30, "importance": 0.10, "lexical": 0.10, "trust": 0.05,

@@ -78,6 +78,10 @@ def profile_from_mapping(key: str, raw: Mapping[str, Any], base: Profile | None 
             if value is not None and value not in LANGUAGES:
                 raise ConfigError(f"{k}: {value!r} is not a Snowball language (known: {', '.join(LANGUAGES)}, or null)")
             values[name] = value
+        elif name == "share_constant_weight":
+            if not isinstance(value, bool):
+                raise ConfigError(f"{k}: expected true or false, got {value!r}")
+            values[name] = value
         elif name == "relevance_threshold":
             values[name] = None if value is None else _number(k, value)
         elif name == "half_life_hours":

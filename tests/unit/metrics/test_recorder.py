@@ -108,7 +108,9 @@ def test_nothing_selected_counts_non_empty_calls_with_an_empty_answer() -> None:
     recorder.record(outcome([]))
     recorder.record(outcome(cands([0.5, 0.6])))
     assert total(registry, "memrank_nothing_selected_total") == 0
-    recorder.record(outcome(cands([0.5, 0.6]), minScore=1.0))
+    # Both below a 0.9 floor: an empty answer. (A min_score of 1 no longer empties it: under default's
+    # share_constant_weight relevance is the one informative signal here and m1 scores the whole weight, 1.)
+    recorder.record(outcome(cands([0.5, 0.6]), relevanceThreshold=0.9))
     assert total(registry, "memrank_nothing_selected_total", profile="default") == 1
     assert total(registry, "memrank_request_candidates_bucket", le="0.0") == 1
 

@@ -2,6 +2,7 @@ import math
 
 import pytest
 
+from memrank.core.errors import ConfigError
 from memrank.core.signals import SIGNALS
 from memrank.core.types import Placement
 from memrank.profiles.builtin import BUILTIN_PROFILES
@@ -49,3 +50,11 @@ def test_presets_lead_with_their_signal():
 def test_lexical_blend_is_a_validated_profile_key():
     p = profile_from_mapping("profiles.x", {"signals": [{"name": "relevance", "weight": 1}], "lexical_blend": 0.3})
     assert p.lexical_blend == 0.3
+
+
+def test_share_constant_weight_is_a_strict_boolean_profile_key():
+    signals = [{"name": "relevance", "weight": 1}]
+    assert profile_from_mapping("profiles.x", {"signals": signals, "share_constant_weight": True}).share_constant_weight
+    assert not profile_from_mapping("profiles.x", {"signals": signals}).share_constant_weight
+    with pytest.raises(ConfigError, match=r"profiles\.x\.share_constant_weight: expected true or false, got 'yes'"):
+        profile_from_mapping("profiles.x", {"signals": signals, "share_constant_weight": "yes"})

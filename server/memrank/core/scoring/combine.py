@@ -21,6 +21,10 @@ Steps, for one batch under one profile:
    retrieval_score, quality = sum(weight * normalized) in profile order, so
    combined = retrieval_blend * retrieval + (1 - retrieval_blend) * quality.
    Gated candidates get combined = blend_term = quality = 0.
+   ``weighted_sum`` under a profile with ``share_constant_weight``: a signal
+   whose normalised column is the same for every eligible candidate gets
+   effective weight 0 and the others share its weight (``core.scoring.constant``);
+   the reasons of every signal involved say so.
 """
 
 from __future__ import annotations
@@ -31,10 +35,12 @@ import numpy as np
 
 from memrank.core.batch import Batch
 from memrank.core.profile import Profile
+from memrank.core.reasons import Lazy
 from memrank.core.scoring.columns import Scores, SignalColumn
+from memrank.core.scoring.constant import constant_columns, shared_weights
 from memrank.core.scoring.gates import GateSet, safety_gate, temporal_gates, threshold_gate, zero_importance_gate
 from memrank.core.signals import RawSignal, get_signal
-from memrank.core.signals.base import ScoringContext
+from memrank.core.signals.base import Reasons, ScoringContext
 from memrank.core.signals.normalize import normalize
 from memrank.core.types import DropReason
 
@@ -84,16 +90,18 @@ def _combine(batch: Batch, profile: Profile, raws: dict[str, RawSignal], gates: 
     columns: list[SignalColumn] = []
     combined = np.zeros(batch.n)
     quality = np.zeros(batch.n)
-    for spec in profile.signals:
-        r = raws[spec.name]
-        normalized = normalize(spec.normalization, r.values, eligible)
-        weight = _clean(scale * spec.weight) if blend else spec.weight
-        contribution = weight * normalized
+    normalized = [normalize(spec.normalization, raws[spec.name].values, eligible) for spec in profile.signals]
+    weights = [_clean(scale * spec.weight) if blend else spec.weight for spec in profile.signals]
+    reasons = [raws[spec.name].reasons for spec in profile.signals]
+    if profile.share_constant_weight and profile.formula == "weighted_sum":
+        weights, reasons = _share(profile, normalized, eligible, reasons)
+    for spec, norm, weight, why in zip(profile.signals, normalized, weights, reasons, strict=True):
+        contribution = weight * norm
         combined = combined + contribution
         if blend:
-            quality = quality + spec.weight * normalized
-        columns.append(SignalColumn(spec.name, weight, spec.normalization, r.values, normalized, contribution,
-                                    r.reasons))
+            quality = quality + spec.weight * norm
+        columns.append(SignalColumn(spec.name, weight, spec.normalization, raws[spec.name].values, norm,
+                                    contribution, why))
     blend_term = np.where(eligible, profile.retrieval_blend * batch.retrieval, 0.0) if blend else np.zeros(batch.n)
     return Scores(
         signals=tuple(columns),
@@ -104,6 +112,34 @@ def _combine(batch: Batch, profile: Profile, raws: dict[str, RawSignal], gates: 
         gate_reasons=gates.frozen_reasons(),
         importance_of=importance_of,
     )
+
+
+def _share(profile: Profile, normalized: list[np.ndarray], eligible: np.ndarray,
+           reasons: list[Reasons]) -> tuple[list[float], list[Reasons]]:
+    """Effective weights with constant columns' weight shared, and each affected signal's reasons noting it."""
+    weights = [spec.weight for spec in profile.signals]
+    constant = constant_columns(normalized, eligible)
+    effective = shared_weights(weights, constant)
+    if effective == weights:
+        return weights, reasons
+    dead = ", ".join(s.name for s, c in zip(profile.signals, constant, strict=True) if c)
+    out: list[Reasons] = []
+    for spec, c, w, why in zip(profile.signals, constant, effective, reasons, strict=True):
+        if spec.weight == 0.0:
+            out.append(why)
+            continue
+        if c:
+            note = (f"the same for every eligible candidate: no information in this request, weight 0 "
+                    f"(profile {spec.weight:g}) shared by the other signals")
+        else:
+            note = f"weight {w:g} (profile {spec.weight:g}): shares the weight of {dead}, the same for every candidate"
+        out.append(_with_note(why, note))
+    return effective, out
+
+
+def _with_note(reasons: Reasons, note: str) -> Reasons:
+    """The reasons with one more line for every candidate."""
+    return Lazy(len(reasons), lambda i: (*reasons[i], note))
 
 
 def _clean(weight: float) -> float:
