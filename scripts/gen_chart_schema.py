@@ -29,7 +29,7 @@ from typing import Any
 from memrank import config
 from memrank.config import keys
 from memrank.core.batch import LayerSpec
-from memrank.core.profile import Profile, RecencySpec, SignalSpec
+from memrank.core.profile import SHARE_RANGE, THRESHOLD_RANGE, WEIGHT_RANGE, Profile, RecencySpec, SignalSpec
 from memrank.core.text.stem import LANGUAGES
 from memrank.core.types import Placement
 from memrank.profiles.model import FORMULAS, FUSIONS, NORMALIZATIONS
@@ -52,16 +52,18 @@ STRINGS: dict[str, dict[str, Any]] = {
     "tracing.endpoint": {"pattern": rf"^(?:{keys.TRACING_ENDPOINT})?$"},  # "" = null (load_settings)
     "tracing.service_name": {"pattern": r"^$|\S"},  # not blank; "" = null (load_settings)
 }
-# profile_from_mapping (memrank.profiles.model) keeps its bounds inline; tests/helm/test_config_schema.py
-# checks every one of these against it, a value just outside each.
+# A profile's bounds: the weight, threshold and share ranges from memrank.core.profile (the table the
+# profile checker and the wire's validation both read), the rest as profile_from_mapping keeps them;
+# tests/helm/test_config_schema.py checks every one of these against it, a value just outside each.
 PROFILE_UNIT_KEYS = ("diversity_lambda", "dedupe_threshold", "retrieval_blend", "min_score", "admit_threshold",
                      "hold_threshold", "lexical_blend", "context_lexical")
 PROFILE_BOUNDS: dict[str, tuple[float, float | None]] = {
-    **{name: (0, 1) for name in PROFILE_UNIT_KEYS},
+    **{name: SHARE_RANGE for name in PROFILE_UNIT_KEYS},
+    "relevance_threshold": THRESHOLD_RANGE,
     "half_life_hours": (1e-6, None),
     "recency.decay_per_hour": (1e-9, 1),
     "recency.floor": (0, 1),
-    "signals.weight": (0, 10),
+    "signals.weight": WEIGHT_RANGE,
 }
 
 

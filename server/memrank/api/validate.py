@@ -33,7 +33,16 @@ from memrank.api.columns import TIME_FIELDS, CandidateColumns
 from memrank.api.fastpath import clearly_valid
 from memrank.config import Limits
 from memrank.core.errors import FieldViolation, InvalidRequest, LimitExceeded
-from memrank.core.profile import Profile
+from memrank.core.profile import SHARE_RANGE, THRESHOLD_RANGE, WEIGHT_RANGE, Profile
+
+
+def _within(value: float, bounds: tuple[float, float]) -> bool:
+    return _finite(value) and bounds[0] <= value <= bounds[1]
+
+
+def _range(bounds: tuple[float, float]) -> str:
+    """[0, 1] as the error says it (whole numbers without .0)."""
+    return "[" + ", ".join(f"{b:g}" for b in bounds) + "]"
 
 
 def _finite(x: float) -> bool:
@@ -183,17 +192,17 @@ def _check_request(req: pb.RankRequest, limits: Limits, candidates: bool = True,
         yield from _check_time("reference_time", req.reference_time)
     yield from _check_enum("placement", req.placement, pb.Placement)
     yield from _check_enum("explain", req.explain, pb.ExplainLevel)
-    if req.HasField("min_score") and (not _finite(req.min_score) or not 0 <= req.min_score <= 1):
-        yield FieldViolation("min_score", f"must be in [0, 1], got {req.min_score}")
-    if req.HasField("relevance_threshold") and (not _finite(req.relevance_threshold)
-                                                or not 0 <= req.relevance_threshold <= 1):
-        yield FieldViolation("relevance_threshold", f"must be in [0, 1], got {req.relevance_threshold}")
+    if req.HasField("min_score") and not _within(req.min_score, SHARE_RANGE):
+        yield FieldViolation("min_score", f"must be in {_range(SHARE_RANGE)}, got {req.min_score}")
+    if req.HasField("relevance_threshold") and not _within(req.relevance_threshold, THRESHOLD_RANGE):
+        yield FieldViolation("relevance_threshold",
+                             f"must be in {_range(THRESHOLD_RANGE)}, got {req.relevance_threshold}")
     for name, value in sorted(req.weight_overrides.items()):
         if len(name.encode()) > MAX_NAME_BYTES:
             yield FieldViolation("weight_overrides", f"a name of {len(name.encode())} bytes; at most "
                                                      f"{MAX_NAME_BYTES} bytes")
-        elif not _finite(value) or not 0 <= value <= 1:
-            yield FieldViolation(f'weight_overrides["{name}"]', f"must be in [0, 1], got {value}")
+        elif not _within(value, WEIGHT_RANGE):
+            yield FieldViolation(f'weight_overrides["{name}"]', f"must be in {_range(WEIGHT_RANGE)}, got {value}")
     yield from _check_layers(req, limits)
     yield from _check_packed(cols if cols is not None else CandidateColumns.of(req), limits)
     if candidates:

@@ -13,6 +13,12 @@ from types import MappingProxyType
 
 from memrank.core.types import Placement
 
+# The one table of a profile's bounds that both its readers check: the profile checker
+# (profiles.model) and the wire's validation of a request (api.validate).
+WEIGHT_RANGE = (0.0, 10.0)  # a signal's weight: in a profile, or a request's weight_overrides
+THRESHOLD_RANGE = (0.0, 1.0)  # relevance_threshold, on retrieval_score's [0, 1] scale
+SHARE_RANGE = (0.0, 1.0)  # min_score (profile and request), diversity_lambda, blends, thresholds
+
 
 @dataclass(frozen=True)
 class SignalSpec:

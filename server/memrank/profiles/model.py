@@ -12,7 +12,7 @@ from types import MappingProxyType
 from typing import Any
 
 from memrank.core.errors import ConfigError
-from memrank.core.profile import Profile, RecencySpec, SignalSpec
+from memrank.core.profile import SHARE_RANGE, THRESHOLD_RANGE, WEIGHT_RANGE, Profile, RecencySpec, SignalSpec
 from memrank.core.signals import SIGNALS
 from memrank.core.text.stem import LANGUAGES
 from memrank.core.types import Placement
@@ -51,7 +51,7 @@ def _signals(key: str, raw: Any) -> tuple[SignalSpec, ...]:
             raise ConfigError(f"{k}: expected a mapping with a name, got {item!r}")
         name = one_of(f"{k}.name", item["name"], SIGNALS, "a signal")
         norm = one_of(f"{k}.normalization", item.get("normalization", "none"), NORMALIZATIONS)
-        out.append(SignalSpec(name, _number(f"{k}.weight", item.get("weight", 0.0), 0.0, 10.0), norm))
+        out.append(SignalSpec(name, _number(f"{k}.weight", item.get("weight", 0.0), *WEIGHT_RANGE), norm))
     return tuple(out)
 
 
@@ -73,7 +73,7 @@ def profile_from_mapping(key: str, raw: Mapping[str, Any], base: Profile | None 
             values[name] = one_of(k, value, FORMULAS if name == "formula" else FUSIONS)
         elif name in ("diversity_lambda", "dedupe_threshold", "retrieval_blend", "min_score",
                       "admit_threshold", "hold_threshold", "lexical_blend", "context_lexical"):
-            values[name] = _number(k, value, 0.0, 1.0)
+            values[name] = _number(k, value, *SHARE_RANGE)
         elif name == "lexical_stemmer":
             if value is not None and value not in LANGUAGES:
                 raise ConfigError(f"{k}: {value!r} is not a Snowball language (known: {', '.join(LANGUAGES)}, or null)")
@@ -83,7 +83,7 @@ def profile_from_mapping(key: str, raw: Mapping[str, Any], base: Profile | None 
                 raise ConfigError(f"{k}: expected true or false, got {value!r}")
             values[name] = value
         elif name == "relevance_threshold":
-            values[name] = None if value is None else _number(k, value)
+            values[name] = None if value is None else _number(k, value, *THRESHOLD_RANGE)
         elif name == "half_life_hours":
             values["recency"] = RecencySpec.from_half_life(_number(k, value, 1e-6), values["recency"].floor
                                                            if "recency" in values else 0.05)

@@ -880,7 +880,7 @@ type RankRequest struct {
 	// True when the query is an explicit lookup: importance-0 memories stay
 	// reachable. Unset: general recall.
 	ExplicitLookup bool `protobuf:"varint,9,opt,name=explicit_lookup,json=explicitLookup,proto3" json:"explicit_lookup,omitempty"`
-	// Per-request weight overrides by signal name, each in [0, 1]. Unknown
+	// Per-request weight overrides by signal name, each in [0, 10]. Unknown
 	// signal names are refused. Unset: the profile's weights.
 	WeightOverrides map[string]float64 `protobuf:"bytes,10,rep,name=weight_overrides,json=weightOverrides,proto3" json:"weight_overrides,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"fixed64,2,opt,name=value"`
 	// Minimum final score, in [0, 1]. Unset: the profile's minimum.

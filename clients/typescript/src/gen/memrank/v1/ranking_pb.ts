@@ -386,7 +386,7 @@ export type RankRequest = Message<"memrank.v1.RankRequest"> & {
   explicitLookup: boolean;
 
   /**
-   * Per-request weight overrides by signal name, each in [0, 1]. Unknown
+   * Per-request weight overrides by signal name, each in [0, 10]. Unknown
    * signal names are refused. Unset: the profile's weights.
    *
    * @generated from field: map<string, double> weight_overrides = 10;
