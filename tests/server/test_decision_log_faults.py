@@ -4,16 +4,23 @@ Live servers on loopback, real files, real writer processes."""
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 import time
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from memrank._gen.v1 import ranking_pb2 as pb
 from memrank.client import RankingClient
 from memrank.config import DecisionLogSettings, Settings
+from memrank.core.errors import ConfigError
 from memrank.grpc.server import create_server
-from tests.server.conftest import loopback_settings
+from tests.reliability.test_startup import _refused
+from tests.server.conftest import free_port, loopback_settings
 
 
 def logging_settings(path: Path, **log: Any) -> Settings:
@@ -49,3 +56,100 @@ def test_small_records_are_written_while_the_server_runs_not_at_shutdown(tmp_pat
             assert [r["schema"] for r in wait_for_lines(path, 2)][1] == "memrank.feedback.v1"
     finally:
         running.stop(5)
+
+
+# ---------------------------------------------------------------- a sink that cannot be written, refused at start
+
+
+def _sink_case(tmp_path: Path, case: str) -> tuple[str, str]:
+    """(decision_log.path, what the refusal says about it)."""
+    if case == "a directory":
+        (tmp_path / "logs").mkdir()
+        return str(tmp_path / "logs"), "Is a directory"
+    if case == "under /proc":
+        return "/proc/memrank-decisions.jsonl", "No such file or directory"
+    if case == "an unwritable folder":
+        folder = tmp_path / "ro"
+        folder.mkdir()
+        folder.chmod(0o555)
+        return str(folder / "decisions.jsonl"), "Permission denied"
+    target = tmp_path / "elsewhere.jsonl"
+    link = tmp_path / "decisions.jsonl"
+    if case == "a symbolic link":
+        link.symlink_to(target)
+        return str(link), f"'{link}' is a symbolic link (refused"
+    (tmp_path / "decisions.jsonl.lock").symlink_to(target)
+    return str(link), f"'{link}.lock' is a symbolic link (refused"
+
+
+@pytest.mark.parametrize(("case", "workers"), [
+    ("a directory", "1"), ("a directory", "2"), ("under /proc", "2"), ("a symbolic link", "1"),
+    ("a symbolic link", "2"), ("its lock a symbolic link", "2"),
+    pytest.param("an unwritable folder", "2", marks=pytest.mark.skipif(os.geteuid() == 0, reason="root writes"))])
+def test_a_sink_that_cannot_be_written_is_refused_at_start_naming_decision_log_path(
+        tmp_path: Path, case: str, workers: str) -> None:
+    path, why = _sink_case(tmp_path, case)
+    code, out = _refused(tmp_path, "--address", f"127.0.0.1:{free_port()}", "--metrics-port", "0",
+                         "--workers", workers, env={"MEMRANK_DECISION_LOG_ENABLED": "true",
+                                                    "MEMRANK_DECISION_LOG_SINK": "file",
+                                                    "MEMRANK_DECISION_LOG_PATH": path})
+    assert code == 2, out
+    assert out.count(f"memrank: configuration error: decision_log.path: cannot write '{path}'") == 1, out
+    assert why in out and "worker starting" not in out and "Traceback" not in out, out
+    assert not (tmp_path / "elsewhere.jsonl").exists()  # a link is never followed
+
+
+def test_an_in_process_server_refuses_a_symbolic_link_too(tmp_path: Path) -> None:
+    link = tmp_path / "decisions.jsonl"
+    link.symlink_to(tmp_path / "elsewhere.jsonl")
+    with pytest.raises(ConfigError, match=r"decision_log\.path: cannot write .* is a symbolic link"):
+        create_server(logging_settings(link))
+    assert not (tmp_path / "elsewhere.jsonl").exists()
+
+
+# ---------------------------------------------------------------- readers skip a torn last record
+
+
+def _labelled_log(path: Path, sessions: int = 4) -> None:
+    running = create_server(logging_settings(path))
+    try:
+        with RankingClient(f"127.0.0.1:{running.port}", retries=0) as c:
+            for s in range(sessions):
+                for q in range(2):
+                    req = pb.RankRequest(request_id=f"s{s}/q{q}", query="tea and trains", log_decision=True,
+                                         candidates=[pb.Candidate(id=f"m{i}", content=f"note {i} about tea",
+                                                                  retrieval_score=0.2 + 0.1 * i) for i in range(6)])
+                    c.record_feedback(c.rank(req), {"m1": 2, "m4": 0})
+    finally:
+        running.stop(5)
+
+
+@pytest.mark.parametrize("command", ["tune", "eval"])
+def test_readers_skip_a_torn_last_record_and_say_so(tmp_path: Path, command: str) -> None:
+    path = tmp_path / "decisions.jsonl"
+    _labelled_log(path)
+    whole = path.read_text()
+    with path.open("a") as f:  # a writer killed in the middle of a line
+        f.write(whole.splitlines()[0][:150])
+    n = len(whole.splitlines()) + 1
+    args = (["--out", str(tmp_path / "tuned.yaml"), "--folds", "2", "--no-progress"] if command == "tune"
+            else ["--out", str(tmp_path / "report.json"), "--profiles", "default"])
+    run = subprocess.run([sys.executable, "-m", "memrank.cli", command, "--log", str(path), *args],
+                         capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert "8 decisions, 8 feedback records" in run.stdout, run.stdout
+    assert f"1 torn record line skipped ({path}:{n})" in run.stdout, run.stdout
+
+
+def test_a_new_writer_starts_after_a_torn_line_on_a_line_of_its_own(tmp_path: Path) -> None:
+    path = tmp_path / "decisions.jsonl"
+    path.write_text('{"schema":"memrank.decision.v1","decision_id":"ab')  # torn, no newline
+    running = create_server(logging_settings(path))
+    try:
+        with RankingClient(f"127.0.0.1:{running.port}", retries=0) as c:
+            c.rank(small_request("after/1"))
+    finally:
+        running.stop(5)
+    lines = path.read_text().splitlines()
+    assert lines[0] == '{"schema":"memrank.decision.v1","decision_id":"ab' and len(lines) == 2
+    assert json.loads(lines[1])["request_id"] == "after/1"

@@ -34,7 +34,7 @@ from typing import IO, Any
 from memrank.config import DecisionLogSettings
 from memrank.decisions.mask import HASH, PLAIN, Masker
 from memrank.decisions.record import to_line
-from memrank.decisions.sink import open_sink
+from memrank.decisions.sink import check_sink, open_sink
 from memrank.logs import setup_logging
 from memrank.metrics.declare import Metrics
 
@@ -50,6 +50,7 @@ class DecisionLog:
         self.settings = settings
         if settings.content == HASH:
             settings.hash_key()  # ConfigError naming the key when the file cannot be read, at start
+        check_sink(settings.sink, settings.path)  # ConfigError naming decision_log.path, before the writer starts
         if settings.content == PLAIN:
             log.warning("decision_log.content is plain: the query and every candidate's content are written "
                         "to the decision log in clear", extra={"sink": settings.sink, "path": settings.path})

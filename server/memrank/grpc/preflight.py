@@ -5,6 +5,7 @@ be restarted by its supervisor forever."""
 from __future__ import annotations
 
 from memrank.config import Settings
+from memrank.decisions.sink import check_sink
 from memrank.grpc.auth import TokenFile
 from memrank.grpc.tls import check_files as check_tls_files
 from memrank.grpc.tracing import check_tracing
@@ -20,5 +21,7 @@ def check_start(settings: Settings) -> None:
     settings.provenance_key()
     settings.receipt_key()
     log = settings.decision_log
+    if log.enabled:
+        check_sink(log.sink, log.path)  # a sink that cannot be written, before any record is dropped on it
     if log.enabled and log.content == "hash":
         log.hash_key()
