@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -13,11 +14,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from prometheus_client import CollectorRegistry
 
 from memrank._gen.v1 import ranking_pb2 as pb
-from memrank.client import RankingClient
+from memrank.client import RankingClient, RankingError
 from memrank.config import DecisionLogSettings, Settings
 from memrank.core.errors import ConfigError
+from memrank.decisions.writer import DecisionLog
 from memrank.grpc.server import create_server
 from tests.reliability.test_startup import _refused
 from tests.server.conftest import free_port, loopback_settings
@@ -153,3 +156,96 @@ def test_a_new_writer_starts_after_a_torn_line_on_a_line_of_its_own(tmp_path: Pa
     lines = path.read_text().splitlines()
     assert lines[0] == '{"schema":"memrank.decision.v1","decision_id":"ab' and len(lines) == 2
     assert json.loads(lines[1])["request_id"] == "after/1"
+
+
+# ---------------------------------------------------------------- a writer that dies, a writer that stalls
+
+
+def _pid_gone(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii") as f:
+            return f.read().rsplit(") ", 1)[1].split()[0] == "Z"
+    except FileNotFoundError:
+        return True
+
+
+def _kill_and_call_until_restarted(c: RankingClient, log: DecisionLog, path: Path, flags: dict[str, bool],
+                                   tag: str) -> None:
+    """SIGKILL the writer, then log small decisions until another writer has logged one."""
+    first = log.writer_pid
+    os.kill(first, signal.SIGKILL)
+    deadline = time.monotonic() + 20
+    while not _pid_gone(first) and time.monotonic() < deadline:  # a record sent before it is dead is lost
+        time.sleep(0.005)  # with it (counted): wait, so that every flag below is decided
+    k = 0
+    while time.monotonic() < deadline and (log.writer_pid == first or not flags.get(f"{tag}-{k - 1}")):
+        flags[f"{tag}-{k}"] = c.rank(small_request(f"{tag}-{k}")).decision_logged
+        k += 1
+        time.sleep(0.02)
+    assert log.writer_pid != first, "the writer was not restarted"
+    assert flags[f"{tag}-{k - 1}"], "nothing logged after the restart"
+    while f'"request_id":"{tag}-{k - 1}"' not in path.read_text() and time.monotonic() < deadline:
+        time.sleep(0.02)  # written, not only handed over: the next kill must not take it along
+
+
+def test_a_killed_writer_is_noticed_restarted_and_the_gap_counted(tmp_path: Path) -> None:
+    path = tmp_path / "decisions.jsonl"
+    registry = CollectorRegistry()
+    running = create_server(logging_settings(path), registry)
+    flags: dict[str, bool] = {}
+    log = running.service.decisions
+    assert log is not None
+    try:
+        with RankingClient(f"127.0.0.1:{running.port}", retries=0) as c:
+            flags["before"] = c.rank(small_request("before")).decision_logged
+            wait_for_lines(path, 1)
+            _kill_and_call_until_restarted(c, log, path, flags, "first")  # restarted at once: often no gap
+            _kill_and_call_until_restarted(c, log, path, flags, "again")  # within RESTART_SECONDS: a gap
+    finally:
+        running.stop(5)
+    written = {r["request_id"] for r in map(json.loads, path.read_text().splitlines())}
+    assert written == {rid for rid, ok in flags.items() if ok}  # decision_logged tells the truth both ways
+    down = registry.get_sample_value("memrank_decision_log_dropped_total", {"reason": "writer_down"}) or 0
+    refused = sum(not ok for ok in flags.values())
+    assert down == refused and refused > 0, (down, refused)  # the gap: every refused record, counted
+    assert log.restarts == 2
+
+
+def test_feedback_has_a_queue_of_its_own_that_decisions_cannot_fill(tmp_path: Path) -> None:
+    path = tmp_path / "decisions.jsonl"
+    registry = CollectorRegistry()
+    running = create_server(logging_settings(path, queue_size=2, content="plain"), registry)
+    log = running.service.decisions
+    assert log is not None
+    answers: list[str] = []
+    try:
+        with RankingClient(f"127.0.0.1:{running.port}", retries=0, timeout=30) as c:
+            resp = c.rank(small_request("labelled"))
+            wait_for_lines(path, 1)
+            os.kill(log.writer_pid, signal.SIGSTOP)  # a writer that stalls: the pipe, then the queues, fill
+            try:
+                big = [pb.Candidate(id=f"m{i}", content="x" * 2000, retrieval_score=0.5) for i in range(200)]
+                refused = 0
+                for k in range(60):
+                    ok = c.rank(pb.RankRequest(request_id=f"flood-{k}", query="q", log_decision=True,
+                                               candidates=big)).decision_logged
+                    refused += not ok
+                    if refused >= 3:
+                        break
+                assert refused >= 3, "the decisions queue never filled"
+                for grade in (1, 2, 3):
+                    try:
+                        c.record_feedback(resp, {"m1": grade})
+                        answers.append("OK")
+                    except RankingError as err:
+                        answers.append(err.code.name)
+            finally:
+                os.kill(log.writer_pid, signal.SIGCONT)
+    finally:
+        running.stop(10)
+    assert answers == ["OK", "OK", "UNAVAILABLE"], answers  # two fit feedback's own queue of 2; the third not
+    grades = [r["labels"][0]["relevance"] for r in map(json.loads, path.read_text().splitlines())
+              if r["schema"] == "memrank.feedback.v1"]
+    assert sorted(grades) == [1, 2]
+    full = registry.get_sample_value("memrank_decision_log_dropped_total", {"reason": "queue_full"})
+    assert full is not None and full >= 4  # the refused decisions and the third feedback

@@ -76,7 +76,7 @@ class Metrics:
         )
         self.decision_log_dropped = Counter(
             "memrank_decision_log_dropped", "Decision log records not written, by reason (queue_full, "
-            "write_error).", ("reason",), registry=r,
+            "writer_down, write_error, closed).", ("reason",), registry=r,
         )
         self.feedback_labels = Counter(
             "memrank_feedback_labels", "Feedback labels received by RecordFeedback, by relevance grade (0-3).",
