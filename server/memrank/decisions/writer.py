@@ -156,10 +156,10 @@ class DecisionLog:
         if wait > 0:
             time.sleep(wait)
         self._started = time.monotonic()
-        self._writer = WriterProcess(self._json, self._report, self._writer_exited)
-        self.restarts += 1
+        writer = WriterProcess(self._json, self._report, self._writer_exited)
         with self._cond:
-            self._down = False
+            self._writer, self._down = writer, False
+            self.restarts += 1
         log.info("decision log writer restarted", extra={"writer_pid": self._writer.pid})
 
     def _report(self, line: bytes) -> None:
