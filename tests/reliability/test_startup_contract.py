@@ -8,7 +8,9 @@ still running after 20 s, which is what a supervisor restarting a failing worker
 from __future__ import annotations
 
 import os
+import signal
 import socket
+import time
 from pathlib import Path
 
 import pytest
@@ -134,3 +136,40 @@ def test_a_port_in_use_says_where_to_choose_another(tmp_path: Path, workers: str
     assert code == 2, out
     assert f"memrank: {key} 127.0.0.1:{taken} is in use" in out, out
     assert f"choose another with {flag} or {env} (or {key} in the config file)" in out, out
+
+
+@pytest.mark.parametrize("workers", WORKERS)
+def test_a_drift_reference_that_does_not_load_ends_the_start_once(tmp_path: Path, workers: str) -> None:
+    reference = tmp_path / "reference.json"
+    reference.write_text("not a reference\n", encoding="utf-8")
+    config = tmp_path / "memrank.yaml"
+    config.write_text(f"drift:\n  reference_file: {reference}\n", encoding="utf-8")
+    code, out, port = _serve_refused(tmp_path, workers, None, "--config", str(config))
+    assert code == 2, out
+    _once(out, f"memrank: configuration error: drift.reference_file: '{reference}' is not JSON")
+    assert _port_free(port)
+
+
+def test_workers_that_keep_dying_at_start_stop_the_supervisor_once(tmp_path: Path) -> None:
+    """A start failure no check before the fork foresaw (here: each new worker 0 killed as it starts) is not
+    restarted forever: the third death in a row within 10 s of a start stops the supervisor, exit 1."""
+    proc = start_serve(tmp_path, "--address", f"127.0.0.1:{free_port()}", "--metrics-port", "0", "--workers", "2")
+    killed: list[int] = []
+    deadline = time.monotonic() + 60
+    try:
+        while len(killed) < 3 and time.monotonic() < deadline:
+            pids = [int(str(x["pid"])) for x in proc.lines() if x["msg"] == "worker starting" and x["worker"] == 0]
+            fresh = [pid for pid in pids if pid not in killed]
+            if fresh:
+                os.kill(fresh[0], signal.SIGKILL)
+                killed.append(fresh[0])
+            time.sleep(0.02)
+        code = proc.popen.wait(30)
+    finally:
+        if proc.popen.poll() is None:
+            stop(proc)
+        proc.handle.close()
+    out = proc.log.read_text()
+    assert len(killed) == 3 and code == 1, out
+    assert out.count("memrank: worker 0 died 3 times in a row within 10 s of its start") == 1, out
+    assert [x["msg"] for x in proc.lines() if x["level"] == "error"].count("worker died; restarting") == 2, out
