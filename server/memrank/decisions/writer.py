@@ -109,7 +109,8 @@ class DecisionLog:
     def _lost(self, reason: str, n: int = 1) -> None:
         if n <= 0:
             return
-        self.dropped[reason] += n
+        with self._cond:  # reentrant: callers may hold it
+            self.dropped[reason] += n
         if self._metrics is not None:
             self._metrics.decision_log_dropped.labels(reason=reason).inc(n)
 
