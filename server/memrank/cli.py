@@ -133,7 +133,7 @@ def _where_set(key: str) -> str:
 
 
 def _serve(args: argparse.Namespace) -> int:
-    from memrank.grpc.supervisor import metrics_url, serve
+    from memrank.grpc.supervisor import WorkersFailing, metrics_url, serve
     from memrank.logs import setup_logging
 
     overrides = {
@@ -151,7 +151,11 @@ def _serve(args: argparse.Namespace) -> int:
         "memrank starting", extra={"version": __version__, "config_sources": source.origins(SERVE_FLAGS),
                                    "address": s.address, "metrics": metrics_url(s),
                                    "health_address": s.health_address or "off", "workers": s.workers or "auto"})
-    serve(settings, source)
+    try:
+        serve(settings, source)
+    except WorkersFailing as exc:  # its cause is in the workers' log lines above
+        print(f"memrank: {exc}", file=sys.stderr)
+        return 1
     return 0
 
 

@@ -8,11 +8,7 @@ resource tracker) can be found afterwards by session id.
 from __future__ import annotations
 
 import json
-import os
-import signal
 import socket
-import subprocess
-import sys
 import time
 import urllib.request
 from collections.abc import Iterator
@@ -22,60 +18,7 @@ import pytest
 
 import memrank
 from memrank.client import RankingClient
-from tests.support.servers import Proc, free_port, start_serve, stop
-
-EXIT_SECONDS = 20  # a refused start ends in about a second (imports); a half-started one never does
-
-
-def _session(sid: int) -> list[int]:
-    """Live (not zombie) processes of session ``sid``."""
-    out = []
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat", encoding="ascii") as f:
-                fields = f.read().rsplit(") ", 1)[1].split()
-        except (FileNotFoundError, ProcessLookupError, IndexError):
-            continue
-        if fields[0] != "Z" and int(fields[3]) == sid:  # state, ppid, pgrp, session
-            out.append(int(entry))
-    return out
-
-
-def _port_free(port: int) -> bool:
-    with socket.socket() as s:
-        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            s.bind(("127.0.0.1", port))
-            s.listen(1)
-        except OSError:
-            return False
-    return True
-
-
-def _refused(tmp_path: Path, *args: str, env: dict[str, str] | None = None) -> tuple[int, str]:
-    """Run `memrank serve` that must refuse to start: its exit code and output, once it and everything it
-    spawned are gone (killed, and the test failed, when it is still running after EXIT_SECONDS)."""
-    log = tmp_path / f"refused-{time.monotonic_ns()}.log"
-    full_env = {k: v for k, v in os.environ.items() if not k.startswith("MEMRANK_")} | (env or {})
-    with log.open("w") as handle:
-        popen = subprocess.Popen([sys.executable, "-m", "memrank.cli", "serve", *args], stdout=handle,
-                                 stderr=subprocess.STDOUT, text=True, env=full_env, start_new_session=True)
-    try:
-        code = popen.wait(EXIT_SECONDS)
-    except subprocess.TimeoutExpired:
-        os.killpg(popen.pid, signal.SIGKILL)
-        popen.wait()
-        pytest.fail(f"memrank serve {' '.join(args)} still running after {EXIT_SECONDS} s:\n{log.read_text()}")
-    deadline = time.monotonic() + 5
-    while _session(popen.pid) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    left = _session(popen.pid)
-    if left:
-        os.killpg(popen.pid, signal.SIGKILL)
-    assert not left, f"left running: {left}\n{log.read_text()}"
-    return code, log.read_text()
+from tests.support.servers import Proc, free_port, port_free, refused, start_serve, stop
 
 
 @pytest.fixture()
@@ -98,17 +41,17 @@ def _first(proc: Proc) -> Proc:
 def test_a_port_held_by_another_process_is_refused_naming_server_address(
         tmp_path: Path, held: socket.socket, workers: str) -> None:
     port = held.getsockname()[1]
-    code, out = _refused(tmp_path, "--address", f"127.0.0.1:{port}", "--metrics-port", "0", "--workers", workers)
+    code, out = refused(tmp_path, "--address", f"127.0.0.1:{port}", "--metrics-port", "0", "--workers", workers)
     assert code == 2, out
     assert f"memrank: server.address 127.0.0.1:{port} is in use" in out
     assert "Traceback" not in out and "add_port.cc" not in out, out  # ours alone, not grpc's or Python's
 
 
-def test_a_port_bound_but_not_listening_is_refused(tmp_path: Path) -> None:
+def test_a_port_bound_but_not_listening_isrefused(tmp_path: Path) -> None:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-        code, out = _refused(tmp_path, "--address", f"127.0.0.1:{port}", "--metrics-port", "0", "--workers", "2")
+        code, out = refused(tmp_path, "--address", f"127.0.0.1:{port}", "--metrics-port", "0", "--workers", "2")
     assert code == 2 and f"server.address 127.0.0.1:{port} is in use" in out, out
 
 
@@ -119,7 +62,7 @@ def test_a_second_memrank_serve_on_the_same_port_is_refused_and_the_first_keeps_
     proc = _first(start_serve(tmp_path, "--address", f"127.0.0.1:{port}", "--metrics-port", "0",
                               "--workers", first))
     try:
-        code, out = _refused(tmp_path, "--address", f"127.0.0.1:{port}", "--metrics-port", "0",
+        code, out = refused(tmp_path, "--address", f"127.0.0.1:{port}", "--metrics-port", "0",
                              "--workers", second)
         assert code == 2, out
         assert f"memrank: server.address 127.0.0.1:{port} is in use" in out
@@ -128,7 +71,7 @@ def test_a_second_memrank_serve_on_the_same_port_is_refused_and_the_first_keeps_
                 assert client.health() == "SERVING"
     finally:
         assert stop(proc) == 0
-    assert _port_free(port)
+    assert port_free(port)
 
 
 @pytest.mark.parametrize("workers", ["1", "2"])
@@ -136,23 +79,23 @@ def test_a_held_metrics_port_is_refused_before_any_worker_starts(
         tmp_path: Path, held: socket.socket, workers: str) -> None:
     metrics = held.getsockname()[1]
     port = free_port()
-    code, out = _refused(tmp_path, "--address", f"127.0.0.1:{port}", "--metrics-port", str(metrics),
+    code, out = refused(tmp_path, "--address", f"127.0.0.1:{port}", "--metrics-port", str(metrics),
                          "--workers", workers)
     assert code == 2, out
     assert f"memrank: server.metrics_port 127.0.0.1:{metrics} is in use" in out
     assert "serving" not in out and "worker starting" not in out, out  # nothing answered on the gRPC port
-    assert _port_free(port)
+    assert port_free(port)
 
 
 @pytest.mark.parametrize("workers", ["1", "2"])
 def test_a_held_health_address_is_refused_naming_it(tmp_path: Path, held: socket.socket, workers: str) -> None:
     health = held.getsockname()[1]
     port = free_port()
-    code, out = _refused(tmp_path, "--address", f"127.0.0.1:{port}", "--metrics-port", "0", "--workers", workers,
+    code, out = refused(tmp_path, "--address", f"127.0.0.1:{port}", "--metrics-port", "0", "--workers", workers,
                          env={"MEMRANK_HEALTH_ADDRESS": f"127.0.0.1:{health}"})
     assert code == 2, out
     assert f"memrank: server.health_address 127.0.0.1:{health} is in use" in out
-    assert _port_free(port)
+    assert port_free(port)
 
 
 def test_the_first_log_line_says_version_sources_and_addresses_and_workers_say_who_serves_metrics(

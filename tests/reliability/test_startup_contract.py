@@ -1,21 +1,22 @@
 """The startup contract (issue 32, items 7, 9, 11): every configuration error is found before a port opens,
 for any worker count, and the process exits once (status 2) with one message naming the key.
 
-Each case runs a real `memrank serve` (see test_startup's ``_refused``: it fails the test when the process is
+Each case runs a real `memrank serve` (see tests.support.servers' ``refused``: it fails the test when the process is
 still running after 20 s, which is what a supervisor restarting a failing worker forever looks like).
 """
 
 from __future__ import annotations
 
 import os
+import signal
 import socket
+import time
 from pathlib import Path
 
 import pytest
 
-from tests.reliability.test_startup import _port_free, _refused
 from tests.support.certs import make_certificates
-from tests.support.servers import free_port, start_serve, stop
+from tests.support.servers import free_port, port_free, refused, start_serve, stop
 
 WORKERS = ["1", "2"]
 
@@ -32,7 +33,7 @@ def _once(out: str, message: str) -> None:
 def _serve_refused(tmp_path: Path, workers: str, env: dict[str, str] | None = None,
                    *args: str) -> tuple[int, str, int]:
     port = free_port()
-    code, out = _refused(tmp_path, "--address", f"127.0.0.1:{port}", "--metrics-port", "0", "--workers", workers,
+    code, out = refused(tmp_path, "--address", f"127.0.0.1:{port}", "--metrics-port", "0", "--workers", workers,
                          *args, env=env)
     return code, out, port
 
@@ -47,7 +48,7 @@ def test_a_misspelled_signal_is_refused_at_start_with_the_key_path_and_a_suggest
     assert code == 2, out
     _once(out, "memrank: configuration error: profiles.mine.signals[0].name: 'relevanse' is not a signal")
     assert "did you mean 'relevance'?" in out, out
-    assert _port_free(port)
+    assert port_free(port)
 
 
 @pytest.mark.parametrize(("key", "value", "suggestion"), [
@@ -91,13 +92,13 @@ def test_a_bad_tls_or_token_file_ends_the_start_once_naming_its_key(tmp_path: Pa
     code, out, port = _serve_refused(tmp_path, workers, env)
     assert code == 2, out
     _once(out, message)
-    assert _port_free(port)
+    assert port_free(port)
 
 
 @pytest.mark.parametrize("workers", WORKERS)
 def test_a_metrics_port_equal_to_the_grpc_port_is_refused_naming_both_keys(tmp_path: Path, workers: str) -> None:
     port = free_port()
-    code, out = _refused(tmp_path, "--address", f"127.0.0.1:{port}", "--metrics-port", str(port),
+    code, out = refused(tmp_path, "--address", f"127.0.0.1:{port}", "--metrics-port", str(port),
                          "--workers", workers)
     assert code == 2, out
     _once(out, f"memrank: configuration error: server.metrics_port: port {port} is also the port of "
@@ -129,8 +130,45 @@ def test_a_port_in_use_says_where_to_choose_another(tmp_path: Path, workers: str
         held.listen(8)
         taken, other = held.getsockname()[1], free_port()
         grpc_port, metrics_port = (taken, 0) if key == "server.address" else (other, taken)
-        code, out = _refused(tmp_path, "--address", f"127.0.0.1:{grpc_port}", "--metrics-port", str(metrics_port),
+        code, out = refused(tmp_path, "--address", f"127.0.0.1:{grpc_port}", "--metrics-port", str(metrics_port),
                              "--workers", workers)
     assert code == 2, out
     assert f"memrank: {key} 127.0.0.1:{taken} is in use" in out, out
     assert f"choose another with {flag} or {env} (or {key} in the config file)" in out, out
+
+
+@pytest.mark.parametrize("workers", WORKERS)
+def test_a_drift_reference_that_does_not_load_ends_the_start_once(tmp_path: Path, workers: str) -> None:
+    reference = tmp_path / "reference.json"
+    reference.write_text("not a reference\n", encoding="utf-8")
+    config = tmp_path / "memrank.yaml"
+    config.write_text(f"drift:\n  reference_file: {reference}\n", encoding="utf-8")
+    code, out, port = _serve_refused(tmp_path, workers, None, "--config", str(config))
+    assert code == 2, out
+    _once(out, f"memrank: configuration error: drift.reference_file: '{reference}' is not JSON")
+    assert port_free(port)
+
+
+def test_workers_that_keep_dying_at_start_stop_the_supervisor_once(tmp_path: Path) -> None:
+    """A start failure no check before the fork foresaw (here: each new worker 0 killed as it starts) is not
+    restarted forever: the third death in a row within 10 s of a start stops the supervisor, exit 1."""
+    proc = start_serve(tmp_path, "--address", f"127.0.0.1:{free_port()}", "--metrics-port", "0", "--workers", "2")
+    killed: list[int] = []
+    deadline = time.monotonic() + 60
+    try:
+        while len(killed) < 3 and time.monotonic() < deadline:
+            pids = [int(str(x["pid"])) for x in proc.lines() if x["msg"] == "worker starting" and x["worker"] == 0]
+            fresh = [pid for pid in pids if pid not in killed]
+            if fresh:
+                os.kill(fresh[0], signal.SIGKILL)
+                killed.append(fresh[0])
+            time.sleep(0.02)
+        code = proc.popen.wait(30)
+    finally:
+        if proc.popen.poll() is None:
+            stop(proc)
+        proc.handle.close()
+    out = proc.log.read_text()
+    assert len(killed) == 3 and code == 1, out
+    assert out.count("memrank: worker 0 died 3 times in a row within 10 s of its start") == 1, out
+    assert [x["msg"] for x in proc.lines() if x["level"] == "error"].count("worker died; restarting") == 2, out

@@ -102,14 +102,14 @@ def test_records_follow_the_schemas_and_the_answer(tmp_path: Path) -> None:
         assert cands["covered_by"][i] == (d.breakdown.covered_by or None)
     assert any(cands["covered_by"]), "the near-duplicates were not covered: the test does not reach covered_by"
     # Every signal raw, normalised and contribution = weight x normalised, as the breakdowns give them.
-    weight = {w.signal: w.weight for w in resp.weights}
     breakdowns = {m.id: m.breakdown for m in resp.selected} | {d.id: d.breakdown for d in resp.dropped}
     for cid, b in breakdowns.items():
         for s in b.signals:
             logged = cands["signals"][s.name]
             assert logged["raw"][index[cid]] == s.raw
             assert logged["normalized"][index[cid]] == s.normalized
-            assert logged["contribution"][index[cid]] == weight[s.name] * s.normalized
+            # the weight in effect for this request (s.weight: a constant signal's is shared by the others)
+            assert logged["contribution"][index[cid]] == s.weight * s.normalized
     assert [a["layer"] for a in decision["allocations"]] == [a.layer for a in resp.allocations]
     assert feedback["decision_id"] == resp.receipt.digest and feedback["request_id"] == "call-1"
     assert feedback["labels"] == [{"candidate_id": "call-1-m3", "relevance": 3},

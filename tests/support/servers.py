@@ -14,6 +14,8 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import IO
 
+import pytest
+
 from memrank.config import Settings, load_settings
 
 
@@ -83,3 +85,57 @@ def stop(proc: Proc, sig: int = signal.SIGTERM, timeout: float = 30) -> int:
             proc.popen.kill()
             proc.popen.wait()
         proc.handle.close()
+
+
+EXIT_SECONDS = 20  # a refused start ends in about a second (imports); a half-started one never does
+
+
+def session_of(sid: int) -> list[int]:
+    """Live (not zombie) processes of session ``sid``."""
+    out = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", encoding="ascii") as f:
+                fields = f.read().rsplit(") ", 1)[1].split()
+        except (FileNotFoundError, ProcessLookupError, IndexError):
+            continue
+        if fields[0] != "Z" and int(fields[3]) == sid:  # state, ppid, pgrp, session
+            out.append(int(entry))
+    return out
+
+
+def port_free(port: int) -> bool:
+    with socket.socket() as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            s.bind(("127.0.0.1", port))
+            s.listen(1)
+        except OSError:
+            return False
+    return True
+
+
+def refused(tmp_path: Path, *args: str, env: dict[str, str] | None = None) -> tuple[int, str]:
+    """Run `memrank serve` that must refuse to start: its exit code and output, once it and everything it
+    spawned are gone (killed, and the test failed, when it is still running after EXIT_SECONDS)."""
+    log = tmp_path / f"refused-{time.monotonic_ns()}.log"
+    full_env = {k: v for k, v in os.environ.items() if not k.startswith("MEMRANK_")} | (env or {})
+    with log.open("w") as handle:
+        popen = subprocess.Popen([sys.executable, "-m", "memrank.cli", "serve", *args], stdout=handle,
+                                 stderr=subprocess.STDOUT, text=True, env=full_env, start_new_session=True)
+    try:
+        code = popen.wait(EXIT_SECONDS)
+    except subprocess.TimeoutExpired:
+        os.killpg(popen.pid, signal.SIGKILL)
+        popen.wait()
+        pytest.fail(f"memrank serve {' '.join(args)} still running after {EXIT_SECONDS} s:\n{log.read_text()}")
+    deadline = time.monotonic() + 5
+    while session_of(popen.pid) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    left = session_of(popen.pid)
+    if left:
+        os.killpg(popen.pid, signal.SIGKILL)
+    assert not left, f"left running: {left}\n{log.read_text()}"
+    return code, log.read_text()

@@ -37,7 +37,9 @@ def capture_decision(o: RankOutcome, batch: Batch, params: RankParams, response:
         "reference_time": params.reference_time,
         "profile": o.profile.name,
         "policy_version": response.policy_version,
-        "weights": tuple((c.name, c.weight, c.normalization) for c in s.signals),
+        # the profile's weights (with the request's overrides), as RankResponse.weights: a signal's effective
+        # weight in this request (share_constant_weight) shows in its contributions
+        "weights": tuple((w.name, w.weight, w.normalization) for w in o.profile.signals),
         "shadow": None if sh is None else {"profile": sh.profile, "k": sh.k, "overlap_at_k": sh.overlap_at_k,
                                            "kendall_tau": sh.kendall_tau, "selected_ids": list(sh.selected_ids)},
         "forced": forced,

@@ -10,11 +10,16 @@ one in ``MEMRANK_DECISION_LOG_LOCK`` (one process alone needs none).
 
 from __future__ import annotations
 
+import errno
 import fcntl
 import os
 from pathlib import Path
 
+from memrank.core.errors import ConfigError
+
 LOCK_ENV = "MEMRANK_DECISION_LOG_LOCK"
+# Never through a symbolic link: a link planted at the path (or at its .lock) would send records elsewhere.
+_NOFOLLOW = os.O_NOFOLLOW | os.O_CLOEXEC
 
 
 def _write_all(fd: int, data: bytes) -> None:
@@ -25,7 +30,7 @@ def _write_all(fd: int, data: bytes) -> None:
 
 class _Lock:
     def __init__(self, path: str | None) -> None:
-        self._fd = os.open(path, os.O_WRONLY | os.O_CREAT, 0o600) if path else None
+        self._fd = os.open(path, os.O_WRONLY | os.O_CREAT | _NOFOLLOW, 0o600) if path else None
 
     def __enter__(self) -> None:
         if self._fd is not None:
@@ -69,7 +74,11 @@ class FileSink:
         self._fd = self._open()
 
     def _open(self) -> int:
-        return os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o640)
+        fd = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT | _NOFOLLOW, 0o640)
+        size = os.fstat(fd).st_size
+        if size and os.pread(fd, 1, size - 1) != b"\n":  # a line torn by a writer killed mid-write ends here,
+            _write_all(fd, b"\n")  # so the next record starts a line of its own (readers skip the torn one)
+        return fd
 
     def write(self, line: bytes) -> None:
         """Append one whole line, rotating first when it would not fit."""
@@ -106,6 +115,20 @@ class FileSink:
         """Close the file and the lock."""
         os.close(self._fd)
         self._lock.close()
+
+
+def check_sink(kind: str, path: str | None) -> None:
+    """Open the file sink and its lock as the writer will: ConfigError naming decision_log.path when they cannot
+    be (a directory, a symbolic link, a folder without write permission, a path under /proc)."""
+    if kind != "file" or path is None:
+        return
+    try:
+        FileSink(path, 1 << 16, 0).close()
+    except OSError as exc:
+        where = exc.filename if isinstance(exc.filename, str) else path
+        why = (f"{where!r} is a symbolic link (refused: records would go where it points)"
+               if exc.errno == errno.ELOOP else f"{where!r}: {exc.strerror or exc}")
+        raise ConfigError(f"decision_log.path: cannot write {path!r}: {why}") from None
 
 
 def open_sink(kind: str, path: str | None, max_bytes: int, backups: int) -> StdoutSink | FileSink:

@@ -1,46 +1,50 @@
-"""The log writer: a bounded queue, then a process of its own, so formatting never competes with Rank calls.
+"""The log writer: bounded queues, then a process of its own, so formatting never competes with Rank calls.
 
-``DecisionLog.submit`` puts a capture on a queue of ``decision_log.queue_size``
-records and returns at once; when the queue is full the record is dropped and
-counted, never waited for. A feeder thread pickles each capture down a pipe to
-the writer process (``python -m memrank.decisions.writer``, one per server
-process), which masks, formats and writes it: JSON formatting of thousands of
-floats runs outside the handler's interpreter and its GIL. ``close`` (graceful
-shutdown, after the last call is answered) waits until every queued record is
-written. The writer ignores SIGTERM and SIGINT (its server stops it after the
-drain by closing the pipe) and, when its server dies, writes what reached it
-and exits on the pipe's end of file.
+``DecisionLog.submit`` puts a capture on its kind's queue (decisions and feedback have one each, of
+``decision_log.queue_size`` records, so a flood of decisions never pushes feedback out, nor the reverse) and
+returns at once; a record that cannot be queued is dropped and counted by reason, never waited for. A feeder
+thread pickles each capture down a pipe to the writer process (``python -m memrank.decisions.writer``, one
+per server process; in submission order), which masks, formats and writes it: JSON formatting of thousands of
+floats runs outside the handler's interpreter and its GIL. ``close`` (graceful shutdown, after the last call
+is answered) waits until every queued record is written. The writer ignores SIGTERM and SIGINT (its server
+stops it after the drain by closing the pipe) and, when its server dies, writes what reached it and exits on
+the pipe's end of file.
 
-Pipe frames: an 8-byte big-endian length, then a pickled capture. The writer
-reports on a second pipe one line per record: ``d`` (decision written), ``f``
-(feedback written) or ``e`` (a record that failed to write).
+A writer that dies (killed, crashed) is noticed at once (its report pipe ends, or a write to it fails): from
+then until its replacement runs, records are refused (``decision_logged`` false) and counted as
+``writer_down``; so are the records it had been handed but never reported. Queued records, and the one it
+failed to take, wait for the new writer.
+
+Pipe frames: an 8-byte big-endian length, then a pickled capture (reports: see ``process``).
 """
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import json
 import logging
 import os
 import pickle
-import queue
 import signal
-import subprocess
 import sys
 import threading
+import time
 from dataclasses import asdict
 from typing import IO, Any
 
 from memrank.config import DecisionLogSettings
+from memrank.decisions.capture import DECISION, FEEDBACK
 from memrank.decisions.mask import HASH, PLAIN, Masker
+from memrank.decisions.process import WriterProcess
 from memrank.decisions.record import to_line
-from memrank.decisions.sink import open_sink
+from memrank.decisions.sink import check_sink, open_sink
 from memrank.logs import setup_logging
 from memrank.metrics.declare import Metrics
 
 log = logging.getLogger("memrank.decisions")
-_STOP = object()
 _SLOTS = {b"d": 0, b"f": 1, b"e": 2}
+RESTART_SECONDS = 1.0  # at most one writer start per second: a writer that dies at once is not restarted in a loop
 
 
 class DecisionLog:
@@ -50,100 +54,145 @@ class DecisionLog:
         self.settings = settings
         if settings.content == HASH:
             settings.hash_key()  # ConfigError naming the key when the file cannot be read, at start
+        check_sink(settings.sink, settings.path)  # ConfigError naming decision_log.path, before the writer starts
         if settings.content == PLAIN:
             log.warning("decision_log.content is plain: the query and every candidate's content are written "
                         "to the decision log in clear", extra={"sink": settings.sink, "path": settings.path})
         self._metrics = metrics
-        self._queue: queue.Queue[Any] = queue.Queue(maxsize=settings.queue_size)
+        self._json = json.dumps(asdict(settings))
+        self._cond = threading.Condition()
+        # (submission number, capture): sent in submission order, each kind bounded on its own
+        self._queues: dict[str, collections.deque[tuple[int, dict[str, Any]]]] = {
+            DECISION: collections.deque(), FEEDBACK: collections.deque()}
+        self._submitted = 0
         self._counts = [0, 0, 0]  # decisions written, feedback written, failed to write
-        self.dropped = 0  # records dropped because the queue was full, since start
-        self._closed = False
-        report_read, report_write = os.pipe()
-        self._proc = subprocess.Popen(
-            [sys.executable, "-m", "memrank.decisions.writer", json.dumps(asdict(settings)), str(report_write)],
-            stdin=subprocess.PIPE, pass_fds=(report_write,), close_fds=True,
-        )
-        os.close(report_write)
-        assert self._proc.stdin is not None
-        self._pipe: IO[bytes] = self._proc.stdin
+        self.dropped: collections.Counter[str] = collections.Counter()  # records not written, by reason
+        self.restarts = 0
+        self._closed = False  # no more submissions
+        self._finishing = False  # the feeder is ending the writer on purpose
+        self._down = False  # the writer is gone and not yet replaced
+        self._started = time.monotonic()
+        self._writer = WriterProcess(self._json, self._report, self._writer_exited)
         self._feeder = threading.Thread(target=self._feed, name="memrank-decision-log-feed", daemon=True)
         self._feeder.start()
-        self._reports = os.fdopen(report_read, "rb", buffering=0)
-        self._reader = threading.Thread(target=self._read_reports, name="memrank-decision-log-reports", daemon=True)
-        self._reader.start()
         log.info("decision log on", extra={"sink": settings.sink, "path": settings.path,
                                           "sample_rate": settings.sample_rate, "content": settings.content,
-                                          "queue_size": settings.queue_size, "writer_pid": self._proc.pid})
+                                          "queue_size": settings.queue_size, "writer_pid": self._writer.pid})
+
+    @property
+    def writer_pid(self) -> int:
+        """The process id of the current writer."""
+        return self._writer.pid
 
     def submit(self, capture: dict[str, Any]) -> bool:
-        """Queue one record for writing; False (and counted as dropped) when the queue is full or closed."""
-        if not self._closed:
-            try:
-                self._queue.put_nowait(capture)
+        """Queue one record for a live writer; False (and counted as dropped, by reason) when it cannot be."""
+        queue = self._queues[capture["kind"]]
+        with self._cond:
+            if self._closed:
+                reason = "closed"
+            elif self._down:
+                reason = "writer_down"
+            elif len(queue) >= self.settings.queue_size:
+                reason = "queue_full"
+            else:
+                queue.append((self._submitted, capture))
+                self._submitted += 1
+                self._cond.notify()
                 return True
-            except queue.Full:
-                pass
-        self.dropped += 1
-        if self._metrics is not None:
-            self._metrics.decision_log_dropped.labels(reason="queue_full").inc()
+        self._lost(reason)
         return False
 
     def written(self) -> tuple[int, int, int]:
-        """(decisions written, feedback written, records that failed to write), as the writer reported them."""
+        """(decisions written, feedback written, records that failed to write), as the writers reported them."""
         return self._counts[0], self._counts[1], self._counts[2]
 
+    def _lost(self, reason: str, n: int = 1) -> None:
+        if n <= 0:
+            return
+        with self._cond:  # reentrant: callers may hold it
+            self.dropped[reason] += n
+        if self._metrics is not None:
+            self._metrics.decision_log_dropped.labels(reason=reason).inc(n)
+
+    def _writer_exited(self) -> None:
+        with self._cond:
+            if not self._finishing:
+                self._down = True
+                self._cond.notify()
+
+    def _next(self) -> tuple[int, dict[str, Any]] | None:
+        """The next capture to send (the earliest submitted), None once closed and empty; restarts a dead
+        writer."""
+        with self._cond:
+            while not (self._down or self._closed or any(self._queues.values())):
+                self._cond.wait()
+            if not self._down or (self._closed and not any(self._queues.values())):
+                heads = [queue for queue in self._queues.values() if queue]
+                return min(heads, key=lambda q: q[0][0]).popleft() if heads else None  # None: closed, empty
+        self._restart()
+        return self._next()
+
     def _feed(self) -> None:
-        """Pickle queued captures down the pipe, in order, until close() queues the stop."""
-        while True:
-            item = self._queue.get()
-            if item is _STOP:
-                break
+        """Pickle queued captures down the pipe until close() and the queues are empty; then end the writer."""
+        while (entry := self._next()) is not None:
+            item = entry[1]
             data = pickle.dumps(item, protocol=pickle.HIGHEST_PROTOCOL)
             try:
-                self._pipe.write(len(data).to_bytes(8, "big") + data)
-                self._pipe.flush()  # now, not when 8 KiB have gathered: a record must not wait in this process
-            except (BrokenPipeError, ValueError, OSError):
-                self._lost("writer_gone")
-        with contextlib.suppress(OSError):
-            self._pipe.close()  # end of file: the writer finishes what it has and exits
+                self._writer.send(len(data).to_bytes(8, "big") + data)
+            except (OSError, ValueError):  # the writer is gone: this record waits for the next one
+                with self._cond:
+                    self._queues[item["kind"]].appendleft(entry)
+                    self._down = True
 
-    def _lost(self, reason: str) -> None:
-        self.dropped += 1
-        if self._metrics is not None:
-            self._metrics.decision_log_dropped.labels(reason=reason).inc()
+    def _restart(self) -> None:
+        """Count what the dead writer took with it, and start another (at most one start a second)."""
+        old = self._writer
+        code = old.finish(5)
+        lost = old.unreported()
+        self._lost("writer_down", lost)
+        wait = self._started + RESTART_SECONDS - time.monotonic()
+        log.error("decision log writer died; restarting it", extra={
+            "writer_pid": old.pid, "exit": code, "records_lost": lost, "restarts": self.restarts + 1,
+            "restart_in_seconds": round(max(0.0, wait), 3)})
+        if wait > 0:
+            time.sleep(wait)
+        self._started = time.monotonic()
+        writer = WriterProcess(self._json, self._report, self._writer_exited)
+        with self._cond:
+            self._writer, self._down = writer, False
+            self.restarts += 1
+        log.info("decision log writer restarted", extra={"writer_pid": self._writer.pid})
 
-    def _read_reports(self) -> None:
-        """Count the writer's reports into the metrics as they come (one byte and a newline per record)."""
-        for line in self._reports:
-            slot = _SLOTS.get(line.strip())
-            if slot is None:
-                continue
-            self._counts[slot] += 1
-            m = self._metrics
-            if m is not None:
-                if slot == 2:
-                    m.decision_log_dropped.labels(reason="write_error").inc()
-                else:
-                    m.decision_log_records.labels(kind="decision" if slot == 0 else "feedback").inc()
-        self._reports.close()
+    def _report(self, line: bytes) -> None:
+        """Count one of the writer's reports into the metrics as it comes."""
+        slot = _SLOTS.get(line)
+        if slot is None:
+            return
+        self._counts[slot] += 1
+        m = self._metrics
+        if m is not None:
+            if slot == 2:
+                m.decision_log_dropped.labels(reason="write_error").inc()
+            else:
+                m.decision_log_records.labels(kind="decision" if slot == 0 else "feedback").inc()
 
     def close(self, timeout: float = 30.0) -> None:
         """Write every queued record, stop the writer, bring the counts up to date. A second call does nothing."""
-        if self._closed:
-            return
-        self._closed = True
-        self._queue.put(_STOP)  # after every record queued so far (one FIFO queue)
+        with self._cond:
+            if self._closed:
+                return
+            self._closed = True
+            self._cond.notify()
         self._feeder.join(timeout)
-        try:
-            self._proc.wait(timeout)
-        except subprocess.TimeoutExpired:
-            log.error("decision log writer did not finish in time; stopping it", extra={"seconds": timeout})
-            self._proc.kill()
-            self._proc.wait()
-        self._reader.join(5)
+        with self._cond:
+            self._finishing = True
+        code = self._writer.finish(timeout)
+        if code is None or code != 0:
+            self._lost("writer_down", self._writer.unreported())
         d, f, failed = self.written()
         log.info("decision log closed", extra={"decisions": d, "feedback": f, "failed": failed,
-                                               "dropped": self.dropped, "writer_exit": self._proc.returncode})
+                                               "dropped": dict(self.dropped), "writer_exit": code,
+                                               "restarts": self.restarts})
 
 
 def _read_exactly(stream: IO[bytes], n: int) -> bytes | None:

@@ -79,7 +79,7 @@ def _row(name: str, values: dict[str, np.ndarray], reference: dict[str, np.ndarr
 def evaluate_logs(paths: list[Path], profiles: Mapping[str, Profile], names: Sequence[str]) -> dict[str, Any]:
     """The report: per logged profile, the answered row, the re-weighted rows, and what the logs held."""
     stats = LogStats()
-    decisions, feedback = read_records(paths)
+    decisions, feedback = read_records(paths, stats)
     labelled = [(d, g) for d, g in join(decisions, feedback, stats) if any(v > 0 for v in g.values())]
     if not labelled:
         raise TuningError(f"no labelled decision with a relevant item in {', '.join(map(str, paths))}: "

@@ -5,9 +5,11 @@ be restarted by its supervisor forever."""
 from __future__ import annotations
 
 from memrank.config import Settings
+from memrank.decisions.sink import check_sink
 from memrank.grpc.auth import TokenFile
 from memrank.grpc.tls import check_files as check_tls_files
 from memrank.grpc.tracing import check_tracing
+from memrank.metrics.reference import load_reference
 
 
 def check_start(settings: Settings) -> None:
@@ -19,6 +21,10 @@ def check_start(settings: Settings) -> None:
         TokenFile(sec.auth_token_file)  # unreadable or without a token: ConfigError naming the key
     settings.provenance_key()
     settings.receipt_key()
+    if settings.drift.reference_file:
+        load_reference(settings.drift.reference_file)  # not JSON, not a reference: ConfigError naming the key
     log = settings.decision_log
+    if log.enabled:
+        check_sink(log.sink, log.path)  # a sink that cannot be written, before any record is dropped on it
     if log.enabled and log.content == "hash":
         log.hash_key()

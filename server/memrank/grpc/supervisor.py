@@ -94,6 +94,15 @@ def serve_single(settings: Settings, reuse_port: bool = False, with_metrics: boo
         os._exit(0)
 
 
+# A worker dying this many times in a row, each time within this many seconds of its start, is not restarted
+# again: the supervisor stops (exit 1) rather than loop (a start failure no check before the fork foresaw).
+CRASH_LOOP_DEATHS, CRASH_LOOP_SECONDS = 3, 10.0
+
+
+class WorkersFailing(Exception):
+    """Workers keep dying as they start: restarting them again would loop forever."""
+
+
 PARENT_POLL_SECONDS = 0.25  # a worker notices a dead supervisor this fast, then drains as on SIGTERM
 
 
@@ -208,12 +217,16 @@ def _supervise(settings: Settings, source: SettingsSource) -> None:
         raise
     ctx = multiprocessing.get_context("spawn")
     procs: dict[int, multiprocessing.process.BaseProcess] = {}
+    started: dict[int, float] = {}
+    quick_deaths: dict[int, int] = {}
+    failing = ""
 
     def start(i: int) -> None:
         p = ctx.Process(target=_worker_main, args=(source, i, os.getpid(), settings.server.workers),
                         name=f"memrank-worker-{i}")
         p.start()
         procs[i] = p
+        started[i] = time.monotonic()
 
     for i in range(settings.server.workers):
         start(i)
@@ -244,7 +257,16 @@ def _supervise(settings: Settings, source: SettingsSource) -> None:
         for i, p in list(procs.items()):
             if not p.is_alive():
                 worker_gone(p.pid, mp_dir)
-                log.error("worker died; restarting", extra={"worker": i, "pid": p.pid, "exitcode": p.exitcode})
+                lived = time.monotonic() - started[i]
+                quick_deaths[i] = quick_deaths.get(i, 0) + 1 if lived < CRASH_LOOP_SECONDS else 0
+                if quick_deaths[i] >= CRASH_LOOP_DEATHS:
+                    failing = (f"worker {i} died {quick_deaths[i]} times in a row within {CRASH_LOOP_SECONDS:g} s of "
+                               f"its start (last exit code {p.exitcode}); stopping instead of restarting it again")
+                    log.error("workers keep dying at start; stopping", extra={"worker": i, "exitcode": p.exitcode})
+                    stopping.set()
+                    break
+                log.error("worker died; restarting", extra={"worker": i, "pid": p.pid, "exitcode": p.exitcode,
+                                                             "lived_seconds": round(lived, 3)})
                 start(i)
     for p in procs.values():
         if p.pid is not None and p.is_alive():
@@ -257,3 +279,5 @@ def _supervise(settings: Settings, source: SettingsSource) -> None:
     ports.release(holds)
     shutil.rmtree(mp_dir, ignore_errors=True)
     log.info("stopped", extra={"workers": len(procs)})
+    if failing:
+        raise WorkersFailing(failing)

@@ -76,7 +76,7 @@ class Metrics:
         )
         self.decision_log_dropped = Counter(
             "memrank_decision_log_dropped", "Decision log records not written, by reason (queue_full, "
-            "write_error).", ("reason",), registry=r,
+            "writer_down, write_error, closed).", ("reason",), registry=r,
         )
         self.config_reloads = Counter(
             "memrank_config_reloads", "Profile reloads (SIGHUP or a changed config file), by result: ok (new "

@@ -45,10 +45,22 @@ class LogStats:
     other_signals: int = 0  # labelled decisions without the base's signals (or with other normalisers)
     nothing_relevant: int = 0  # labelled decisions with no grade above 0
     profiles: dict[str, int] = field(default_factory=dict)
+    torn: list[str] = field(default_factory=list)  # "file:line" of records cut short (a writer killed mid-line)
 
 
-def read_records(paths: Iterable[Path]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """(decision records, feedback records) of the files, in file order; TuningError naming file and line."""
+# Every record's line starts so (record.py writes "schema" first): a line that does and is not JSON was cut short.
+_RECORD_START = '{"schema":"memrank.'
+
+
+def _torn(text: str) -> bool:
+    head = text.strip()[:len(_RECORD_START)]
+    return bool(head) and _RECORD_START.startswith(head)
+
+
+def read_records(paths: Iterable[Path], stats: LogStats | None = None
+                 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """(decision records, feedback records) of the files, in file order; TuningError naming file and line. A
+    record cut short (a writer killed mid-line) is skipped and listed in ``stats.torn``."""
     decisions, feedback = [], []
     for path in paths:
         with path.open(encoding="utf-8") as f:
@@ -58,7 +70,11 @@ def read_records(paths: Iterable[Path]) -> tuple[list[dict[str, Any]], list[dict
                 try:
                     record = json.loads(text)
                 except json.JSONDecodeError as exc:
-                    raise TuningError(f"{path}:{n}: not JSON ({exc.msg})") from None
+                    if not _torn(text):
+                        raise TuningError(f"{path}:{n}: not JSON ({exc.msg})") from None
+                    if stats is not None:
+                        stats.torn.append(f"{path}:{n}")
+                    continue
                 kind = record.get("schema") if isinstance(record, dict) else None
                 if kind == DECISION_SCHEMA:
                     decisions.append(record)
@@ -136,7 +152,7 @@ def query_of_decision(decision: dict[str, Any], grades: dict[str, int], base: Pr
 def load_logs(paths: list[Path], base: Profile) -> tuple[Dataset, LogStats]:
     """The labelled decisions of the logs as a Dataset over the base's signals, and what was found."""
     stats = LogStats()
-    decisions, feedback = read_records(paths)
+    decisions, feedback = read_records(paths, stats)
     queries = []
     for decision, grades in join(decisions, feedback, stats):
         stats.profiles[decision["profile"]] = stats.profiles.get(decision["profile"], 0) + 1
@@ -163,4 +179,7 @@ def describe(stats: LogStats) -> str:
                         ("labelled decisions with nothing relevant", stats.nothing_relevant)):
         if value:
             parts.append(f"{value} {name}")
+    if stats.torn:
+        shown = ", ".join(stats.torn[:5]) + (", ..." if len(stats.torn) > 5 else "")
+        parts.append(f"{len(stats.torn)} torn record line{'s' if len(stats.torn) > 1 else ''} skipped ({shown})")
     return ", ".join(parts)
