@@ -20,6 +20,8 @@ from memrank.core.text.hashing import P, word_hash, word_key, word_table
 _VECTOR_CHUNKS = 8  # words of up to 64 bytes are hashed column-wise; longer ones (rare) in Python
 # _LOW[k] keeps the low k bytes of a little-endian 8-byte chunk (k = 0..8).
 _LOW = np.array([(1 << (8 * k)) - 1 for k in range(8)] + [(1 << 64) - 1], dtype=np.uint64)
+# present_hashes narrows the words to those whose hash shares its low bits (at most 16) with an asked one.
+_BUCKET_BITS = 16
 # word_ids looks up this many words or fewer one by one (a pass over the hashes each), more in one pass.
 _FEW = 8
 
@@ -63,7 +65,6 @@ class WordIndex:
         self.counts = np.diff(np.append(first, starts.size))  # words per candidate
         self._owner: np.ndarray | None = None
         self._heads: np.ndarray | None = None
-        self._distinct: np.ndarray | None = None
         self._positions: dict[str, np.ndarray] = {}
         self._seen: dict[int, bool] = {}  # hash -> some word has it
         self.same_as_padded = False  # a tokens index whose words are also the padded words (``token_index``)
@@ -87,11 +88,28 @@ class WordIndex:
         return self._heads
 
     def present_hashes(self, hashes: np.ndarray) -> np.ndarray:
-        """Per hash, whether some word of the batch has it (a superset of the words present)."""
-        if self._distinct is None:
-            self._distinct = np.sort(self.hashes)  # repeats do no harm to a presence test
-        k = np.minimum(np.searchsorted(self._distinct, hashes), max(self._distinct.size - 1, 0))
-        return np.asarray(self._distinct[k] == hashes) if self._distinct.size else np.zeros(hashes.size, bool)
+        """Per hash, whether some word of the batch has it (a superset of the words present).
+
+        No sort (sorting every word's hash was most of this): each asked hash owns its bucket (low bits),
+        one pass finds the words in an owned bucket and compares each with the owner's hash; an asked hash
+        that shares its bucket with another (rare) is compared with those words by itself.
+        """
+        present = np.zeros(hashes.size, dtype=bool)
+        if not hashes.size or not self.hashes.size:
+            return present
+        asked = np.arange(hashes.size, dtype=np.int32)
+        # About twice as many buckets as words, at most 2^16 (a table as big as the batch, not a fixed 64k).
+        width = min(max(self.hashes.size, hashes.size).bit_length() + 1, _BUCKET_BITS)
+        low = np.uint64((1 << width) - 1)
+        bucket = hashes & low
+        owner = np.full(1 << width, -1, dtype=np.int32)
+        owner[bucket] = asked
+        near = self.hashes[owner[self.hashes & low] >= 0]
+        k = owner[near & low]
+        present[k[near == hashes[k]]] = True
+        for j in np.flatnonzero(owner[bucket] != asked).tolist():  # not its bucket's owner
+            present[j] = bool((near == hashes[j]).any())
+        return present
 
     def present_words(self, words: Sequence[str]) -> np.ndarray:
         """Look up many words' presence in one vectorised step (later questions about them are free).
