@@ -11,14 +11,17 @@ from __future__ import annotations
 import logging
 import multiprocessing
 import os
+import queue
 import shutil
 import signal
 import sys
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import replace
 from types import FrameType
+from typing import Any
 
 from memrank import ports
 from memrank.config import ServerSettings, Settings, SettingsSource
@@ -48,12 +51,37 @@ def _wait_for_signal() -> int:
     return got[0]
 
 
+def call_address(address: str, port: int) -> str:
+    """The host:port a client on this machine calls: a wildcard host (0.0.0.0, ::) becomes the loopback."""
+    host = ports.host_port(address)[0]
+    if host in ("", "0.0.0.0"):
+        host = "127.0.0.1"
+    elif host == "::":
+        host = "::1"
+    return ports.display(host, port)
+
+
+def log_ready(settings: Settings, port: int, health_port: int = 0) -> None:
+    """The "ready" line: the server answers now, at this address, and how to try it."""
+    s, sec = settings.server, settings.security
+    target = call_address(s.address, port)
+    fields: dict[str, Any] = {"address": target, "port": port, "workers": s.workers,
+                              "tls": bool(sec.tls_cert_file), "auth": bool(sec.auth_token_file),
+                              "metrics": metrics_url(s)}
+    if s.health_address:
+        fields["health_address"] = call_address(s.health_address, health_port or ports.host_port(s.health_address)[1])
+    if not sec.tls_cert_file and not sec.auth_token_file:
+        fields["try"] = f"grpcurl -plaintext {target} list"
+    log.info(f"ready: grpc on {target}", extra=fields)
+
+
 def serve_single(settings: Settings, reuse_port: bool = False, with_metrics: bool = True,
                  exit_when_done: bool = True, metrics_endpoint: bool = True,
-                 multiprocess_metrics: bool = False) -> None:
+                 multiprocess_metrics: bool = False, on_serving: Callable[[int, int], None] | None = None) -> None:
     """Run one server process until SIGTERM/SIGINT, then drain and end the process (exit status 0);
     ``exit_when_done`` False: stop the listeners and return instead. ``metrics_endpoint`` False (a worker):
-    metrics are recorded but served by the supervisor. The metrics port is bound before the gRPC one."""
+    metrics are recorded but served by the supervisor. The metrics port is bound before the gRPC one.
+    ``on_serving(port, health_port)`` runs once the server answers; by default (one process) it logs "ready"."""
     registry = new_registry() if with_metrics else None
     exposition = serve_metrics(settings.server.metrics_host, settings.server.metrics_port, registry) \
         if registry is not None and metrics_endpoint else None
@@ -69,6 +97,10 @@ def serve_single(settings: Settings, reuse_port: bool = False, with_metrics: boo
                                "auth": bool(settings.security.auth_token_file), "health_port": running.health_port,
                                "inflight_budget_bytes": running.intake.budget.total,
                                "profiles": sorted(settings.profiles), "policy_version": settings.policy_version})
+    if on_serving is None:
+        log_ready(settings, running.port, running.health_port)
+    else:
+        on_serving(running.port, running.health_port)
     signum = _wait_for_signal()
     log.info("draining", extra={"signal": signal.Signals(signum).name,
                                 "grace_seconds": settings.server.grace_period_seconds})
@@ -98,14 +130,16 @@ def _follow_parent(parent: int) -> None:
     threading.Thread(target=watch, name="memrank-parent-watch", daemon=True).start()
 
 
-def _worker_main(source: SettingsSource, index: int, parent: int, workers: int) -> None:
+def _worker_main(source: SettingsSource, index: int, parent: int, workers: int,
+                 ready: multiprocessing.queues.Queue[int] | None = None) -> None:
     settings = source.load()
     settings = replace(settings, server=replace(settings.server, workers=workers))
     setup_logging(settings.server.log_level)
     log.info("worker starting", extra={"worker": index, "pid": os.getpid(),
                                        "metrics": f"served by the supervisor ({metrics_url(settings.server)})"})
     _follow_parent(parent)
-    serve_single(settings, reuse_port=True, with_metrics=True, metrics_endpoint=False, multiprocess_metrics=True)
+    serve_single(settings, reuse_port=True, with_metrics=True, metrics_endpoint=False, multiprocess_metrics=True,
+                 on_serving=lambda *_: ready.put(index) if ready is not None else None)
 
 
 def metrics_url(s: ServerSettings) -> str:
@@ -196,9 +230,10 @@ def _supervise(settings: Settings, source: SettingsSource) -> None:
         raise
     ctx = multiprocessing.get_context("spawn")
     procs: dict[int, multiprocessing.process.BaseProcess] = {}
+    ready: multiprocessing.queues.Queue[int] = ctx.Queue()  # a worker puts its index once it serves
 
     def start(i: int) -> None:
-        p = ctx.Process(target=_worker_main, args=(source, i, os.getpid(), settings.server.workers),
+        p = ctx.Process(target=_worker_main, args=(source, i, os.getpid(), settings.server.workers, ready),
                         name=f"memrank-worker-{i}")
         p.start()
         procs[i] = p
@@ -210,7 +245,18 @@ def _supervise(settings: Settings, source: SettingsSource) -> None:
     stopping = threading.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: stopping.set())
-    while not stopping.wait(0.5):
+    serving: set[int] | None = set()  # None once "ready" is logged: every worker answered
+    while not stopping.wait(0.5 if serving is None else 0.05):
+        while True:
+            try:
+                index = ready.get_nowait()
+            except queue.Empty:
+                break
+            if serving is not None:
+                serving.add(index)
+        if serving is not None and len(serving) >= settings.server.workers:
+            log_ready(settings, ports.host_port(settings.server.address)[1])
+            serving = None
         for i, p in list(procs.items()):
             if not p.is_alive():
                 worker_gone(p.pid, mp_dir)
