@@ -22,7 +22,7 @@ from bench.data import workload
 from memrank._gen.v1 import ranking_pb2 as pb
 from memrank.config import load_settings
 from memrank.core.errors import MemrankError
-from memrank.grpc.service import handle_rank
+from memrank.api.handle import Call, handle_rank
 
 VECTORS = Path(__file__).resolve().parents[1] / "tests" / "vectors"
 NOW = 1_767_225_600.5

@@ -10,25 +10,34 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import os
 import signal
 import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import memrank._process  # noqa: F401  (before numpy loads: one BLAS thread, freed memory kept)
 from memrank import __version__
-from memrank.config import ENV_KEYS, Settings, SettingsSource
 from memrank.core.errors import ConfigError, InvalidRequest
 from memrank.ports import AddressInUse
 
-# Each command imports inside its function what only it uses (the gRPC server, servicer and stubs, protobuf's
-# JSON, the drift reference; the eval and tune modules when the parser is built): importing this module stays
-# light and `memrank profiles` does not load the server. Nothing imported there imports this module.
+if TYPE_CHECKING:
+    from memrank.config import Settings
 
-EPILOG_ENV = "environment variables (override the config file; flags override them):\n" + "\n".join(
-    f"  {var:<32} {key}" for var, key in ENV_KEYS.items()
-) + "\n  MEMRANK_CONFIG                   path of the config file (as --config)"
+# Each command imports inside its function what only it uses (the configuration model with pydantic and numpy,
+# the gRPC server, servicer and stubs, protobuf's JSON, the drift reference; the eval and tune modules when the
+# parser is built): importing this module stays light, so `memrank serve` logs its first line at once, and
+# `memrank profiles` does not load the server. Nothing imported there imports this module.
+
+
+def _epilog_env() -> str:
+    from memrank.config import ENV_KEYS
+
+    return "environment variables (override the config file; flags override them):\n" + "\n".join(
+        f"  {var:<32} {key}" for var, key in ENV_KEYS.items()
+    ) + "\n  MEMRANK_CONFIG                   path of the config file (as --config)"
 
 
 def _common(p: argparse.ArgumentParser) -> None:
@@ -48,7 +57,7 @@ def _parser() -> argparse.ArgumentParser:
         description="Serve memrank.v1.RankingService, grpc.health.v1.Health and server reflection. Runs on the "
                     "built-in default configuration when no file is given. SIGTERM/SIGINT drain in-flight calls "
                     "within the grace period and exit 0.",
-        epilog=EPILOG_ENV,
+        epilog=_epilog_env(),
     )
     _common(serve)
     serve.add_argument("--address", help="host:port to listen on (default 0.0.0.0:50051; port 0 = any free port)")
@@ -128,12 +137,42 @@ SERVE_FLAGS = {"server.address": "--address", "server.metrics_port": "--metrics-
 
 def _where_set(key: str) -> str:
     """"; choose another with --address or MEMRANK_ADDRESS (or server.address in the config file)"."""
+    from memrank.config import ENV_KEYS
+
     ways = [flag for k, flag in SERVE_FLAGS.items() if k == key] + [v for v, k in ENV_KEYS.items() if k == key]
     return f"; choose another with {' or '.join(ways)} (or {key} in the config file)" if ways else ""
 
 
+def _early_level(argv: Sequence[str]) -> str:
+    """The log level `memrank serve` will run at, as far as the flags and environment say before any import
+    (a config file's server.log_level is read later)."""
+    level = os.environ.get("MEMRANK_LOG_LEVEL", "info")
+    for i, arg in enumerate(argv):
+        if arg == "--log-level" and i + 1 < len(argv):
+            level = argv[i + 1]
+        elif arg.startswith("--log-level="):
+            level = arg.partition("=")[2]
+    return level.lower()
+
+
+def _announce_loading(argv: Sequence[str]) -> None:
+    """`memrank serve`'s first log line, before the configuration model and the server are imported (seconds on
+    a cold or busy machine): the command is alive and loading. Not for --help or --print-config."""
+    if not argv or argv[0] != "serve" or {"-h", "--help", "--print-config"} & set(argv):
+        return
+    level = _early_level(argv)
+    if level not in ("debug", "info"):
+        return
+    from memrank.logs import setup_logging
+
+    setup_logging(level)
+    logging.getLogger("memrank.cli").info("memrank loading", extra={"version": __version__, "pid": os.getpid()})
+
+
 def _serve(args: argparse.Namespace) -> int:
-    from memrank.grpc.supervisor import WorkersFailing, metrics_url, serve
+    from memrank.config import SettingsSource
+    from memrank.grpc.announce import metrics_url
+    from memrank.grpc.supervisor import WorkersFailing, serve
     from memrank.logs import setup_logging
 
     overrides = {
@@ -233,6 +272,8 @@ def _drift_snapshot(args: argparse.Namespace, settings: Settings) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the `memrank` console script."""
+    argv = sys.argv[1:] if argv is None else list(argv)
+    _announce_loading(argv)
     args = _parser().parse_args(argv)
     if args.command != "serve":
         # `memrank profiles | head`: a closed pipe ends the command quietly, as it does a Unix tool (the
@@ -253,6 +294,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             from memrank.api.verify import run as run_verify
 
             return run_verify(args)
+        from memrank.config import SettingsSource
+
         settings = SettingsSource(args.config).load()
         if args.command == "drift":
             return _drift_snapshot(args, settings)

@@ -48,7 +48,9 @@ def chart(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def render(helm: str, chart: Path, tmp_path: Path) -> Render:
     """Render the chart and return its documents; a failed render fails the test with helm's message."""
 
-    def _render(*values: Path | Mapping[str, Any], kube: str = "1.37.0", api_versions: Iterable[str] = ()) -> list[Doc]:
+    def _render(
+        *values: Path | Mapping[str, Any], kube: str | None = "1.37.0", api_versions: Iterable[str] = ()
+    ) -> list[Doc]:
         proc = run_helm(helm, *template_args(chart, tmp_path, values, kube, api_versions))
         assert proc.returncode == 0, proc.stderr
         return [doc for doc in yaml.safe_load_all(proc.stdout) if doc]

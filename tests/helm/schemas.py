@@ -15,7 +15,10 @@ from typing import Any
 from tests.support.helm import missing
 
 MONITORING_KINDS = ("ServiceMonitor", "PodMonitor", "PrometheusRule")
-# The chart's kubeVersion floor; kubernetes-validate's newest release is the ceiling.
+# The chart's kubeVersion floor (Chart.yaml): what the templates need, and helm's default when built from source.
+FLOOR = "1.20.0"
+# The oldest release whose schemas kubernetes-validate ships; its newest release is the ceiling. Renders for
+# FLOOR..1.24 are checked against OLDEST's schemas: every field the chart uses exists from FLOOR on.
 OLDEST = "1.25.0"
 
 

@@ -30,8 +30,12 @@ def held() -> Iterator[socket.socket]:
         yield s
 
 
-def _first(proc: Proc) -> Proc:
-    """Wait until the running server answers."""
+def _first(proc: Proc, timeout: float = 60) -> Proc:
+    """Wait until the running server answers: its "ready" line (every worker serves), then a health check."""
+    deadline = time.monotonic() + timeout
+    while not any(str(x["msg"]).startswith("ready: ") for x in proc.lines()):
+        assert proc.popen.poll() is None and time.monotonic() < deadline, proc.log.read_text()
+        time.sleep(0.05)
     with RankingClient(f"127.0.0.1:{proc.port}", retries=10) as client:
         assert client.health() == "SERVING"
     return proc
@@ -113,8 +117,9 @@ def test_the_first_log_line_says_version_sources_and_addresses_and_workers_say_w
         while len([x for x in proc.lines() if x["msg"] == "worker starting"]) < 2 and time.monotonic() < deadline:
             time.sleep(0.05)
         lines = proc.lines()
-        first = lines[0]
-        assert first["msg"] == "memrank starting", first
+        assert lines[0]["msg"] == "memrank loading", lines[0]  # at once, before the configuration is read
+        (first,) = [x for x in lines if x["msg"] == "memrank starting"]
+        assert lines.index(first) == 1, lines[:3]
         assert first["version"] == memrank.__version__
         assert first["config_sources"] == ["built-in defaults", f"file {config} (--config)",
                                            "env MEMRANK_METRICS_PORT, MEMRANK_AUTH_TOKEN_FILE",

@@ -125,6 +125,9 @@ namespace with the host's own containers.
     {{- with $v.extraVolumeMounts }}
     {{- toYaml . | nindent 4 }}
     {{- end }}
+  {{- with include "memrank.probeFallbackComment" .root }}
+  {{- . | nindent 2 }}
+  {{- end }}
   {{- if $v.probes.startup.enabled }}
   startupProbe:
     {{- include "memrank.grpcProbe" (dict "root" .root "probe" $v.probes.startup) | nindent 4 }}

@@ -119,17 +119,38 @@ updates the mounted ConfigMap and memrank reloads them, server.config_poll_secon
 {{- toYaml (omit .Values.config "profiles" "layers") | sha256sum }}
 {{- end }}
 
-{{/* One grpc probe body: (dict "root" $ "probe" .Values.probes.readiness). */}}
+{{/* "true" when the cluster has Kubernetes' grpc probes (beta, on by default, from 1.24; GA 1.27). */}}
+{{- define "memrank.hasGrpcProbes" -}}
+{{- if semverCompare ">=1.24.0-0" .Capabilities.KubeVersion.Version }}true{{ end }}
+{{- end }}
+
+{{/*
+Why the probes are tcpSocket probes, as a YAML comment (empty on Kubernetes >= 1.24). Below 1.24 a
+tcpSocket probe on the same port stands in: it sees the listener, not the health status.
+*/}}
+{{- define "memrank.probeFallbackComment" -}}
+{{- if not (include "memrank.hasGrpcProbes" .) -}}
+# Kubernetes {{ .Capabilities.KubeVersion.Version }} < 1.24 has no grpc probes: tcpSocket probes instead. With
+# helm template / helm lint, this is helm's default version: pass --kube-version <your cluster's>.
+{{- end }}
+{{- end }}
+
+{{/* One probe body: (dict "root" $ "probe" .Values.probes.readiness); grpc from 1.24, tcpSocket below. */}}
 {{- define "memrank.grpcProbe" -}}
+{{- $port := .root.Values.server.grpcPort }}
+{{- if .root.Values.tls.enabled }}
+{{- $port = .root.Values.server.healthPort }}
+{{- end }}
+{{- if include "memrank.hasGrpcProbes" .root -}}
 grpc:
-  {{- if .root.Values.tls.enabled }}
-  port: {{ .root.Values.server.healthPort }}
-  {{- else }}
-  port: {{ .root.Values.server.grpcPort }}
-  {{- end }}
+  port: {{ $port }}
   {{- with .root.Values.probes.service }}
   service: {{ . | quote }}
   {{- end }}
+{{- else -}}
+tcpSocket:
+  port: {{ $port }}
+{{- end }}
 periodSeconds: {{ .probe.periodSeconds }}
 timeoutSeconds: {{ .probe.timeoutSeconds }}
 failureThreshold: {{ .probe.failureThreshold }}

@@ -82,8 +82,6 @@ def run(args: argparse.Namespace) -> int:
         print(f"memrank eval: the sidecar refused a request: {exc}", file=sys.stderr)
         return 2
     print(table(doc))
-    for name, t in doc["targets"].items():
-        print(f"target {name}: {'met' if t['met'] else 'NOT met'} {t}")
     print(f"wrote {args.out}" + (f" and {args.plot}" if args.plot else "") + f" in {doc['seconds']} s")
     return 0
 

@@ -1,6 +1,7 @@
 """Running memrank as a process: one server, or a supervisor of worker processes sharing the port.
 
-``serve`` decides; ``serve_single`` runs one server until SIGTERM/SIGINT, drains it and ends the process;
+``serve`` decides; ``serve_single`` (``memrank.grpc.single``) runs one server until SIGTERM/SIGINT, drains it
+and ends the process;
 ``_supervise`` starts the workers (SO_REUSEPORT), restarts any that die, serves their summed metrics, and
 passes the signal on. Each worker records metrics into the supervisor's multiprocess directory: it says so
 to ``create_server`` (``multiprocess_metrics``); nothing below reads the environment to find out.
@@ -11,9 +12,9 @@ from __future__ import annotations
 import logging
 import multiprocessing
 import os
+import queue
 import shutil
 import signal
-import sys
 import tempfile
 import threading
 import time
@@ -22,76 +23,17 @@ from dataclasses import replace
 from types import FrameType
 
 from memrank import ports
-from memrank.config import ServerSettings, Settings, SettingsSource
+from memrank.config import Settings, SettingsSource
 from memrank.core.errors import ConfigError
 from memrank.decisions.sink import LOCK_ENV as DECISION_LOCK_ENV
+from memrank.grpc.announce import log_ready, metrics_url
 from memrank.grpc.preflight import check_start
-from memrank.grpc.reload import ProfileReloader, start_reloader
-from memrank.grpc.server import create_server
+from memrank.grpc.single import serve_single
 from memrank.logs import setup_logging
 from memrank.metrics.http import serve_metrics
-from memrank.metrics.registry import new_registry, worker_gone, workers_registry
+from memrank.metrics.registry import worker_gone, workers_registry
 
 log = logging.getLogger("memrank.server")
-
-
-def _wait_for_signal(reloader: ProfileReloader | None = None) -> int:
-    """Block until SIGTERM or SIGINT; return the signal number. SIGHUP meanwhile reloads the profiles
-    (on a thread of its own: a signal handler does no work)."""
-    got: list[int] = []
-    done = threading.Event()
-
-    def handler(signum: int, _frame: FrameType | None) -> None:
-        got.append(signum)
-        done.set()
-
-    def hangup(_signum: int, _frame: FrameType | None) -> None:
-        if reloader is not None:
-            threading.Thread(target=reloader.reload, args=("SIGHUP",), name="memrank-reload", daemon=True).start()
-
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        signal.signal(sig, handler)
-    signal.signal(signal.SIGHUP, hangup)
-    done.wait()
-    return got[0]
-
-
-def serve_single(settings: Settings, reuse_port: bool = False, with_metrics: bool = True,
-                 exit_when_done: bool = True, metrics_endpoint: bool = True,
-                 multiprocess_metrics: bool = False, source: SettingsSource | None = None) -> None:
-    """Run one server process until SIGTERM/SIGINT, then drain and end the process (exit status 0);
-    ``exit_when_done`` False: stop the listeners and return instead. ``metrics_endpoint`` False (a worker):
-    metrics are recorded but served by the supervisor. The metrics port is bound before the gRPC one."""
-    registry = new_registry() if with_metrics else None
-    exposition = serve_metrics(settings.server.metrics_host, settings.server.metrics_port, registry) \
-        if registry is not None and metrics_endpoint else None
-    try:
-        running = create_server(settings, registry, reuse_port, multiprocess_metrics=multiprocess_metrics)
-    except BaseException:
-        if exposition is not None:
-            exposition[0].server_close()
-        raise
-    log.info("serving", extra={"address": settings.server.address, "port": running.port, "pid": os.getpid(),
-                               "tls": bool(settings.security.tls_cert_file),
-                               "mtls": bool(settings.security.tls_client_ca_file),
-                               "auth": bool(settings.security.auth_token_file), "health_port": running.health_port,
-                               "inflight_budget_bytes": running.intake.budget.total,
-                               "profiles": sorted(settings.profiles), "policy_version": settings.policy_version})
-    reloader = start_reloader(running, source, settings)
-    signum = _wait_for_signal(reloader)
-    if reloader is not None:
-        reloader.close()
-    log.info("draining", extra={"signal": signal.Signals(signum).name,
-                                "grace_seconds": settings.server.grace_period_seconds})
-    running.stop(settings.server.grace_period_seconds, exiting=exit_when_done)
-    if exposition is not None:
-        exposition[0].shutdown()
-    log.info("stopped", extra={"pid": os.getpid()})
-    if exit_when_done:
-        # The listeners close with the process (see Running.stop): grpc's shutdown is not run.
-        logging.shutdown()
-        sys.stdout.flush()
-        os._exit(0)
 
 
 # A worker dying this many times in a row, each time within this many seconds of its start, is not restarted
@@ -118,7 +60,8 @@ def _follow_parent(parent: int) -> None:
     threading.Thread(target=watch, name="memrank-parent-watch", daemon=True).start()
 
 
-def _worker_main(source: SettingsSource, index: int, parent: int, workers: int) -> None:
+def _worker_main(source: SettingsSource, index: int, parent: int, workers: int,
+                 ready: multiprocessing.queues.Queue[int] | None = None) -> None:
     settings = source.load()
     settings = replace(settings, server=replace(settings.server, workers=workers))
     setup_logging(settings.server.log_level)
@@ -126,12 +69,7 @@ def _worker_main(source: SettingsSource, index: int, parent: int, workers: int) 
                                        "metrics": f"served by the supervisor ({metrics_url(settings.server)})"})
     _follow_parent(parent)
     serve_single(settings, reuse_port=True, with_metrics=True, metrics_endpoint=False, multiprocess_metrics=True,
-                 source=source)
-
-
-def metrics_url(s: ServerSettings) -> str:
-    """Where /metrics is served, or "off"."""
-    return f"http://{ports.display(s.metrics_host, s.metrics_port)}/metrics" if s.metrics_port else "off"
+                 on_serving=lambda *_: ready.put(index) if ready is not None else None, source=source)
 
 
 METRICS_DIR_PREFIX = "memrank-metrics-"
@@ -220,9 +158,10 @@ def _supervise(settings: Settings, source: SettingsSource) -> None:
     started: dict[int, float] = {}
     quick_deaths: dict[int, int] = {}
     failing = ""
+    ready: multiprocessing.queues.Queue[int] = ctx.Queue()  # a worker puts its index once it serves
 
     def start(i: int) -> None:
-        p = ctx.Process(target=_worker_main, args=(source, i, os.getpid(), settings.server.workers),
+        p = ctx.Process(target=_worker_main, args=(source, i, os.getpid(), settings.server.workers, ready),
                         name=f"memrank-worker-{i}")
         p.start()
         procs[i] = p
@@ -243,8 +182,9 @@ def _supervise(settings: Settings, source: SettingsSource) -> None:
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, on_signal(stopping))
     signal.signal(signal.SIGHUP, on_signal(hangups))
+    serving: set[int] | None = set()  # None once "ready" is logged: every worker answered
     while not stopping.is_set():
-        wake.wait(0.5)
+        wake.wait(0.5 if serving is None else 0.05)
         wake.clear()
         if stopping.is_set():
             break
@@ -254,6 +194,16 @@ def _supervise(settings: Settings, source: SettingsSource) -> None:
                 if p.pid is not None and p.is_alive():
                     os.kill(p.pid, signal.SIGHUP)
             log.info("SIGHUP passed to the workers", extra={"workers": len(procs)})
+        while True:
+            try:
+                index = ready.get_nowait()
+            except queue.Empty:
+                break
+            if serving is not None:
+                serving.add(index)
+        if serving is not None and len(serving) >= settings.server.workers:
+            log_ready(settings, ports.host_port(settings.server.address)[1])
+            serving = None
         for i, p in list(procs.items()):
             if not p.is_alive():
                 worker_gone(p.pid, mp_dir)

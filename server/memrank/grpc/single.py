@@ -1,0 +1,86 @@
+"""One server process: started, announced, reloading its profiles on SIGHUP or a changed config file, until
+SIGTERM/SIGINT, then drained; the process then ends (a worker of a supervisor, or the only server)."""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import sys
+import threading
+from collections.abc import Callable
+from types import FrameType
+
+from memrank.config import Settings, SettingsSource
+from memrank.grpc.announce import log_ready
+from memrank.grpc.reload import ProfileReloader, start_reloader
+from memrank.grpc.server import create_server
+from memrank.metrics.http import serve_metrics
+from memrank.metrics.registry import new_registry
+
+log = logging.getLogger("memrank.server")
+
+
+def _wait_for_signal(reloader: ProfileReloader | None = None) -> int:
+    """Block until SIGTERM or SIGINT; return the signal number. SIGHUP meanwhile reloads the profiles
+    (on a thread of its own: a signal handler does no work)."""
+    got: list[int] = []
+    done = threading.Event()
+
+    def handler(signum: int, _frame: FrameType | None) -> None:
+        got.append(signum)
+        done.set()
+
+    def hangup(_signum: int, _frame: FrameType | None) -> None:
+        if reloader is not None:
+            threading.Thread(target=reloader.reload, args=("SIGHUP",), name="memrank-reload", daemon=True).start()
+
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, handler)
+    signal.signal(signal.SIGHUP, hangup)
+    done.wait()
+    return got[0]
+
+
+def serve_single(settings: Settings, reuse_port: bool = False, with_metrics: bool = True,
+                 exit_when_done: bool = True, metrics_endpoint: bool = True,
+                 multiprocess_metrics: bool = False, on_serving: Callable[[int, int], None] | None = None,
+                 source: SettingsSource | None = None) -> None:
+    """Run one server process until SIGTERM/SIGINT, then drain and end the process (exit status 0);
+    ``exit_when_done`` False: stop the listeners and return instead. ``metrics_endpoint`` False (a worker):
+    metrics are recorded but served by the supervisor. The metrics port is bound before the gRPC one.
+    ``on_serving(port, health_port)`` runs once the server answers; by default (one process) it logs "ready"."""
+    registry = new_registry() if with_metrics else None
+    exposition = serve_metrics(settings.server.metrics_host, settings.server.metrics_port, registry) \
+        if registry is not None and metrics_endpoint else None
+    try:
+        running = create_server(settings, registry, reuse_port, multiprocess_metrics=multiprocess_metrics)
+    except BaseException:
+        if exposition is not None:
+            exposition[0].server_close()
+        raise
+    log.info("serving", extra={"address": settings.server.address, "port": running.port, "pid": os.getpid(),
+                               "tls": bool(settings.security.tls_cert_file),
+                               "mtls": bool(settings.security.tls_client_ca_file),
+                               "auth": bool(settings.security.auth_token_file), "health_port": running.health_port,
+                               "inflight_budget_bytes": running.intake.budget.total,
+                               "profiles": sorted(settings.profiles), "policy_version": settings.policy_version})
+    if on_serving is None:
+        log_ready(settings, running.port, running.health_port)
+    else:
+        on_serving(running.port, running.health_port)
+    reloader = start_reloader(running, source, settings)
+    signum = _wait_for_signal(reloader)
+    if reloader is not None:
+        reloader.close()
+    log.info("draining", extra={"signal": signal.Signals(signum).name,
+                                "grace_seconds": settings.server.grace_period_seconds})
+    running.stop(settings.server.grace_period_seconds, exiting=exit_when_done)
+    if exposition is not None:
+        exposition[0].shutdown()
+    log.info("stopped", extra={"pid": os.getpid()})
+    if exit_when_done:
+        # The listeners close with the process (see Running.stop): grpc's shutdown is not run.
+        logging.shutdown()
+        sys.stdout.flush()
+        os._exit(0)
