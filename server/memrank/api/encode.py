@@ -17,6 +17,7 @@ from memrank.core.explain import receipt
 from memrank.core.explain.outcome import SCORING_SCHEMA, RankOutcome
 from memrank.core.profile import Profile
 from memrank.core.scoring.columns import Scores
+from memrank.core.text.normalize import CHARS_PER_TOKEN
 from memrank.core.types import ExplainLevel
 
 
@@ -83,7 +84,7 @@ class Breakdowns:
         out.blend_term = self.blend[i]
         out.reasons.extend(self.notes[i])
         if self.estimated[i]:
-            out.reasons.append("token_count estimated as ceil(characters / 4)")
+            out.reasons.append(f"token_count estimated as ceil(characters / {CHARS_PER_TOKEN})")
         out.token_count = self.tokens[i]
         out.token_count_estimated = self.estimated[i]
         if self.covered_by[i] >= 0:

@@ -22,6 +22,7 @@ from memrank.core.selection.order import placement_positions, tie_order
 from memrank.core.selection.select import CATCH_ALL_LAYER, Pool, SelectParams, select
 from memrank.core.selection.select import drop_note as selection_note
 from memrank.core.signals.base import ScoringContext
+from memrank.core.text.normalize import estimated_tokens
 from memrank.core.types import DropReason, Placement
 
 # Feedback: a selected memory's importance moves this share of the way to 1.
@@ -48,10 +49,10 @@ def apply_overrides(profile: Profile, overrides: Mapping[str, float]) -> Profile
 
 
 def estimate_tokens(batch: Batch) -> tuple[np.ndarray, np.ndarray]:
-    """Token counts: the caller's, else ceil(characters / 4), with a flag where estimated."""
+    """Token counts: the caller's, else ceil(characters / 4) (``estimated_tokens``), with a flag where estimated."""
     estimated = batch.token_count == 0
     chars = np.fromiter(map(len, batch.contents), dtype=np.int64, count=batch.n)
-    return np.where(estimated, (chars + 3) // 4, batch.token_count), estimated
+    return np.where(estimated, estimated_tokens(chars), batch.token_count), estimated
 
 
 def assign_layers(batch: Batch, layers: tuple[LayerSpec, ...]) -> tuple[str, ...]:

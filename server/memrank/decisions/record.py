@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy as np
 
+from memrank.core.text.normalize import estimated_tokens
 from memrank.core.types import DropReason, Source
 from memrank.decisions.mask import Masker
 
@@ -49,7 +50,7 @@ def decision_record(c: dict[str, Any], masker: Masker) -> dict[str, Any]:
     """The memrank.decision.v1 record of a decision capture."""
     ids = c["ids"]
     query = masker.one(c["query"]) if c["query"] is not None else {"length": c["query_length"]}
-    query["tokens"] = (query["length"] + 3) // 4
+    query["tokens"] = estimated_tokens(query["length"])
     candidates: dict[str, Any] = {
         "count": len(ids),
         "id": list(ids),

@@ -10,7 +10,11 @@ from __future__ import annotations
 
 import itertools
 import re
+from typing import TypeVar
 
+import numpy as np
+
+IntLike = TypeVar("IntLike", int, np.ndarray)
 SAMPLE_CHARS = 8192
 MAX_TOKENS = 1024
 
@@ -91,6 +95,14 @@ def is_pleasantry(text: str) -> bool:
     """True when the whole text is greetings, thanks or acknowledgements."""
     stripped = sample(text).strip()
     return bool(stripped) and len(stripped) <= 200 and _PLEASANTRY.match(stripped) is not None
+
+
+CHARS_PER_TOKEN = 4  # a token count the caller did not send: ceil(characters / 4), everywhere memrank needs one
+
+
+def estimated_tokens(chars: IntLike) -> IntLike:
+    """ceil(chars / CHARS_PER_TOKEN), of one count or of an integer array (the one token estimate)."""
+    return (chars + (CHARS_PER_TOKEN - 1)) // CHARS_PER_TOKEN
 
 
 def count_tokens(text: str, limit: int) -> int:
