@@ -54,8 +54,8 @@ STRINGS: dict[str, dict[str, Any]] = {
 }
 # profile_from_mapping (memrank.profiles.model) keeps its bounds inline; tests/helm/test_config_schema.py
 # checks every one of these against it, a value just outside each.
-PROFILE_UNIT_KEYS = ("diversity_lambda", "dedupe_threshold", "diversity_floor", "retrieval_blend", "min_score",
-                     "admit_threshold", "hold_threshold", "lexical_blend", "context_lexical")
+PROFILE_UNIT_KEYS = ("diversity_lambda", "dedupe_threshold", "retrieval_blend", "min_score", "admit_threshold",
+                     "hold_threshold", "lexical_blend", "context_lexical")
 PROFILE_BOUNDS: dict[str, tuple[float, float | None]] = {
     **{name: (0, 1) for name in PROFILE_UNIT_KEYS},
     "half_life_hours": (1e-6, None),

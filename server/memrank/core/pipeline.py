@@ -119,7 +119,7 @@ def _rank_with(profile: Profile, batch: Batch, params: RankParams, layers: tuple
     tie_rank[tie_order(current, batch.event_time, batch.ingested_at, batch.ids)] = np.arange(batch.n)
     sel = select(batch, Pool(layer_of, tokens, current, tie_rank, eligible_after_gates),
                  SelectParams(layers, params.max_tokens, params.max_items, profile.diversity_lambda,
-                              profile.dedupe_threshold, profile.diversity_floor))
+                              profile.dedupe_threshold))
     rest, rest_reason, rest_cover = sel.rest, sel.rest_reason, sel.rest_cover
     covered_by = np.full(batch.n, -1, dtype=np.int64)
     drop[rest] = rest_reason
@@ -141,9 +141,8 @@ def _rank_with(profile: Profile, batch: Batch, params: RankParams, layers: tuple
         final[picked] = sel.gain[picked]
         mask = np.zeros(batch.n, dtype=bool)
         mask[picked] = True
-        floor = f", penalty above similarity {profile.diversity_floor:g}" if profile.diversity_floor > 0 else ""
         logs.append(StagePass("diversity", f"MMR covering set, lambda {profile.diversity_lambda:g}, "
-                             f"similarity {sel.similarity}{floor}", "memrank", current, final, mask))
+                             f"similarity {sel.similarity}", "memrank", current, final, mask))
     ranked = picked[np.lexsort((tie_rank[picked], -final[picked]))] if picked.size else picked
     buckets = calibrate(final[ranked])
     placement = params.placement if params.placement != Placement.UNSPECIFIED else profile.placement

@@ -62,10 +62,6 @@ class Profile:
     ``share_constant_weight`` (``weighted_sum`` only): a signal that is the
     same for every eligible candidate of a request gets weight 0 there and
     the others share its weight (``core.scoring.constant``).
-    ``diversity_floor``: the covering set penalises similarity only above
-    it, as ``max(0, s - floor) / (1 - floor)`` (``core.selection.covering``;
-    0 = the raw similarity, 1 = no penalty); near-copies are dropped at
-    ``dedupe_threshold`` whatever the floor.
     """
 
     name: str
@@ -79,7 +75,6 @@ class Profile:
     min_score: float = 0.0
     diversity_lambda: float = 1.0  # 1 = no diversity pass
     dedupe_threshold: float = 0.92
-    diversity_floor: float = 0.0  # covering set: similarity up to this costs nothing (0 = off)
     retrieval_blend: float = 0.0
     recency: RecencySpec = field(default_factory=RecencySpec)
     kind_prior: Mapping[str, float] = field(default_factory=lambda: DEFAULT_KIND_PRIOR)

@@ -71,7 +71,7 @@ def profile_from_mapping(key: str, raw: Mapping[str, Any], base: Profile | None 
             values[name] = _signals(k, value)
         elif name in ("formula", "fusion"):
             values[name] = one_of(k, value, FORMULAS if name == "formula" else FUSIONS)
-        elif name in ("diversity_lambda", "dedupe_threshold", "diversity_floor", "retrieval_blend", "min_score",
+        elif name in ("diversity_lambda", "dedupe_threshold", "retrieval_blend", "min_score",
                       "admit_threshold", "hold_threshold", "lexical_blend", "context_lexical"):
             values[name] = _number(k, value, 0.0, 1.0)
         elif name == "lexical_stemmer":

@@ -58,12 +58,3 @@ def test_share_constant_weight_is_a_strict_boolean_profile_key():
     assert not profile_from_mapping("profiles.x", {"signals": signals}).share_constant_weight
     with pytest.raises(ConfigError, match=r"profiles\.x\.share_constant_weight: expected true or false, got 'yes'"):
         profile_from_mapping("profiles.x", {"signals": signals, "share_constant_weight": "yes"})
-
-
-def test_diversity_floor_is_a_unit_profile_key_off_in_every_builtin():
-    signals = [{"name": "relevance", "weight": 1}]
-    assert profile_from_mapping("profiles.x", {"signals": signals, "diversity_floor": 0.7}).diversity_floor == 0.7
-    assert profile_from_mapping("profiles.x", {"signals": signals}).diversity_floor == 0.0
-    with pytest.raises(ConfigError, match=r"profiles\.x\.diversity_floor: 1\.5 is outside \[0\.0, 1\.0\]"):
-        profile_from_mapping("profiles.x", {"signals": signals, "diversity_floor": 1.5})
-    assert all(p.diversity_floor == 0.0 for p in BUILTIN_PROFILES.values())

@@ -5,13 +5,7 @@ has tokens and item room left, the global item guard is not reached, and
 they are not near-duplicates of a pick), the one with the highest marginal
 gain ``lam * score - (1 - lam) * max similarity to the picks`` (ties: the
 tie rule). With ``lam = 1`` the gain is the score and the pass is a linear
-scan in tie order. With a similarity floor ``f`` (a profile's
-``diversity_floor``, 0 = off) the penalty is on ``penalty(s) = max(0, s - f) /
-(1 - f)`` instead of ``s``: similarity up to the floor costs nothing, a copy
-(``s = 1``) still costs ``1 - lam``, and the penalty is continuous in ``s`` (a
-step at the floor would let a rounding difference in ``s`` swap two picks).
-``f = 1`` means no penalty at all. Dropping near-duplicates
-(``dedupe``) and ``covered_by`` always use the raw similarity. The loop stops when nothing fits, so it costs O(n * k)
+scan in tie order. The loop stops when nothing fits, so it costs O(n * k)
 for k picks; whatever was never picked is then classified in bulk:
 REDUNDANT (similarity >= dedupe to a pick, naming it), MAX_ITEMS, or
 OVER_BUDGET.
@@ -79,19 +73,9 @@ def _take(state: SelectState, i: int, g: float, layer: np.ndarray, tokens: np.nd
         np.maximum(state.max_sim, row, out=state.max_sim)
 
 
-def penalty(max_sim: np.ndarray, floor: float) -> np.ndarray:
-    """The similarity the covering set penalises: ``max(0, s - floor) / (1 - floor)``, in [0, 1] (floor 1: 0)."""
-    if floor <= 0.0:
-        return max_sim
-    if floor >= 1.0:
-        return np.zeros_like(max_sim)
-    out: np.ndarray = np.maximum(max_sim - floor, 0.0) / (1.0 - floor)
-    return out
-
-
 def run_phase(
     state: SelectState, pool: np.ndarray, score: np.ndarray, tie_rank: np.ndarray, layer: np.ndarray,
-    tokens: np.ndarray, caps: Caps, sim: Similarity | None, lam: float, dedupe: float, floor: float = 0.0,
+    tokens: np.ndarray, caps: Caps, sim: Similarity | None, lam: float, dedupe: float,
 ) -> None:
     """Pick from ``pool`` (bool mask of undecided eligible candidates) until nothing fits; updates state."""
     diversity = lam < 1.0 and sim is not None
@@ -114,7 +98,7 @@ def run_phase(
         cand = cand[(state.max_sim[cand] < dedupe) & (tokens[cand] <= room_tokens[li]) & has_room[li]]
         if cand.size == 0:
             return
-        gain = weighted[cand] - (1.0 - lam) * penalty(state.max_sim[cand], floor)
+        gain = weighted[cand] - (1.0 - lam) * state.max_sim[cand]
         best_gain = gain.max()
         ties = np.flatnonzero(gain == best_gain)
         k = int(ties[np.argmin(tie_rank[cand[ties]])]) if ties.size > 1 else int(ties[0])

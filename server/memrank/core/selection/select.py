@@ -54,7 +54,6 @@ class SelectParams:
     max_items: int  # 0 = no item cap
     diversity_lambda: float  # 1.0 = no diversity pass
     dedupe_threshold: float
-    diversity_floor: float = 0.0  # similarity the covering set does not penalise (0 = off; covering.penalty)
 
 
 def select(batch: Batch, pool: Pool, params: SelectParams) -> Selection:
@@ -89,10 +88,9 @@ def select(batch: Batch, pool: Pool, params: SelectParams) -> Selection:
             # Floors first: a floored layer's best memories are picked before anyone else can crowd it out.
             floor_pool = open_ & (floors[layer] > 0)
             run_phase(state, floor_pool, current, tie_rank, layer, tokens, replace(caps, layer_tokens=floors),
-                      sim, lam, dedupe_threshold, params.diversity_floor)
+                      sim, lam, dedupe_threshold)
             open_[state.picked] = False
-        run_phase(state, open_, current, tie_rank, layer, tokens, caps, sim, lam, dedupe_threshold,
-                  params.diversity_floor)
+        run_phase(state, open_, current, tie_rank, layer, tokens, caps, sim, lam, dedupe_threshold)
         rest = np.flatnonzero(open_)
         reason, cover = classify_rest(state, rest, layer, tokens, caps, dedupe_threshold, sim is not None)
         if not max_tokens:

@@ -13,10 +13,8 @@ from memrank.core.selection.similarity import Similarity
 
 def _reference_phase(state: SelectState, pool: np.ndarray, score: np.ndarray, tie_rank: np.ndarray,
                      layer: np.ndarray, tokens: np.ndarray, lim: Caps, sim: Similarity, lam: float,
-                     dedupe: float, floor: float) -> None:
-    """The definition, one candidate at a time: every step rescans the pool for the best marginal gain.
-
-    The penalty is written from the formula, max(0, s - floor) / (1 - floor) (floor 1: none)."""
+                     dedupe: float) -> None:
+    """The definition, one candidate at a time: every step rescans the pool for the best marginal gain."""
     while not lim.max_items or len(state.picked) < lim.max_items:
         best, best_gain = -1, -np.inf
         for i in range(state.n):
@@ -25,9 +23,7 @@ def _reference_phase(state: SelectState, pool: np.ndarray, score: np.ndarray, ti
             k = layer[i]
             if tokens[i] > lim.layer_tokens[k] - state.used_tokens[k] or lim.layer_items[k] <= state.used_items[k]:
                 continue
-            s = float(state.max_sim[i])
-            pen = 0.0 if floor >= 1.0 else max(0.0, s - floor) / (1.0 - floor)
-            gain = lam * score[i] - (1.0 - lam) * pen
+            gain = lam * score[i] - (1.0 - lam) * state.max_sim[i]
             if gain > best_gain or (gain == best_gain and tie_rank[i] < tie_rank[best]):
                 best, best_gain = i, gain
         if best < 0:
@@ -71,7 +67,6 @@ def phases(draw: st.DrawFn) -> dict[str, object]:
         "n_layers": n_layers,
         "lam": draw(st.sampled_from([0.0, 0.3, 0.7, 0.99])),
         "dedupe": draw(st.sampled_from([0.5, 0.9, 1.0, 2.0])),
-        "floor": draw(st.sampled_from([0.0, 0.0, 0.3, 0.5, 0.7, 1.0])),
     }
 
 
@@ -86,7 +81,7 @@ def test_run_phase_picks_what_the_definition_picks(case: dict[str, object]) -> N
         state = SelectState(batch.n, case["n_layers"])  # type: ignore[attr-defined, arg-type]
         pool = case["pool"].copy()  # type: ignore[attr-defined]
         phase(state, pool, case["score"], case["tie_rank"], case["layer"], case["tokens"], case["lim"], sim,
-              case["lam"], case["dedupe"], case["floor"])  # type: ignore[arg-type]
+              case["lam"], case["dedupe"])  # type: ignore[arg-type]
         states.append(state)
         pools.append(pool)
     fast, slow = states
