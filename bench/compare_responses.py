@@ -20,9 +20,9 @@ from google.protobuf import json_format  # type: ignore[import-untyped]
 
 from bench.data import workload
 from memrank._gen.v1 import ranking_pb2 as pb
+from memrank.api.handle import Call, handle_rank
 from memrank.config import load_settings
 from memrank.core.errors import MemrankError
-from memrank.api.handle import Call, handle_rank
 
 VECTORS = Path(__file__).resolve().parents[1] / "tests" / "vectors"
 NOW = 1_767_225_600.5
@@ -108,7 +108,7 @@ def digests() -> dict[str, str]:
             request = pb.RankRequest.FromString(r.SerializeToString())
             label = f"{'key' if key else 'nokey'}|{name}"
             try:
-                resp = handle_rank(request, settings, NOW, b"provenance-key", receipt_key=key)
+                resp = handle_rank(request, settings, Call(NOW, b"provenance-key", key))
                 out[label] = hashlib.sha256(resp.SerializeToString()).hexdigest()
             except MemrankError as exc:
                 out[label] = f"{type(exc).__name__}: {exc} {getattr(exc, 'violations', '')!r}"
