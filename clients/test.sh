@@ -5,8 +5,9 @@
 # Usage: clients/test.sh        (needs go, node/npm, Java 17+ with mvn, and memrank installed in python3)
 #
 # Starts the server on a free loopback port, exports MEMRANK_ADDR, runs the Go
-# tests, the TypeScript checks and tests, the Java tests (mvn verify) and the
-# Python vector replay, then checks that the four clients encoded every
+# tests, the TypeScript checks and tests, the Java tests (mvn verify), the
+# Python vector replay and the Go, TypeScript, LangChain.js and Java example
+# programs, then checks that the four clients encoded every
 # vector's request to the same bytes and got the same response bytes back
 # (SHA-256 per vector, written to MEMRANK_DIGESTS_DIR by each client's
 # replay), stops the server, and exits non-zero when any step failed.
@@ -72,6 +73,26 @@ run java bash -c "cd '$HERE/java' && mvn -B -ntp verify 2>&1 \
   | grep -E '^\[(ERROR|WARNING)\]|Tests run:|BUILD FAILURE' ; exit \${PIPESTATUS[0]}"
 run python bash -c "cd '$ROOT' && python3 -m pytest -q tests/server/test_vectors.py tests/server/test_client_feedback.py"
 
+# The example programs the docs include (docs/getting-started/first-call.md, docs/how-to/frameworks/langchainjs.md),
+# run as a user runs them against the live server (they take MEMRANK_ADDR): each must exit 0 and print its
+# selection, rank 1 first. (The Python ones: tests/server/test_examples.py, tests/frameworks/test_examples.py.)
+example() {  # example PATTERN COMMAND...: COMMAND exits 0 and prints a line matching the extended regex PATTERN
+  local pattern="$1" out rc; shift
+  out="$("$@")"; rc=$?
+  printf '%s\n' "$out"
+  if [ "$rc" -ne 0 ]; then echo "exited $rc" >&2; return 1; fi
+  grep -Eq "$pattern" <<<"$out" || { echo "no line matches /$pattern/" >&2; return 1; }
+}
+run "go example" example '^position [0-9]+ rank 1 m1 final_score ' bash -c "cd '$HERE/go' && go run ./example"
+# npm test above compiled example/ into dist/example/.
+run "typescript example" example '^position [0-9]+ rank 1 m1 final_score ' \
+  bash -c "cd '$HERE/typescript' && node dist/example/example.js"
+run "langchain.js example" example '^1 t[0-9] ' bash -c "cd '$HERE/typescript' && node dist/example/langchain.js"
+# mvn verify above compiled the example (a test source); its runtime classpath from Maven (offline once fetched).
+run "java example" example '^position [0-9]+ rank 1 m1 final_score ' bash -c "cd '$HERE/java' \
+  && mvn -B -q -ntp dependency:build-classpath -Dmdep.outputFile=target/classpath.txt -Dmdep.includeScope=runtime >&2 \
+  && java -cp \"target/classes:target/test-classes:\$(cat target/classpath.txt)\" dev.memrank.example.FirstCall"
+
 compare_digests() {
   python3 - "$MEMRANK_DIGESTS_DIR" "$ROOT/tests/vectors" <<'PY'
 import json, sys
@@ -127,7 +148,8 @@ run "feedback in the decision log" feedback_in_log
 
 step "summary (vectors replayed against $MEMRANK_ADDR)"
 status=0
-for name in go typescript java python "same bytes in every client" "feedback in the decision log"; do
+for name in go typescript java python "go example" "typescript example" "langchain.js example" "java example" \
+  "same bytes in every client" "feedback in the decision log"; do
   echo "$name: ${RESULT[$name]}"
   [ "${RESULT[$name]}" = pass ] || status=1
 done

@@ -1,20 +1,22 @@
-// Command example ranks three memories with the agent-observer profile.
+// Command example ranks three memories with the agent-observer profile on a running sidecar (memrank serve).
 //
-//	go run ./example -addr 127.0.0.1:50051
+//	go run ./example -addr 127.0.0.1:50051    (or MEMRANK_ADDR=127.0.0.1:50051 go run ./example)
 package main
 
 import (
+	"cmp"
 	"context"
 	"flag"
 	"fmt"
 	"log"
+	"os"
 	"time"
 
 	"github.com/memrank/memrank/clients/go/memrank"
 )
 
 func main() {
-	addr := flag.String("addr", "127.0.0.1:50051", "memrank sidecar address")
+	addr := flag.String("addr", cmp.Or(os.Getenv("MEMRANK_ADDR"), "127.0.0.1:50051"), "memrank sidecar address")
 	flag.Parse()
 	c, err := memrank.Dial(*addr, memrank.WithTimeout(2*time.Second))
 	if err != nil {

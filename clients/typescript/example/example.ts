@@ -1,7 +1,9 @@
-// Ranks three memories with the agent-observer profile: node dist/example/example.js [host:port]
+// Ranks three memories with the agent-observer profile on a running sidecar (memrank serve):
+//   node dist/example/example.js [host:port]    (default: $MEMRANK_ADDR, else 127.0.0.1:50051)
 import { candidate, dropReasonName, MemrankClient, MemrankError, Placement, timestamp } from "../src/index.js";
 
-const client = new MemrankClient(process.argv[2] ?? "127.0.0.1:50051", { timeoutMs: 2000 });
+const target = process.argv[2] ?? process.env["MEMRANK_ADDR"] ?? "127.0.0.1:50051";
+const client = new MemrankClient(target, { timeoutMs: 2000 });
 try {
   const resp = await client.rank({
     query: "which database runs the ledger",
