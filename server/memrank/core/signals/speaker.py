@@ -18,7 +18,6 @@ through the same head/tail sample as the lexical signal.
 
 from __future__ import annotations
 
-import re
 import unicodedata
 
 import numpy as np
@@ -27,20 +26,12 @@ from memrank.core.batch import Batch
 from memrank.core.profile import Profile
 from memrank.core.reasons import Same, Table
 from memrank.core.signals.base import RawSignal, ScoringContext
-from memrank.core.text.normalize import STOP_WORDS, sample
-
-_WORD = re.compile(r"\w+")
-
-
-def fold(text: str) -> str:
-    """NFKD, combining marks removed, case-folded: the form names are compared in."""
-    decomposed = unicodedata.normalize("NFKD", text)
-    return "".join(c for c in decomposed if not unicodedata.combining(c)).casefold()
+from memrank.core.text.normalize import STOP_WORDS, name_fold, sample, words
 
 
 def name_words(name: str) -> tuple[str, ...]:
     """The words of a folded name that can identify it (no stop words, at least two characters)."""
-    return tuple(dict.fromkeys(w for w in _WORD.findall(fold(name)) if len(w) >= 2 and w not in STOP_WORDS))
+    return tuple(dict.fromkeys(w for w in words(name_fold(name)) if len(w) >= 2 and w not in STOP_WORDS))
 
 
 def _unspaced(word: str) -> bool:
@@ -60,12 +51,12 @@ def speaker(batch: Batch, ctx: ScoringContext, profile: Profile, population: np.
     """1 where the query names the candidate's speaker, else 0."""
     if batch.n == 0 or not any(batch.speakers):
         return RawSignal(np.zeros(batch.n), Same(batch.n, "no speaker"))
-    q = fold(sample(ctx.query))
-    words = frozenset(_WORD.findall(q))
+    q = name_fold(sample(ctx.query))
+    query_words = frozenset(words(q))
     index: dict[str, int] = {}
     code = [index.setdefault(s, len(index)) for s in batch.speakers]
     distinct = list(index)
-    hits = [named(q, words, s) if s else "" for s in distinct]
+    hits = [named(q, query_words, s) if s else "" for s in distinct]
     values = np.array([1.0 if h else 0.0 for h in hits], dtype=np.float64)[np.array(code, dtype=np.int64)]
     table = [("no speaker",) if not s else (f"the query names speaker {s!r}",) if h
              else (f"the query does not name speaker {s!r}",) for s, h in zip(distinct, hits, strict=True)]

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import itertools
 import re
+import unicodedata
 from typing import TypeVar
 
 import numpy as np
@@ -103,6 +104,17 @@ CHARS_PER_TOKEN = 4  # a token count the caller did not send: ceil(characters / 
 def estimated_tokens(chars: IntLike) -> IntLike:
     """ceil(chars / CHARS_PER_TOKEN), of one count or of an integer array (the one token estimate)."""
     return (chars + (CHARS_PER_TOKEN - 1)) // CHARS_PER_TOKEN
+
+
+def words(text: str) -> list[str]:
+    """The ``\\w+`` runs of a text, as they stand (the one word splitter; ``tokens`` lower-cases a sample)."""
+    return _WORD.findall(text)
+
+
+def name_fold(text: str) -> str:
+    """NFKD, combining marks removed, case-folded: the form names are compared in ("José" ~ "jose")."""
+    decomposed = unicodedata.normalize("NFKD", text)
+    return "".join(c for c in decomposed if not unicodedata.combining(c)).casefold()
 
 
 def count_tokens(text: str, limit: int) -> int:
