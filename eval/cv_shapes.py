@@ -22,24 +22,11 @@ the two training parts together:
 3. both are scored with the full core pipeline on the held-out parts of both
    datasets; swapping the folds gives every question one held-out score.
 
-4. ``joint`` (issue #35, the joint refit; the rule written down before any
-   held-out number was seen): from ``after``'s weights, the same coordinate
-   ascent (``GRID``, three rounds, relevance fixed at 1) maximises the
-   LongMemEval training part's linear recall@5 subject to the LoCoMo
-   training part's linear recall@5 not below ``after``'s minus ``TOL``
-   (0.005; a step that breaks it is never taken; ties on LongMemEval go to
-   the higher LoCoMo value); then, with ``after``'s switch, lambda from
-   ``cv.LAMBDAS`` by the full pipeline: the highest LongMemEval training
-   recall@5 among the lambdas whose LoCoMo training recall@5 is at least
-   ``after``'s minus ``TOL``; ``after`` itself is a candidate (ties: higher
-   LoCoMo training recall@5, then ``after``, then the larger lambda).
-
-Reported per dataset: the out-of-fold rows of ``before``, ``after``,
-``joint`` and LlamaIndex's relative-score fusion, with paired-bootstrap
-intervals (joint - llamaindex, joint - after, after - llamaindex, ...),
-recall@5 by category / question type, LoCoMo joint - after by category, and
-the choice on all the dev data (what would ship). About 10 minutes on 2
-cores. Deterministic.
+Reported per dataset: the out-of-fold rows of ``before``, ``after`` and
+LlamaIndex's relative-score fusion, with paired-bootstrap intervals after -
+llamaindex, after - before and before - llamaindex, recall@5 by category /
+question type, and the choice on all the dev data (what ships). About 8
+minutes on 2 cores. Deterministic.
 """
 
 from __future__ import annotations
@@ -61,10 +48,6 @@ import cv  # eval/cv.py: items, the weight fitter, the pipeline run
 
 from memrank.core.profile import Profile
 from memrank.evaluation import report
-from memrank.evaluation.bootstrap import paired
-from memrank.tuning.ascent import GRID, coordinate_ascent, to_simplex
-from memrank.tuning.dataset import Stack
-from memrank.tuning.metrics import Metric, Objective
 
 SHARE = (True, False)  # in order of preference on a tie
 METRICS = report.COMPARED
@@ -92,55 +75,6 @@ def choose_share(locomo: Sequence[cv.Item], lme: Sequence[cv.Item], weights: dic
                                + 0.5 * recall5(lme, profile(weights, lam, share)), 4) for share in SHARE}
     best = max(SHARE, key=lambda x: (tried[str(x)], -SHARE.index(x)))
     return best, tried
-
-
-TOL = 0.005  # the LoCoMo training recall@5 the joint refit may give up (linear for the weights, pipeline for lambda)
-
-
-def joint(locomo: Sequence[cv.Item], lme: Sequence[cv.Item], weights: dict[str, float], lam: float, share: bool,
-          ) -> tuple[dict[str, float], float, dict[str, Any]]:
-    """The joint refit (module docstring, step 4): weights and lambda, and what was tried."""
-    loc_obj = Objective(Stack.of([it.query for it in locomo], len(cv.SIGNALS)), Metric("recall", 5))
-    lme_obj = Objective(Stack.of([it.query for it in lme], len(cv.SIGNALS)), Metric("recall", 5))
-    start = np.array([weights.get(sig, 0.0) for sig in cv.SIGNALS]) / weights["relevance"]
-    floor = loc_obj(start) - TOL
-
-    def guarded(w: np.ndarray) -> float:
-        loc_value = loc_obj(w)
-        if loc_value < floor - 1e-12:
-            return -1.0 + loc_value  # infeasible: below every feasible value
-        return lme_obj(w) + 1e-4 * loc_value  # LongMemEval first, LoCoMo breaks ties
-
-    fit = coordinate_ascent(guarded, start, anchor=0, grid=GRID, rounds=cv.ROUNDS)
-    shares = to_simplex(fit.weights, anchor=0)
-    new = {sig: float(v) for sig, v, raw in zip(cv.SIGNALS, shares.tolist(), fit.weights.tolist(), strict=True)
-           if raw > 0}
-    base_loc = recall5(locomo, profile(weights, lam, share))
-    options: list[tuple[str, dict[str, float], float]] = [("after", weights, lam)]
-    options += [(f"joint-{x}", new, x) for x in cv.LAMBDAS]
-    tried: dict[str, Any] = {"linear": {"locomo_after": round(loc_obj(start), 4), "lme_after": round(lme_obj(start), 4),
-                                        "locomo_joint": round(loc_obj(fit.weights), 4),
-                                        "lme_joint": round(lme_obj(fit.weights), 4)}}
-    scored = []
-    for i, (name, w, x) in enumerate(options):
-        lo = base_loc if name == "after" else recall5(locomo, profile(w, x, share))
-        me = recall5(lme, profile(w, x, share))
-        tried[name] = {"locomo": round(lo, 4), "lme": round(me, 4), "feasible": lo >= base_loc - TOL - 1e-12}
-        if tried[name]["feasible"]:
-            scored.append(((round(me, 6), round(lo, 6), -min(i, 1), x), w, x))
-    _, w, x = max(scored, key=lambda t: t[0])
-    return w, x, tried
-
-
-def _by_category(a: list[report.Scored], b: list[report.Scored]) -> dict[str, Any]:
-    out = {}
-    for c in report.OVERALL_CATEGORIES:
-        xs = [s for s in a if s.category == c]
-        ys = [s for s in b if s.category == c]
-        out[str(c)] = {"questions": len(xs),
-                       **{m: paired([s.metric(m) for s in xs], [s.metric(m) for s in ys]).as_dict()
-                          for m in ("recall@5", "ndcg@10")}}
-    return out
 
 
 def _rows(name: str, scored: list[report.Scored]) -> dict[str, Any]:
@@ -189,7 +123,7 @@ def main() -> int:
     print(f"prepared {len(loc)} LoCoMo and {len(lme)} LongMemEval questions in {time.monotonic() - t:.0f} s",
           file=sys.stderr)
     result: dict[str, Any] = {"lambdas": list(cv.LAMBDAS), "share": list(SHARE), "folds": []}
-    oof: dict[str, dict[str, list[report.Scored]]] = {d: {"before": [], "after": [], "joint": [], "llamaindex": []}
+    oof: dict[str, dict[str, list[report.Scored]]] = {d: {"before": [], "after": [], "llamaindex": []}
                                                       for d in ("locomo", "lme")}
     for k in (0, 1):
         loc_train = [it for it in loc if it.conversation not in held_loc[k]]
@@ -199,21 +133,16 @@ def main() -> int:
         weights, lam, tried_lambda = cv.choose(loc_train)
         share, tried_share = choose_share(loc_train, lme_train, weights, lam)
         before, after = profile(weights, lam, False), profile(weights, lam, share)
-        j_weights, j_lam, tried_joint = joint(loc_train, lme_train, weights, lam, share)
-        joined = profile(j_weights, j_lam, share)
         fold: dict[str, Any] = {"locomo_held_out": sorted(held_loc[k]), "lme_held_out_parity": k,
                                 "weights": weights, "diversity_lambda": lam,
                                 "locomo_train_recall@5_by_lambda": tried_lambda,
-                                "share_constant_weight": share, "mean_train_recall@5_by_share": tried_share,
-                                "joint_weights": j_weights, "joint_lambda": j_lam, "joint_tried": tried_joint}
+                                "share_constant_weight": share, "mean_train_recall@5_by_share": tried_share}
         for name, test in (("locomo", loc_test), ("lme", lme_test)):
             oof[name]["before"] += cv.run_pipeline(test, before)
             oof[name]["after"] += cv.run_pipeline(test, after)
-            oof[name]["joint"] += cv.run_pipeline(test, joined)
             oof[name]["llamaindex"] += cv.reference(test)
         result["folds"].append(fold)
-        print(f"fold {k}: weights {weights}; lambda {lam}; share {share} {tried_share}; joint {j_weights} "
-              f"lambda {j_lam} {tried_joint}", file=sys.stderr, flush=True)
+        print(f"fold {k}: weights {weights}; lambda {lam}; share {share} {tried_share}", file=sys.stderr)
     result["out_of_fold"] = {}
     for name, items in (("locomo", loc), ("lme", lme)):
         order = {it.key: i for i, it in enumerate(items)}
@@ -224,19 +153,13 @@ def main() -> int:
             "after_vs_llamaindex": _versus(rows["after"], rows["llamaindex"]),
             "after_vs_before": _versus(rows["after"], rows["before"]),
             "before_vs_llamaindex": _versus(rows["before"], rows["llamaindex"]),
-            "joint_vs_llamaindex": _versus(rows["joint"], rows["llamaindex"]),
-            "joint_vs_after": _versus(rows["joint"], rows["after"]),
-            "joint_vs_after_by_category": _by_category(rows["joint"], rows["after"]),
             "recall@5_by_type": {r: _by_type(ordered, types, v) for r, v in rows.items()},
         }
         _print(name, result["out_of_fold"][name])
-        sys.stdout.flush()
     weights, lam, _ = cv.choose(loc)
     share, tried = choose_share(loc, lme, weights, lam)
-    j_weights, j_lam, tried_joint = joint(loc, lme, weights, lam, share)
     result["shipped"] = {"weights": weights, "diversity_lambda": lam, "share_constant_weight": share,
-                         "mean_recall@5_by_share": tried, "joint_weights": j_weights, "joint_lambda": j_lam,
-                         "joint_tried": tried_joint}
+                         "mean_recall@5_by_share": tried}
     print(json.dumps({k: v for k, v in result["shipped"].items() if k != "mean_recall@5"}, indent=2))
     if args.out:
         args.out.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
@@ -249,14 +172,9 @@ def _print(name: str, doc: dict[str, Any], out: Callable[..., None] = print) -> 
     out(f"## {name}, out of fold ({n} questions)")
     for r, row in doc["rows"].items():
         out(f"{r:<11} " + " ".join(f"{m} {row[m]:.4f}" for m in METRICS))
-    for cmp in ("after_vs_llamaindex", "after_vs_before", "before_vs_llamaindex", "joint_vs_llamaindex",
-                "joint_vs_after"):
+    for cmp in ("after_vs_llamaindex", "after_vs_before", "before_vs_llamaindex"):
         out(f"{cmp}: " + "; ".join(f"{m} {v['delta']:+.4f} [{v['ci95'][0]:+.4f}, {v['ci95'][1]:+.4f}]"
                                     for m, v in doc[cmp].items()))
-    for c, v in doc["joint_vs_after_by_category"].items():
-        out(f"joint_vs_after category {c} ({v['questions']}): " + "; ".join(
-            f"{m} {v[m]['delta']:+.4f} [{v[m]['ci95'][0]:+.4f}, {v[m]['ci95'][1]:+.4f}]"
-            for m in ("recall@5", "ndcg@10")))
     for r, types in doc["recall@5_by_type"].items():
         out(f"{r} recall@5 by type: " + ", ".join(f"{t} {v['recall@5']:.3f} ({v['questions']})"
                                                   for t, v in types.items()))
