@@ -33,11 +33,15 @@ def held() -> Iterator[socket.socket]:
 def _first(proc: Proc, timeout: float = 60) -> Proc:
     """Wait until the running server answers: its "ready" line (every worker serves), then a health check."""
     deadline = time.monotonic() + timeout
-    while not any(str(x["msg"]).startswith("ready: ") for x in proc.lines()):
-        assert proc.popen.poll() is None and time.monotonic() < deadline, proc.log.read_text()
-        time.sleep(0.05)
-    with RankingClient(f"127.0.0.1:{proc.port}", retries=10) as client:
-        assert client.health() == "SERVING"
+    try:
+        while not any(str(x["msg"]).startswith("ready: ") for x in proc.lines()):
+            assert proc.popen.poll() is None and time.monotonic() < deadline, proc.log.read_text()
+            time.sleep(0.05)
+        with RankingClient(f"127.0.0.1:{proc.port}", retries=10) as client:
+            assert client.health() == "SERVING"
+    except BaseException:
+        stop(proc)  # the caller never gets it to stop: a failed wait must not leave a server running
+        raise
     return proc
 
 
