@@ -37,6 +37,8 @@ from pathlib import Path
 
 import numpy as np
 
+from memrank.evaluation.data import embedding_arrays
+
 HERE = Path(__file__).resolve().parent
 DATA = "conversations.jsonl"
 EMBEDDINGS = "embeddings.npz"
@@ -274,17 +276,10 @@ def build() -> dict[str, bytes]:
     """The two files' contents."""
     convs = conversations()
     data = "".join(json.dumps(c, ensure_ascii=False) + "\n" for c in convs).encode()
-    turn_ids, turn_vecs, q_keys, q_vecs = [], [], [], []
-    for c in convs:
-        for t in c["turns"]:  # type: ignore[attr-defined]
-            turn_ids.append(f"{c['conversation_id']}/{t['id']}")
-            turn_vecs.append(embed(f"{t['speaker']}: {t['text']}"))
-        for i, q in enumerate(c["questions"]):  # type: ignore[arg-type]
-            q_keys.append(f"{c['conversation_id']}/q{i}")
-            q_vecs.append(embed(q["question"]))
+    arrays = embedding_arrays(convs, embed)
     npz = _npz({
-        "turn_ids": np.array(turn_ids), "turn_emb": np.stack(turn_vecs).astype(np.float16),
-        "question_keys": np.array(q_keys), "question_emb": np.stack(q_vecs).astype(np.float16),
+        "turn_ids": arrays["turn_ids"], "turn_emb": arrays["turn_emb"].astype(np.float16),
+        "question_keys": arrays["question_keys"], "question_emb": arrays["question_emb"].astype(np.float16),
         "model": np.array([f"synthetic concept-hash bag of words, {DIM} dims, float16 (eval/synthetic/make.py)"]),
     })
     return {DATA: data, EMBEDDINGS: npz}

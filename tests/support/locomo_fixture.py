@@ -15,7 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
-from memrank.evaluation.data import Conversation
+from memrank.evaluation.data import Conversation, embedding_arrays
 from memrank.evaluation.report import OVERALL_CATEGORIES
 from memrank.evaluation.requests import build_request
 from memrank.evaluation.retrieval import Retriever, pool
@@ -73,17 +73,8 @@ def write(folder: Path) -> tuple[Path, Path]:
     convs = [conversation(k) for k in range(len(CAST))]
     data = folder / "data.jsonl"
     data.write_text("".join(json.dumps(c) + "\n" for c in convs), encoding="utf-8")
-    turn_ids, turn_emb, q_keys, q_emb = [], [], [], []
-    for c in convs:
-        for t in c["turns"]:  # type: ignore[attr-defined]
-            turn_ids.append(f"{c['conversation_id']}/{t['id']}")
-            turn_emb.append(embed(f"{t['speaker']}: {t['text']}"))
-        for i, q in enumerate(c["questions"]):  # type: ignore[arg-type]
-            q_keys.append(f"{c['conversation_id']}/q{i}")
-            q_emb.append(embed(q["question"]))
     npz = folder / "embeddings.npz"
-    np.savez(npz, turn_ids=np.array(turn_ids), turn_emb=np.stack(turn_emb), question_keys=np.array(q_keys),
-             question_emb=np.stack(q_emb))
+    np.savez(npz, **embedding_arrays(convs, embed))
     return data, npz
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import gzip
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -103,6 +104,21 @@ def attach_embeddings(convs: list[Conversation], path: str | Path) -> list[Conve
 
 
 _GZIP_MAGIC = b"\x1f\x8b"
+
+
+def embedding_arrays(conversations: list[dict[str, Any]], embed: Callable[[str], np.ndarray]) -> dict[str, np.ndarray]:
+    """The arrays of an embeddings ``.npz`` that ``attach_embeddings`` reads, for conversations in the JSON Lines
+    shape: every turn's ``"speaker: text"`` and every question embedded with ``embed``, keyed as above."""
+    turn_ids, turn_emb, question_keys, question_emb = [], [], [], []
+    for c in conversations:
+        for t in c["turns"]:
+            turn_ids.append(f"{c['conversation_id']}/{t['id']}")
+            turn_emb.append(embed(f"{t['speaker']}: {t['text']}"))
+        for i, q in enumerate(c["questions"]):
+            question_keys.append(f"{c['conversation_id']}/q{i}")
+            question_emb.append(embed(q["question"]))
+    return {"turn_ids": np.array(turn_ids), "turn_emb": np.stack(turn_emb),
+            "question_keys": np.array(question_keys), "question_emb": np.stack(question_emb)}
 
 
 def read_json_lines(path: str | Path) -> list[Any]:
