@@ -42,7 +42,7 @@ def test_prints_the_folds_and_the_weights(tuned: tuple[Path, subprocess.Complete
     _, proc = tuned
     lines = proc.stdout.splitlines()
     assert lines[0].startswith("memrank tune: 60 queries in 10 groups from ")
-    assert "base default, metric recall@5, 3 folds by group, seed 4" in lines[0]
+    assert "base default, model ascent, metric recall@5, 3 folds by group, seed 4" in lines[0]
     assert lines[1].startswith("| fold | test groups | train queries | test queries | base train recall@5 |")
     assert [line.split("|")[1].strip() for line in lines[3:7]] == ["1", "2", "3", "out of fold"]
     assert any(line.startswith("out of fold recall@5: base ") for line in lines)

@@ -21,7 +21,7 @@ from memrank.config import Limits, load_settings
 from memrank.core.errors import InvalidRequest
 from memrank.core.profile import Profile
 from memrank.tuning.ascent import Settings
-from memrank.tuning.crossval import CrossValidation, cross_validate, effective_folds
+from memrank.tuning.crossval import MODELS, CrossValidation, cross_validate, effective_folds
 from memrank.tuning.dataset import Dataset, TuningError
 from memrank.tuning.metrics import EXAMPLES, Metric
 
@@ -29,8 +29,10 @@ DESCRIPTION = (
     "Fit a profile's signal weights to your own labelled queries and write them as a config file that "
     "`memrank serve --config` and `memrank eval --config` load. Every request is validated, converted and scored "
     "by the server's own code under --base; the model is the base's linear score, sum of weight x normalised "
-    "signal, with weights >= 0 summing to 1, fitted by coordinate ascent on --metric (RankLib's method, over a "
-    "grid, from the base's weights and --restarts seeded random starts). k-fold cross-validation by query group "
+    "signal, with weights >= 0 summing to 1, fitted by coordinate ascent on --metric (--model ascent: RankLib's "
+    "method, over a grid, from the base's weights and --restarts seeded random starts) or by a listwise softmax "
+    "cross-entropy over each query's candidates (--model linear: every label counts, not only the ones near the "
+    "cut-off; --metric is then what is reported). k-fold cross-validation by query group "
     "prints each fold's train/test metric under the base and the fitted weights; the weights written out are "
     "fitted on every query. Only the weights change: the base's normalisers, gates, threshold and diversity "
     "stay. Exit status 2 on bad input, with the file, line and field on stderr."
@@ -77,6 +79,9 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
                                                       "order of coordinates (default 0: same input, same output)")
     p.add_argument("--restarts", type=int, default=Settings.restarts, metavar="N",
                    help=f"random starts besides the base's weights (default {Settings.restarts})")
+    p.add_argument("--model", choices=MODELS, default="ascent",
+                   help="ascent (default): coordinate ascent on --metric; linear: the listwise softmax fit "
+                        "(memrank.tuning.listwise), smoother and steadier with many labelled queries")
     p.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
 
 
@@ -151,8 +156,9 @@ def _checked(args: argparse.Namespace) -> Metric:
 def _fit(args: argparse.Namespace, dataset: Dataset, metric: Metric, base: Profile, folds: int,
          search: Settings) -> CrossValidation:
     base_w = np.array([s.weight for s in base.signals], dtype=np.float64)
-    with _bar((folds + 1) * (1 + search.restarts), "memrank tune: fitting", "start", not args.no_progress) as bar:
-        return cross_validate(dataset, metric, base_w, folds, search, bar.update)
+    starts = 1 if args.model == "linear" else 1 + search.restarts
+    with _bar((folds + 1) * starts, "memrank tune: fitting", "start", not args.no_progress) as bar:
+        return cross_validate(dataset, metric, base_w, folds, search, bar.update, args.model)
 
 
 def _source(args: argparse.Namespace) -> str:
@@ -169,7 +175,8 @@ def _print(args: argparse.Namespace, dataset: Dataset, metric: Metric, base: Pro
     capped = f" (capped from {args.folds}: {groups} groups)" if folds < args.folds else ""
     skipped = f" ({dataset.skipped} without a relevant item skipped)" if dataset.skipped else ""
     print(f"memrank tune: {len(dataset.queries)} queries in {groups} groups from {_source(args)}{skipped}; "
-          f"base {base.name}, metric {metric.name}, {folds} folds by group{capped}, seed {args.seed}")
+          f"base {base.name}, model {args.model}, metric {metric.name}, {folds} folds by group{capped}, "
+          f"seed {args.seed}")
     print(output.fold_table(cv, metric.name))
     from memrank.evaluation.bootstrap import paired
 
@@ -187,8 +194,8 @@ def _write(args: argparse.Namespace, dataset: Dataset, metric: Metric, base: Pro
 
     description = (f"tuned from {base.name} by memrank tune on {len(dataset.queries)} queries, {metric.name} "
                    f"out of fold {cv.base_out_of_fold:.3f} -> {cv.tuned_out_of_fold:.3f}")
-    header = [f"memrank tune --base {base.name} --metric {metric.name} --folds {folds} --seed {args.seed} "
-              f"--restarts {search.restarts}, on {_source(args)}",
+    header = [f"memrank tune --base {base.name} --model {args.model} --metric {metric.name} --folds {folds} "
+              f"--seed {args.seed} --restarts {search.restarts}, on {_source(args)}",
               f"{folds}-fold cross-validation by group, {metric.name} out of fold: base {cv.base_out_of_fold:.4f}, "
               f"tuned {cv.tuned_out_of_fold:.4f}",
               f"load it: memrank serve --config {args.out} (requests with profile {args.name!r}), or "

@@ -16,9 +16,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from memrank.tuning.ascent import DEFAULT_SETTINGS, Settings, fit_weights
+from memrank.tuning.ascent import DEFAULT_SETTINGS, Settings, fit_weights, to_simplex
 from memrank.tuning.dataset import Dataset, Query, Stack, TuningError
+from memrank.tuning.listwise import fit_linear
 from memrank.tuning.metrics import Metric, Objective
+
+MODELS = ("ascent", "linear")
 
 QUERIES_PER_FOLD = 2  # at least this many queries with a relevant candidate per fold
 
@@ -80,9 +83,23 @@ def _objective(dataset: Dataset, queries: Sequence[Query], metric: Metric) -> Ob
     return Objective(Stack.of(queries, len(dataset.signals)), metric)
 
 
+def fit(model: str, objective: Objective, base: np.ndarray, settings: Settings,
+        tick: Callable[[], object] | None = None) -> np.ndarray:
+    """Weights on the simplex: ``ascent`` searches ``objective``'s metric; ``linear`` fits the listwise loss
+    (``tuning.listwise``) on the objective's queries, whatever the metric (it is still what is reported)."""
+    if model == "linear":
+        w = fit_linear(objective.stack, tick=None)
+        if tick is not None:
+            tick()
+        if not (w > 0).any():
+            return np.asarray(base, dtype=np.float64) / float(np.sum(base))
+        return to_simplex(w, int(np.argmax(w)))
+    return fit_weights(objective, base, settings, tick)
+
+
 def cross_validate(dataset: Dataset, metric: Metric, base: np.ndarray, folds: int,
                    settings: Settings = DEFAULT_SETTINGS,
-                   tick: Callable[[], object] | None = None) -> CrossValidation:
+                   tick: Callable[[], object] | None = None, model: str = "ascent") -> CrossValidation:
     """Fit on every fold's training queries and measure on its test ones; then fit on everything."""
     k = effective_folds(dataset, folds)
     queries = dataset.queries
@@ -93,13 +110,13 @@ def cross_validate(dataset: Dataset, metric: Metric, base: np.ndarray, folds: in
         train_q = [q for i, q in enumerate(queries) if i not in in_test]
         test_q = [queries[i] for i in test.tolist()]
         train, held = _objective(dataset, train_q, metric), _objective(dataset, test_q, metric)
-        w = fit_weights(train, base, settings, tick)
+        w = fit(model, train, base, settings, tick)
         results.append(FoldResult(len({q.group for q in test_q}), len(train_q), len(test_q), train(base), train(w),
                                   held(base), held(w), w))
         held_base.append(held.per_query(base))
         held_tuned.append(held.per_query(w))
     everything = _objective(dataset, queries, metric)
-    weights = fit_weights(everything, base, settings, tick)
+    weights = fit(model, everything, base, settings, tick)
     base_held, tuned_held = np.concatenate(held_base), np.concatenate(held_tuned)
     return CrossValidation(tuple(results), float(base_held.mean()), float(tuned_held.mean()), weights,
                            everything(base), everything(weights), base_held, tuned_held)

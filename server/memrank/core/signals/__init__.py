@@ -16,8 +16,10 @@ from memrank.core.signals.base import RawSignal, SignalFn
 from memrank.core.signals.confidence import confidence
 from memrank.core.signals.context import context
 from memrank.core.signals.freshness import freshness
+from memrank.core.signals.hop import hop
 from memrank.core.signals.importance import importance
 from memrank.core.signals.kind_prior import kind_prior
+from memrank.core.signals.length import length
 from memrank.core.signals.lexical import lexical
 from memrank.core.signals.recency import recency
 from memrank.core.signals.relevance import relevance, retrieval
@@ -25,6 +27,7 @@ from memrank.core.signals.safety import safety
 from memrank.core.signals.speaker import speaker
 from memrank.core.signals.stability import stability
 from memrank.core.signals.substring import substring_match
+from memrank.core.signals.thread import thread
 from memrank.core.signals.trust import trust
 
 __all__ = ["SIGNALS", "RawSignal", "SignalFn", "get_signal"]
@@ -35,6 +38,9 @@ SIGNALS: Mapping[str, SignalFn] = MappingProxyType({
     "lexical": lexical,
     "context": context,
     "speaker": speaker,
+    "thread": thread,
+    "hop": hop,
+    "length": length,
     "substring_match": substring_match,
     "recency": recency,
     "importance": importance,

@@ -31,7 +31,22 @@ from memrank.core.signals.relevance import relevance
 
 
 def match(batch: Batch, ctx: ScoringContext, profile: Profile, population: np.ndarray) -> np.ndarray:
-    """Each candidate's own match with the query, in [0, 1] (0 outside the population)."""
+    """Each candidate's own match with the query, in [0, 1] (0 outside the population).
+
+    Computed once per batch, profile, query and population (``context``, ``thread`` and ``hop`` share it).
+    """
+    key = ("match", id(profile), ctx.query, ctx.explicit_lookup, population.tobytes())
+    held = batch.derived.get(key)
+    if held is not None and held[0] is profile:
+        cached: np.ndarray = held[1]
+        return cached
+    m = _match(batch, ctx, profile, population)
+    m.setflags(write=False)
+    batch.derived[key] = (profile, m)
+    return m
+
+
+def _match(batch: Batch, ctx: ScoringContext, profile: Profile, population: np.ndarray) -> np.ndarray:
     a = profile.context_lexical
     rel = min_max(relevance(batch, ctx, profile, population).values, population)
     if a <= 0.0:
