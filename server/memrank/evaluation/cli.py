@@ -89,7 +89,7 @@ def run(args: argparse.Namespace) -> int:
 def _run_log(args: argparse.Namespace) -> int:
     from memrank.config import load_settings
     from memrank.core.errors import ConfigError
-    from memrank.evaluation.logs import evaluate_logs, table, write
+    from memrank.tuning.replay import evaluate_logs, table, write
     from memrank.tuning.dataset import TuningError
 
     try:
