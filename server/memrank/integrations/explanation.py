@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from memrank._gen.v1 import ranking_pb2 as pb
+from memrank.core.explain.breakdown import breakdown
 
 
 @dataclass(frozen=True)
@@ -18,22 +19,19 @@ class Selection:
     explanation: dict[str, Any]
 
 
+def _plain(value: Any) -> Any:
+    """A message's field as a plain value: a repeated field (the reasons) as a list."""
+    return value if isinstance(value, str | int | float) else list(value)
+
+
 def explanation(m: pb.RankedMemory, response: pb.RankResponse) -> dict[str, Any]:
     """A selected memory's rank, score, breakdown and reasons as plain (JSON-ready) values."""
-    b = m.breakdown
     out: dict[str, Any] = {
         "id": m.id, "rank": m.rank, "position": m.position, "score": m.score, "layer": m.layer,
         "profile": response.profile,
     }
     if m.HasField("breakdown"):
-        out.update({
-            "retrieval_score": b.retrieval_score, "combined_score": b.combined_score, "final_score": b.final_score,
-            "quality_score": b.quality_score, "blend_term": b.blend_term, "marginal_gain": b.marginal_gain,
-            "token_count": b.token_count, "token_count_estimated": b.token_count_estimated,
-            "reasons": list(b.reasons),
-            "signals": {s.name: {"raw": s.raw, "normalized": s.normalized, "weight": s.weight,
-                                 "contribution": s.contribution, "reasons": list(s.reasons)} for s in b.signals},
-        })
+        out.update(breakdown(m.breakdown, _plain))
     out["stages"] = [{"stage": s.stage, "objective": s.objective, "provenance": s.provenance,
                       "input_score": s.input_score, "output_score": s.output_score, "position": s.position}
                      for s in m.stages]
