@@ -8,6 +8,7 @@ out: a function-level import of a memrank module is allowed to defer a load, nev
 from __future__ import annotations
 
 import ast
+import re
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -144,6 +145,36 @@ def test_the_packages_import_each_other_one_way() -> None:
 
     assert "evaluation" in graph["tuning"]  # the walk sees the arrow it keeps one way
     assert sorted(f"{p} imports {q}, which reaches {p}" for p in graph for q in graph[p] if p in reachable(q)) == []
+
+
+LAYOUT = PACKAGE.parents[1] / "docs" / "development" / "code-layout.md"
+UNDRAWN = {"_gen", "logs", "ports", "__version__", "_process"}
+
+
+def test_the_diagram_draws_the_imports() -> None:
+    """docs/development/code-layout.md's mermaid picture: every arrow is an import, and every import between
+    packages is an arrow or follows a path of arrows."""
+    text = LAYOUT.read_text(encoding="utf-8")
+    chart = text[text.index("```mermaid"):]
+    chart = chart[: chart.index("```", 3)]
+    drawn = {(m.group(1), m.group(2)) for m in re.finditer(r'^\s*(\w+)(?:\[".*?"\])?\s*-->\s*(\w+)\s*$', chart,
+                                                           re.MULTILINE)}
+    actual = {(_package(name), _package(imported)) for name, path in _modules() if name != "memrank"
+              for _, imported, _ in _imports(name, path) if imported.startswith("memrank.")}
+    actual = {(a, b) for a, b in actual if a != b and not {a, b} & UNDRAWN}
+
+    def implied(a: str, b: str) -> bool:
+        seen, todo = {a}, [a]
+        while todo:
+            here = todo.pop()
+            for p, q in drawn:
+                if p == here and q not in seen:
+                    seen.add(q)
+                    todo.append(q)
+        return b in seen
+
+    assert drawn and sorted(drawn - actual) == []
+    assert sorted((a, b) for a, b in actual if not implied(a, b)) == []
 
 
 def test_no_function_level_import_dodges_a_cycle() -> None:
