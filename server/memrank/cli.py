@@ -1,7 +1,7 @@
 """The `memrank` command: serve, rank a JSON request offline, list profiles, evaluate, tune.
 
 A little past 250 lines on purpose: the argument parser and the short commands it dispatches to read best
-side by side; the long commands live in their packages (``evaluation.cli``, ``tuning.cli``,
+side by side; the long commands live in their packages (``evaluation.cli``, ``tuning.cli``, ``tuning.replay``,
 ``grpc.verify``, ``grpc.supervisor``) and are imported only when run, so ``memrank --help`` stays fast.
 """
 
@@ -283,6 +283,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "serve":
             return _serve(args)
         if args.command == "eval":
+            if args.log:  # the decision log's replay is tuning's (tuning.replay): evaluation imports no tuning
+                from memrank.tuning.replay import run as run_eval_log
+
+                return run_eval_log(args)
             from memrank.evaluation.cli import run as run_eval
 
             return run_eval(args)

@@ -8,6 +8,7 @@ out: a function-level import of a memrank module is allowed to defer a load, nev
 from __future__ import annotations
 
 import ast
+import re
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -75,6 +76,7 @@ def test_the_walk_sees_the_layers() -> None:
                for _, imported, _ in _imports("memrank.core.pipeline", core["memrank.core.pipeline"]))
     assert _violations("metrics", ("memrank.config",))  # metrics sits on top of config
     assert _violations("core/explain", ("memrank.core.scoring",))  # explanation reads scoring's columns
+    assert _violations("tuning", ("memrank.evaluation",))  # tuning builds on evaluation's harness and metrics
 
 
 # What sits on top of everything below: the edge and its callers (README, "Code layout").
@@ -91,6 +93,9 @@ EDGE_AND_UP = ("memrank.grpc", "memrank.client", "memrank.integrations", "memran
     ("metrics", EDGE_AND_UP),
     ("decisions", EDGE_AND_UP),
     ("grpc", EDGE_AND_UP[1:]),
+    # Evaluation sits below tuning: tune's LoCoMo set is eval's harness, both score with evaluation.metrics,
+    # and `eval --log` (a replay of the decision log through tuning's objective) is tuning.replay.
+    ("evaluation", ("memrank.tuning", "memrank.integrations", "memrank.cli")),
     ("client", ("memrank.config", "memrank.profiles", "memrank.metrics", "memrank.decisions", *EDGE_AND_UP[:1],
                 *EDGE_AND_UP[2:])),
 ])
@@ -110,6 +115,66 @@ def test_prometheus_client_is_named_only_under_metrics() -> None:
               for _, imported, _ in _imports(name, path) if _within(imported, ("prometheus_client",))]
     assert inside  # the walk sees the imports it forbids elsewhere
     assert outside == []
+
+
+def _package(name: str) -> str:
+    """memrank.tuning.metrics -> tuning; memrank.cli -> cli."""
+    return name.split(".")[1]
+
+
+def test_the_packages_import_each_other_one_way() -> None:
+    """No circle between memrank's packages (and top-level modules), whatever the kind of import (module,
+    function, TYPE_CHECKING): evaluation and tuning imported each other until evaluation's --log report moved
+    into tuning.replay and both metrics modules into evaluation.metrics."""
+    graph: dict[str, set[str]] = {}
+    for name, path in _modules():
+        if name == "memrank":
+            continue
+        for _, imported, _ in _imports(name, path):
+            if imported.startswith("memrank.") and _package(imported) != _package(name):
+                graph.setdefault(_package(name), set()).add(_package(imported))
+
+    def reachable(start: str) -> set[str]:
+        seen: set[str] = set()
+        todo = [start]
+        while todo:
+            for nxt in graph.get(todo.pop(), set()) - seen:
+                seen.add(nxt)
+                todo.append(nxt)
+        return seen
+
+    assert "evaluation" in graph["tuning"]  # the walk sees the arrow it keeps one way
+    assert sorted(f"{p} imports {q}, which reaches {p}" for p in graph for q in graph[p] if p in reachable(q)) == []
+
+
+LAYOUT = PACKAGE.parents[1] / "docs" / "development" / "code-layout.md"
+UNDRAWN = {"_gen", "logs", "ports", "__version__", "_process"}
+
+
+def test_the_diagram_draws_the_imports() -> None:
+    """docs/development/code-layout.md's mermaid picture: every arrow is an import, and every import between
+    packages is an arrow or follows a path of arrows."""
+    text = LAYOUT.read_text(encoding="utf-8")
+    chart = text[text.index("```mermaid"):]
+    chart = chart[: chart.index("```", 3)]
+    drawn = {(m.group(1), m.group(2)) for m in re.finditer(r'^\s*(\w+)(?:\[".*?"\])?\s*-->\s*(\w+)\s*$', chart,
+                                                           re.MULTILINE)}
+    actual = {(_package(name), _package(imported)) for name, path in _modules() if name != "memrank"
+              for _, imported, _ in _imports(name, path) if imported.startswith("memrank.")}
+    actual = {(a, b) for a, b in actual if a != b and not {a, b} & UNDRAWN}
+
+    def implied(a: str, b: str) -> bool:
+        seen, todo = {a}, [a]
+        while todo:
+            here = todo.pop()
+            for p, q in drawn:
+                if p == here and q not in seen:
+                    seen.add(q)
+                    todo.append(q)
+        return b in seen
+
+    assert drawn and sorted(drawn - actual) == []
+    assert sorted((a, b) for a, b in actual if not implied(a, b)) == []
 
 
 def test_no_function_level_import_dodges_a_cycle() -> None:

@@ -13,6 +13,7 @@ import numpy as np
 
 from memrank._gen.v1 import ranking_pb2 as pb
 from memrank.core.batch import Batch, RankParams
+from memrank.core.explain.breakdown import LOGGED_SIGNAL_PARTS, signal_rows
 from memrank.core.explain.outcome import RankOutcome
 from memrank.decisions.mask import OMIT
 
@@ -53,7 +54,7 @@ def capture_decision(o: RankOutcome, batch: Batch, params: RankParams, response:
         "contents": batch.contents if content_mode != OMIT else None,
         "token_count": o.token_count,
         "token_estimated": o.token_estimated,
-        "signals": tuple((c.name, c.raw, c.normalized, c.contribution) for c in s.signals),
+        "signals": signal_rows(s.signals, LOGGED_SIGNAL_PARTS),  # the columns themselves, by reference
         "final": o.final,
         "drop": o.drop,
         "rank": rank,

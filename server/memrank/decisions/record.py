@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy as np
 
+from memrank.core.explain.breakdown import LOGGED_SIGNAL_PARTS, signals
 from memrank.core.text.normalize import estimated_tokens
 from memrank.core.types import DropReason, Source
 from memrank.decisions.mask import Masker
@@ -63,9 +64,7 @@ def decision_record(c: dict[str, Any], masker: Masker) -> dict[str, Any]:
     }
     if c["contents"] is not None:
         candidates.update(masker.many(c["contents"]))
-    candidates["signals"] = {name: {"raw": FloatColumn(raw), "normalized": FloatColumn(normalized),
-                                    "contribution": FloatColumn(contribution)}
-                             for name, raw, normalized, contribution in c["signals"]}
+    candidates["signals"] = signals(c["signals"], LOGGED_SIGNAL_PARTS, FloatColumn)
     candidates["final_score"] = FloatColumn(c["final"])
     candidates["outcome"] = [OUTCOMES[v] for v in c["drop"].tolist()]
     candidates["rank"] = _optional_index(np.where(c["rank"] > 0, c["rank"], -1))

@@ -1,8 +1,9 @@
 """The `memrank eval` subcommand: its parser and its entry point (wired into memrank.cli).
 
-memrank.cli builds this parser on every start, so what only a run needs is imported inside ``run`` and
-``_run_log``: the gRPC client, the harness (runner) and the decision-log evaluation with the scoring stack and
-configuration behind them. None of them imports this module.
+memrank.cli builds this parser on every start, so what only a run needs is imported inside ``run``: the gRPC
+client and the harness (runner). None of them imports this module. ``--log`` is run by
+``memrank.tuning.replay.run`` (memrank.cli sends it there): it replays the decision log with tuning's reader and
+objective, and evaluation imports nothing from tuning.
 """
 
 from __future__ import annotations
@@ -52,7 +53,8 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     p.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
 
 
-def _names(text: str) -> tuple[str, ...]:
+def split_names(text: str) -> tuple[str, ...]:
+    """A comma-separated list of names (--profiles, --baselines), blanks dropped."""
     return tuple(x.strip() for x in text.split(",") if x.strip())
 
 
@@ -61,15 +63,13 @@ def run(args: argparse.Namespace) -> int:
     from memrank.client import RankingError
     from memrank.evaluation.runner import EvalOptions, evaluate, table, write_report
 
-    if args.log:
-        return _run_log(args)
-    unknown = set(_names(args.baselines)) - set(BASELINES)
+    unknown = set(split_names(args.baselines)) - set(BASELINES)
     if unknown:
         print(f"memrank eval: unknown baseline(s) {', '.join(sorted(unknown))}; known: {', '.join(BASELINES)}",
               file=sys.stderr)
         return 2
     opts = EvalOptions(data=args.data, embeddings=args.embeddings, target=args.target, config=args.config,
-                       profiles=_names(args.profiles), baselines=_names(args.baselines),
+                       profiles=split_names(args.profiles), baselines=split_names(args.baselines),
                        explicit_lookup=not args.general_recall, limit=args.limit, workers=args.workers,
                        progress=not args.no_progress, reference=args.reference, per_question=args.per_question)
     try:
@@ -85,23 +85,3 @@ def run(args: argparse.Namespace) -> int:
     print(f"wrote {args.out}" + (f" and {args.plot}" if args.plot else "") + f" in {doc['seconds']} s")
     return 0
 
-
-def _run_log(args: argparse.Namespace) -> int:
-    from memrank.config import load_settings
-    from memrank.core.errors import ConfigError
-    from memrank.evaluation.logs import evaluate_logs, table, write
-    from memrank.tuning.dataset import TuningError
-
-    try:
-        settings = load_settings(args.config, env={})
-        report = evaluate_logs(args.log, settings.profiles, _names(args.profiles))
-    except (ConfigError, TuningError) as exc:
-        print(f"memrank eval: {exc}", file=sys.stderr)
-        return 2
-    except OSError as exc:
-        print(f"memrank eval: {exc.filename or ''}: {exc.strerror or exc}", file=sys.stderr)
-        return 2
-    write(report, args.out)
-    print(table(report))
-    print(f"wrote {args.out}")
-    return 0

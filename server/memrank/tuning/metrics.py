@@ -3,16 +3,10 @@
 For weights ``w`` the score of candidate i is ``s_i = sum_s w_s x normalised_s(i)``
 (the base profile's combined score when ``w`` are its weights). The ranking is
 the eligible candidates by ``s`` descending, ties in candidate order (a stable
-sort); gated candidates are never returned. With ``g_i`` the graded relevance
-and ``R`` every relevant item of the query (candidates or not):
-
-- ``recall@k``  = |{i in top k : g_i > 0}| / |{r in R : g_r > 0}|
-- ``ndcg@k``    = sum_{rank j <= k} g_(j) / log2(j + 1), divided by the same sum
-  over R's grades sorted descending (grades are the gains; 0/1 grades give
-  `memrank eval`'s binary nDCG)
-- ``budget-recall@T`` = recall of the candidates a T-token budget takes, filled
-  greedily in rank order (one that does not fit is skipped and the next tried,
-  as ``memrank.evaluation.metrics.budget_pick`` and the sidecar's selector do)
+sort); gated candidates are never returned. The metrics (``recall@k``,
+``ndcg@k`` with the grades as gains, ``budget-recall@T``) are
+``memrank.evaluation.metrics``', the one home of their formulas, applied to
+every query's ranking at once; `memrank eval` scores with the same functions.
 """
 
 from __future__ import annotations
@@ -22,6 +16,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from memrank.evaluation.metrics import budget_fill, ideal_dcg, ndcg_rows, recall_rows
 from memrank.tuning.dataset import Stack, TuningError
 
 EXAMPLES = ("recall@5", "ndcg@10", "budget-recall@512")
@@ -65,10 +60,6 @@ def ranking(stack: Stack, weights: np.ndarray) -> np.ndarray:
     return np.argsort(-s, axis=1, kind="stable")
 
 
-def _discounts(k: int) -> np.ndarray:
-    return np.asarray(1.0 / np.log2(np.arange(2, k + 2)), dtype=np.float64)
-
-
 class Objective:
     """One metric's per-query values and mean for any weight vector over a fixed stack."""
 
@@ -78,22 +69,16 @@ class Objective:
         self._hit = stack.eligible & (stack.grades > 0)
         self._gain = np.where(stack.eligible, stack.grades, 0.0)
         if metric.kind == "ndcg":
-            d = _discounts(metric.cutoff)
-            self._ideal = np.array([float(np.sort(g)[::-1][: metric.cutoff] @ d[: min(g.size, metric.cutoff)])
-                                    for g in stack.all_grades])
+            self._ideal = np.array([ideal_dcg(g, metric.cutoff) for g in stack.all_grades])
 
     def per_query(self, weights: np.ndarray) -> np.ndarray:
         """The metric of every query (float64 (queries,))."""
         order = ranking(self.stack, weights)
         kind, k = self.metric.kind, self.metric.cutoff
         if kind == "recall":
-            hits = np.take_along_axis(self._hit, order[:, :k], axis=1).sum(axis=1)
-            return np.asarray(hits / self.stack.relevant, dtype=np.float64)
+            return recall_rows(np.take_along_axis(self._hit, order[:, :k], axis=1), self.stack.relevant)
         if kind == "ndcg":
-            gains = np.take_along_axis(self._gain, order[:, :k], axis=1)
-            dcg = gains @ _discounts(k)[: gains.shape[1]]
-            return np.asarray(np.divide(dcg, self._ideal, out=np.zeros_like(dcg), where=self._ideal > 0),
-                              dtype=np.float64)
+            return ndcg_rows(np.take_along_axis(self._gain, order[:, :k], axis=1), self._ideal)
         return self._budget_recall(order, k)
 
     def __call__(self, weights: np.ndarray) -> float:
@@ -107,15 +92,7 @@ class Objective:
         eligible_count = self.stack.eligible.sum(axis=1).tolist()
         for q in range(self.stack.size):
             idx = order[q, : eligible_count[q]]
-            tokens = self.stack.tokens[q, idx].tolist()
             hits = self._hit[q, idx].tolist()
-            smallest = min(tokens, default=0)
-            used = found = 0
-            for t, h in zip(tokens, hits, strict=True):
-                if used + t <= budget:
-                    used += t
-                    found += h
-                    if used + smallest > budget:  # nothing left can fit
-                        break
+            found = sum(hits[i] for i in budget_fill(self.stack.tokens[q, idx].tolist(), budget))
             out[q] = found / self.stack.relevant[q]
         return out

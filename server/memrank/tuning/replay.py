@@ -21,7 +21,9 @@ nDCG@10 over the feedback grades; unlabelled candidates count 0).
 
 from __future__ import annotations
 
+import argparse
 import json
+import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -145,3 +147,24 @@ def table(report: dict[str, Any]) -> str:
 def write(report: dict[str, Any], out: Path) -> None:
     """The report as JSON."""
     out.write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run `memrank eval --log` (memrank.cli sends it here); prints the tables and writes the report."""
+    from memrank.config import load_settings
+    from memrank.core.errors import ConfigError
+    from memrank.evaluation.cli import split_names
+
+    try:
+        settings = load_settings(args.config, env={})
+        report = evaluate_logs(args.log, settings.profiles, split_names(args.profiles))
+    except (ConfigError, TuningError) as exc:
+        print(f"memrank eval: {exc}", file=sys.stderr)
+        return 2
+    except OSError as exc:
+        print(f"memrank eval: {exc.filename or ''}: {exc.strerror or exc}", file=sys.stderr)
+        return 2
+    write(report, args.out)
+    print(table(report))
+    print(f"wrote {args.out}")
+    return 0
