@@ -16,7 +16,7 @@ from memrank.core.signals.base import RawSignal, SignalFn
 from memrank.core.signals.confidence import confidence
 from memrank.core.signals.context import context
 from memrank.core.signals.freshness import freshness
-from memrank.core.signals.importance import importance
+from memrank.core.signals.importance_cues import importance
 from memrank.core.signals.kind_prior import kind_prior
 from memrank.core.signals.lexical import lexical
 from memrank.core.signals.recency import recency
