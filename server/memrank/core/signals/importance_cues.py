@@ -22,7 +22,7 @@ fact        0.25  kind fact, profile or identity, or a personal-fact phrase (``i
                   (``stability.TIME_BOUND``: "today", "right now", "currently", ...): durable only
 decision    0.30  kind decision, or a decision phrase (``importance.DECISION``: "we decided",
                   "decided to", "let s go with", "we ll use", "decision", ...)
-metric      0.15  a number with a unit: digits (not inside a word) followed by "%" or a unit word
+metric      0.15  a number with a unit: digits (not after a letter, digit, "." or ",") then "%" or a unit word
                   (``UNITS``), with or without a space ("95%", "250 ms", "250ms", "3.5 GB", "40
                   users"), or a currency sign before digits ("$120"); read on the folded sample
 date        0.15  confidence's date test (``confidence.has_date``): a weekday, "yesterday",
@@ -68,7 +68,7 @@ UNITS = ("percent", "ms", "s", "sec", "secs", "second", "seconds", "min", "mins"
          "hrs", "hour", "hours", "day", "days", "week", "weeks", "month", "months", "year", "years", "kb", "mb", "gb",
          "tb", "k", "x", "km", "kg", "lb", "lbs", "mile", "miles", "mph", "usd", "eur", "dollar", "dollars", "euro",
          "euros", "user", "users", "request", "requests", "rps", "qps", "times")
-METRIC = re.compile(rf"[$€£¥]\s?\d|(?<![^\W\d_])\d+(?:[.,]\d+)*\s?(?:%|(?:{'|'.join(UNITS)})(?!\w))")
+METRIC = re.compile(rf"[$€£¥]\s?\d+(?:[.,]\d+)*|(?<![\w.,])\d+(?:[.,]\d+)*\s?(?:%|(?:{'|'.join(UNITS)})(?!\w))")
 
 
 def metric_of(content: str) -> str | None:
@@ -105,7 +105,7 @@ def cue_importance(batch: Batch) -> RawSignal:
     keep = np.ones(n)
     for name, v in CUES:  # multiplied in CUES order (the derivations follow it)
         keep = keep * np.where(found[name], 1.0 - v, 1.0)
-    values = base + (1.0 - base) * (1.0 - keep)
+    values = np.minimum(base + (1.0 - base) * (1.0 - keep), 1.0)  # the min only guards the last bit
     shown, result = base.tolist(), values.tolist()
 
     def matched(name: str, i: int) -> str:
