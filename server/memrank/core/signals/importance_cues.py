@@ -47,10 +47,10 @@ import numpy as np
 from memrank.core.batch import Batch
 from memrank.core.profile import Profile
 from memrank.core.reasons import Lazy
-from memrank.core.signals import importance as category
 from memrank.core.signals.base import RawSignal, ScoringContext
 from memrank.core.signals.confidence import DATE_WORDS, date_column, number_column
 from memrank.core.signals.importance import CONSTRAINT_PREF, DECISION, FACT
+from memrank.core.signals.importance import importance as category_importance
 from memrank.core.signals.stability import TIME_BOUND
 from memrank.core.text.buffers import padded_index
 from memrank.core.text.normalize import fold, sample
@@ -81,7 +81,7 @@ def importance(batch: Batch, ctx: ScoringContext, profile: Profile, population: 
     """The importance signal under the profile's ``importance_rules``: ``cues`` here, else the category rules."""
     if profile.importance_rules == "cues":
         return cue_importance(batch)
-    return category.importance(batch, ctx, profile, population)
+    return category_importance(batch, ctx, profile, population)
 
 
 def cue_importance(batch: Batch) -> RawSignal:
