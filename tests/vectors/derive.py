@@ -33,7 +33,11 @@ vector asserts a weaker property instead, never the server's value:
   "ignored" are. Objectives are free text and otherwise not asserted.
 - Snowball stems come from a hand-written table (STEMS), and the phrase lists of
   the importance, stability and confidence rules are not copied: the contents
-  are asserted to stay clear of the rules derive.py does not implement.
+  are asserted to stay clear of the rules derive.py does not implement. The
+  lians importance cues (docs/concepts/signals.md) are derived from their
+  documented table: evidence phrases and units whole, fact, decision and
+  constraint phrases by the documented examples, with CUE_WATCH keeping the
+  contents clear of those lists' other wording.
 """
 
 from __future__ import annotations
