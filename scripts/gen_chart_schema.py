@@ -32,7 +32,7 @@ from memrank.core.batch import LayerSpec
 from memrank.core.profile import SHARE_RANGE, THRESHOLD_RANGE, WEIGHT_RANGE, Profile, RecencySpec, SignalSpec
 from memrank.core.text.stem import LANGUAGES
 from memrank.core.types import Placement
-from memrank.profiles.model import FORMULAS, FUSIONS, NORMALIZATIONS
+from memrank.profiles.model import FORMULAS, FUSIONS, IMPORTANCE_RULES, NORMALIZATIONS
 
 ROOT = Path(__file__).resolve().parent.parent
 OUTPUT = ROOT / "helm" / "memrank" / "values.schema.json"
@@ -139,6 +139,8 @@ def _profile_field(name: str, hint: Any) -> dict[str, Any]:
         return {"type": "string", "enum": list(FORMULAS)}
     if name == "fusion":
         return {"type": "string", "enum": list(FUSIONS)}
+    if name == "importance_rules":
+        return {"type": "string", "enum": list(IMPORTANCE_RULES)}
     if name == "placement":
         return {"type": "string", "enum": [p.name.lower() for p in Placement if p is not Placement.UNSPECIFIED]}
     if name == "lexical_stemmer":

@@ -234,6 +234,9 @@ def _profiles(args: argparse.Namespace, settings: Settings) -> int:
         p = settings.profiles[name]
         tag = " (compatibility)" if p.compatibility else ""
         print(f"{name}{tag}: {p.description}")
+        if p.importance_rules == "cues":
+            print("    importance: memrank's rules (caller importance raised by fact, decision, metric, date, "
+                  "constraint and evidence cues; docs/concepts/signals.md), not the seed's")
         for s in p.signals:
             print(f"    {s.name:<14} weight {s.weight:<8g} normalization {s.normalization}")
     return 0

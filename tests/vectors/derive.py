@@ -33,7 +33,11 @@ vector asserts a weaker property instead, never the server's value:
   "ignored" are. Objectives are free text and otherwise not asserted.
 - Snowball stems come from a hand-written table (STEMS), and the phrase lists of
   the importance, stability and confidence rules are not copied: the contents
-  are asserted to stay clear of the rules derive.py does not implement.
+  are asserted to stay clear of the rules derive.py does not implement. The
+  lians importance cues (docs/concepts/signals.md) are derived from their
+  documented table: evidence phrases and units whole, fact, decision and
+  constraint phrases by the documented examples, with CUE_WATCH keeping the
+  contents clear of those lists' other wording.
 """
 
 from __future__ import annotations
@@ -498,10 +502,10 @@ PROFILES: dict[str, dict[str, Any]] = {
     "lians-recall": {"signals": (("relevance", 0.35, "none"), ("confidence", 0.15, "none"),
                                  ("importance", 0.15, "none"), ("trust", 0.10, "none"), ("freshness", 0.10, "none"),
                                  ("stability", 0.10, "none"), ("safety", 0.05, "none")),
-                     "blend": 0.8, "lexical_blend": 0.5},
+                     "blend": 0.8, "lexical_blend": 0.5, "cues": True},
     "lians-admission": {"signals": (("importance", 0.25, "none"), ("stability", 0.20, "none"),
                                     ("confidence", 0.20, "none"), ("trust", 0.15, "none"), ("safety", 0.15, "none"),
-                                    ("freshness", 0.05, "none"))},
+                                    ("freshness", 0.05, "none")), "cues": True},
     "agent-observer": {"signals": (("kind_prior", 1.0, "none"), ("retrieval", 0.30, "none"),
                                    ("substring_match", 0.25, "none"), ("access", 1.0, "none"))},
     "generative-agents": {"signals": (("recency", 1.0, "min_max"), ("importance", 1.0, "min_max"),
@@ -509,7 +513,7 @@ PROFILES: dict[str, dict[str, Any]] = {
 }
 PROFILE_DEFAULTS: dict[str, Any] = {"fusion": "max", "facet_weights": {}, "lambda": 1.0, "threshold": None,
                                     "stemmer": False, "own": False, "share": False, "blend": 0.0, "lexical_blend": 0.0,
-                                    "recency_floor": 0.05}
+                                    "recency_floor": 0.05, "cues": False}
 RECENCY_DECAY = 0.995
 RRF_K = 60
 CALIBRATION_MARGIN = 0.1
@@ -565,6 +569,71 @@ RELATIVE_DAYS = ("yesterday", "tomorrow", "last week", "next week", "last month"
 MONTHS = ("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec")
 CONFIDENCE_FEATURES = (("number", 0.15), ("date", 0.15), ("entity", 0.15), ("event_time", 0.10), ("source", 0.10),
                        ("metadata", 0.05))
+# The lians importance cues (README/docs "Importance cues (lians-*)"): importance = b + (1 - b) x (1 - prod(1 - v))
+# over the cues found, b the caller's importance or 0, multiplied in this order. Evidence phrases and units are
+# the documented lists; fact, decision and constraint phrases only the documented examples (they are memrank's
+# category-rule phrase lists): CUE_WATCH holds the words that open those lists' other phrases, and a vector
+# content under a cue profile that holds one without a listed phrase of that cue fails an assertion.
+CUE_VALUES = (("fact", 0.25), ("decision", 0.30), ("metric", 0.15), ("date", 0.15), ("constraint", 0.30),
+              ("evidence", 0.15))
+CUE_KINDS = {"fact": ("fact", "profile", "identity"), "decision": ("decision",), "constraint": ("constraint",
+             "preference"), "evidence": ("evidence", "observation")}
+CUE_PHRASES = {"fact": ("my name", "my wife", "i live", "i work", "i am a"),
+               "decision": ("we decided", "decided to", "let s go with", "we ll use", "decision"),
+               "constraint": ("must", "never", "always", "make sure", "avoid", "allergic", "i prefer", "i don t eat"),
+               "evidence": ("according to", "confirmed", "verified", "measured", "benchmarked", "logs show",
+                            "log shows", "data shows", "as shown", "reproduced", "screenshot", "citation", "proof",
+                            "evidence", "http", "https", "www")}  # the whole documented list
+CUE_WATCH = {"fact": ("my", "i"), "decision": ("we", "i", "decided", "decision", "let", "agreed", "chose", "picked",
+                                               "settled"),
+             "constraint": ("i", "must", "never", "always", "make", "avoid", "allergic", "please", "prefer",
+                            "favorite", "favourite"),
+             "evidence": ()}
+UNITS = ("percent", "ms", "s", "sec", "secs", "second", "seconds", "min", "mins", "minute", "minutes", "h", "hr",
+         "hrs", "hour", "hours", "day", "days", "week", "weeks", "month", "months", "year", "years", "kb", "mb", "gb",
+         "tb", "k", "x", "km", "kg", "lb", "lbs", "mile", "miles", "mph", "usd", "eur", "dollar", "dollars", "euro",
+         "euros", "user", "users", "request", "requests", "rps", "qps", "times")
+
+
+def metric_in(text: str) -> str:
+    """A number with a unit: digits not after a letter, digit, '.' or ',', an optional decimal or thousands part,
+    an optional space, then '%' or a unit word; or a currency sign before digits."""
+    low = text.lower()
+    m = re.search(r"[$€£¥] ?[0-9]+(?:[.,][0-9]+)*", low)
+    if m:
+        return m.group()
+    for m in re.finditer(r"(?<![a-z0-9_.,])([0-9]+(?:[.,][0-9]+)*) ?(%|[a-z]+)", low):
+        if m.group(2) == "%" or m.group(2) in UNITS:
+            return m.group()
+    return ""
+
+
+def cue_importance_of(c: dict[str, Any]) -> tuple[float, str]:
+    """The lians importance of one candidate (the table above), with the cues found."""
+    text, kind = c.get("content", ""), c.get("kind", "").lower()
+    pad = padded(text)
+    found: dict[str, str] = {}
+    for name in ("fact", "decision", "constraint", "evidence"):
+        phrase = next((p for p in CUE_PHRASES[name] if f" {p} " in pad), "")
+        if not phrase and kind not in CUE_KINDS[name]:
+            assert not any(f" {w} " in pad for w in CUE_WATCH[name]), \
+                f"derive.py: {name} wording it does not derive in {text!r}"
+        if kind in CUE_KINDS[name] or phrase:
+            found[name] = f"kind {kind}" if kind in CUE_KINDS[name] else repr(phrase)
+    if "fact" in found and has_phrase(text, TIME_BOUND):
+        del found["fact"]  # durable facts only
+    if metric_in(text):
+        found["metric"] = repr(metric_in(text))
+    if has_date(text):
+        found["date"] = "date"
+    b = float(c.get("importance", 0.0))
+    keep = 1.0
+    for name, v in CUE_VALUES:
+        if name in found:
+            keep = keep * (1.0 - v)
+    value = min(b + (1.0 - b) * (1.0 - keep), 1.0)
+    cues = ", ".join(f"{n} {v} ({found[n]})" for n, v in CUE_VALUES if n in found) or "no cue"
+    return value, f"b {b} + (1 - b) x (1 - prod(1 - v)) over {cues} = {value!r}"
 
 
 def profile_of(name: str, overrides: dict[str, float] | None = None) -> dict[str, Any]:
@@ -719,13 +788,14 @@ def stability_of(c: dict[str, Any]) -> tuple[float, str]:
     if n < 4:
         return 0.3, f"{n} tokens: 0.3"
     value = 0.6 if n < 12 else 0.7
-    durable = kind.lower() in DURABLE_KINDS
-    if not durable:
-        assert not has_phrase(text, DURABLE_CUES), f"derive.py: durable wording in a {kind!r} memory: {text!r}"
+    # durable: a durable kind, or durable wording (DURABLE_CUES, the documented examples; only the cue vectors'
+    # non-durable kinds use them)
+    durable = kind.lower() in DURABLE_KINDS or bool(has_phrase(text, DURABLE_CUES))
     bound = has_phrase(text, TIME_BOUND)
     assert bound in ("", "today"), "derive.py uses only 'today' of the time-bound words"
     value = min(1.0, max(0.0, value + (0.3 if durable else 0.0) - (0.2 if bound else 0.0)))
-    return value, f"{n} tokens{', durable kind ' + kind if durable else ''}{', time-bound ' + bound if bound else ''}" \
+    label = f"kind {kind}" if kind.lower() in DURABLE_KINDS else f"wording {has_phrase(text, DURABLE_CUES)!r}"
+    return value, f"{n} tokens{', durable ' + label if durable else ''}{', time-bound ' + bound if bound else ''}" \
                   f" = {value!r}"
 
 
@@ -808,6 +878,8 @@ def raw_signals(prof: dict[str, Any], pop: list[dict[str, Any]], req: dict[str, 
                 hit = speaker_named(query, c.get("speaker", "")) if c.get("speaker") else ""
                 col[c["id"]] = (1.0 if hit else 0.0, f"query names {hit!r}" if hit else "not named")
             out[name] = col
+        elif name == "importance" and prof["cues"]:
+            out[name] = {c["id"]: cue_importance_of(c) for c in pop}
         elif name == "importance":
             assert all("importance" in c for c in pop), "derive.py: contract vectors send every importance"
             out[name] = {c["id"]: (float(c["importance"]), "as sent") for c in pop}
@@ -977,8 +1049,9 @@ def contract_run(req: dict[str, Any], profile: str, overrides: dict[str, float] 
     for r, cid in enumerate(ranked):
         stages[cid].append({"stage": "calibration", "provenance": "rank-calibration-v1", "input_score": final[cid],
                             "output_score": public[cid], "position": r})
-    suggestions = {cid: by_id[cid]["importance"] + IMPORTANCE_RAISE * (1 - by_id[cid]["importance"])
-                   for cid in ranked}
+    # the importance the profile's rules give: the cue value under lians-*, else the caller's
+    imp = {cid: raws["importance"][cid][0] if prof["cues"] else by_id[cid]["importance"] for cid in ranked}
+    suggestions = {cid: imp[cid] + IMPORTANCE_RAISE * (1 - imp[cid]) for cid in ranked}
     return {"profile": prof, "ranked": ranked, "final": final, "dropped": dropped, "covered": covered,
             "stages": stages, "public": public, "signals": signals, "combined": combined, "blend": blend_term,
             "suggestions": suggestions, "why": why, "current": current}
@@ -1460,7 +1533,9 @@ def contract_cases() -> list[tuple[str, str, dict[str, Any], frozenset[str]]]:
     seven = ("confidence 0.30 + .15 number + .15 date (Monday) + .15 entity (Postgres) + .10 event_time + .10 known "
              "source + .05 metadata ('_' keys ignored); trust by source (system_verified without provenance 0.5, "
              "model_inferred 0.55); freshness max(0.1, 0.5^(age_h/720)); stability 0.1 pleasantry, 0.6 under 12 "
-             "tokens, 0.7 from 12, +0.3 durable kind, -0.2 'today'; safety 1, review needed 0.5; l-6 EXPIRED")
+             "tokens, 0.7 from 12, +0.3 durable kind, -0.2 'today'; safety 1, review needed 0.5; l-6 EXPIRED; "
+             "importance by memrank's cue rules, b + (1 - b) x (1 - prod(1 - v)): l-1 fact .25 (kind fact), l-3 "
+             "constraint .30 (kind preference), l-4 fact .25 and date .15 (Monday), the others no cue")
     add("lians_recall_components", "lians-recall: final = 0.8 x retrieval + 0.2 x quality, quality = .35 "
         "relevance (0.5 retrieval + 0.5 exact-word lexical IDF) + .15 confidence + .15 importance + .10 trust + "
         ".10 freshness + .10 stability + .05 safety; " + seven,
@@ -1476,6 +1551,30 @@ def contract_cases() -> list[tuple[str, str, dict[str, Any], frozenset[str]]]:
         rank_request("shadow_lians", "lians-recall", lians, "ledger backup", shadowProfile="lians-admission",
                      budget={"maxItems": 3}),
         "shadow", "receipt")
+    def cue(cid: str, content: str, importance: float | None = None, kind: str = "") -> dict[str, Any]:
+        row = {**cand(cid, kind, content, 0.5), "createdAt": "2026-05-31T12:00:00Z"}
+        if importance is None:
+            del row["importance"]
+        else:
+            row["importance"] = importance
+        return row
+
+    add("lians_importance_cues", "lians-admission ranks by .25 importance + .20 stability + .20 confidence + .15 "
+        "trust + .15 safety + .05 freshness; importance follows memrank's cue rules: b + (1 - b) x (1 - prod(1 - "
+        "v)) over the cues found, b = caller importance or 0; fact .25 ('my name'; q-bound's kind fact is "
+        "time-bound: no cue), decision .30 ('decided to'), metric .15 ('250ms'), date .15 ('friday'), constraint "
+        ".30 ('must'), evidence .15 ('according to'); q-caller 0.6 with kind decision, an ISO date and 'verified': "
+        "0.6 + 0.4 x (1 - 0.7 x 0.85 x 0.85); q-none keeps its 0.2; suggestions from the cue importance",
+        rank_request("lians_importance_cues", "lians-admission", [
+            cue("q-fact", "My name is Ada and the billing service is hers"),
+            cue("q-bound", "The billing freeze holds today", kind="fact"),
+            cue("q-decision", "The team decided to move billing to Postgres"),
+            cue("q-metric", "Billing p99 latency is 250ms after the fix"),
+            cue("q-date", "Billing invoices go out on Friday"),
+            cue("q-constraint", "Refunds must never exceed the invoice total"),
+            cue("q-evidence", "According to the audit logs the refunds were correct"),
+            cue("q-caller", "Billing moves to Postgres on 2026-07-01 per the audit, verified", 0.6, "decision"),
+            cue("q-none", "thanks so much", 0.2)]))
     max_fusion = [
         turn("m-1", "Cache warms at boot", 0.3, 0.5, facetScores={"bm25": 14.2, "dense": 0.4},
              createdAt="2026-05-31T12:00:00Z"),
@@ -1486,7 +1585,7 @@ def contract_cases() -> list[tuple[str, str, dict[str, Any], frozenset[str]]]:
     add("lians_recall_max_fusion", "lians-recall fuses facets by 'max' (each clipped to [0, 1]: bm25 14.2 counts 1, "
         "-2 counts 0; no facet = 0), then relevance = 0.5 x fused + 0.5 x lexical (0: empty query); the fusion "
         "stage record carries retrieval_score in and the fused facet value out (m-1: max(clip(14.2), 0.4) = 1.0), "
-        "not the blended relevance (0.5)",
+        "not the blended relevance (0.5); importance 0.5 + 0.5 x 0.25 (the fact cue of kind fact)",
         rank_request("lians_recall_max_fusion", "lians-recall", max_fusion), "stages")
     observer_six = [
         {**cand("o-1", "decision", "We chose Postgres for the ledger", 0.2), "importance": 0.9,

@@ -68,6 +68,10 @@ class Profile:
     ``share_constant_weight`` (``weighted_sum`` only): a signal that is the
     same for every eligible candidate of a request gets weight 0 there and
     the others share its weight (``core.scoring.constant``).
+    ``importance_rules``: how the importance signal reads a memory's text:
+    ``category`` (the caller's value, else memrank's category rules) or
+    ``cues`` (the caller's value raised by six cues, memrank's rules for the
+    lians-* profiles; ``core.signals.importance_cues``).
     """
 
     name: str
@@ -93,6 +97,7 @@ class Profile:
     context_lexical: float = 0.25
     lexical_stemmer: str | None = None  # a Snowball language (core.text.stem.LANGUAGES); None: exact words
     share_constant_weight: bool = False  # weighted_sum: a constant signal's weight goes to the others
+    importance_rules: str = "category"  # "category" (core.signals.importance) or "cues" (importance_cues)
 
     def weight_of(self, signal: str) -> float:
         """The weight of a signal, 0 when the profile does not use it."""

@@ -17,6 +17,12 @@ no threshold and no diversity pass (diversity_lambda 1):
 - ``lians-admission``: .25 importance + .20 stability + .20 confidence
   + .15 trust + .15 safety + .05 freshness (ScoreAdmission's default).
 
+The seed gives no rule text for the lians importance ("caller importance plus
+durable fact, decision, metric, date, constraint, and evidence signals"): both
+lians profiles take memrank's own rules for those six cues
+(``importance_rules="cues"``, ``core.signals.importance_cues``), not a
+reproduction of the seed's.
+
 memrank's own profiles are weighted sums whose weights add up to 1, so each
 combined score is in [0, 1]. ``support``, ``assistant`` and ``research``
 fuse facets by RRF and are untuned starting points.
@@ -120,18 +126,21 @@ _PROFILES = (
     ),
     Profile(
         name="lians-recall",
-        description="seven-component quality, recall weights; final = 0.8 retrieval + 0.2 quality",
+        description="seven-component quality, recall weights; final = 0.8 retrieval + 0.2 quality; importance "
+                    "follows memrank's cue rules, not the seed's",
         signals=(SignalSpec("relevance", 0.35), SignalSpec("confidence", 0.15), SignalSpec("importance", 0.15),
                  SignalSpec("trust", 0.10), SignalSpec("freshness", 0.10), SignalSpec("stability", 0.10),
                  SignalSpec("safety", 0.05)),
         formula="blend", retrieval_blend=0.8, lexical_blend=0.5, compatibility=True, gate_zero_importance=False,
+        importance_rules="cues",
     ),
     Profile(
         name="lians-admission",
-        description="seven-component quality, admission weights (no relevance)",
+        description="seven-component quality, admission weights (no relevance); importance follows memrank's "
+                    "cue rules, not the seed's",
         signals=(SignalSpec("importance", 0.25), SignalSpec("stability", 0.20), SignalSpec("confidence", 0.20),
                  SignalSpec("trust", 0.15), SignalSpec("safety", 0.15), SignalSpec("freshness", 0.05)),
-        compatibility=True, gate_zero_importance=False,
+        compatibility=True, gate_zero_importance=False, importance_rules="cues",
     ),
 )
 

@@ -20,6 +20,7 @@ from memrank.core.types import Placement
 NORMALIZATIONS = ("none", "min_max", "z_score", "rank")
 FUSIONS = ("max", "weighted", "rrf")
 FORMULAS = ("weighted_sum", "agent_observer", "blend")
+IMPORTANCE_RULES = ("category", "cues")  # core.signals.importance, core.signals.importance_cues
 
 
 def one_of(key: str, value: Any, known: Iterable[str], what: str = "") -> str:
@@ -71,6 +72,8 @@ def profile_from_mapping(key: str, raw: Mapping[str, Any], base: Profile | None 
             values[name] = _signals(k, value)
         elif name in ("formula", "fusion"):
             values[name] = one_of(k, value, FORMULAS if name == "formula" else FUSIONS)
+        elif name == "importance_rules":
+            values[name] = one_of(k, value, IMPORTANCE_RULES)
         elif name in ("diversity_lambda", "dedupe_threshold", "retrieval_blend", "min_score",
                       "admit_threshold", "hold_threshold", "lexical_blend", "context_lexical"):
             values[name] = _number(k, value, *SHARE_RANGE)

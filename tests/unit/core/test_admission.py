@@ -16,7 +16,8 @@ def test_score_is_the_weighted_sum_and_decides_by_threshold():
     raw = {c.name: float(c.raw[0]) for c in r.signals}
     expected = (0.25 * raw["importance"] + 0.20 * raw["stability"] + 0.20 * raw["confidence"] + 0.15 * raw["trust"]
                 + 0.15 * raw["safety"] + 0.05 * raw["freshness"])
-    assert raw["importance"] == 0.7 and raw["trust"] == 0.75 and raw["safety"] == 1.0
+    # importance by memrank's cue rules: no caller value (b = 0), one cue, constraint 0.30 ("i prefer").
+    assert raw["importance"] == 0 + (1 - 0) * (1 - (1 - 0.30)) and raw["trust"] == 0.75 and raw["safety"] == 1.0
     assert r.score == pytest.approx(expected, abs=1e-12)
     assert r.decision == AdmissionDecision.ADMIT and r.score >= ADM.admit_threshold
     held = score_admission(batch(GOOD), ctx(), replace(ADM, admit_threshold=0.99))

@@ -17,7 +17,7 @@ from memrank.core.signals.confidence import confidence
 from memrank.core.signals.context import context
 from memrank.core.signals.freshness import freshness
 from memrank.core.signals.hop import hop
-from memrank.core.signals.importance import importance
+from memrank.core.signals.importance_cues import importance
 from memrank.core.signals.kind_prior import kind_prior
 from memrank.core.signals.length import length
 from memrank.core.signals.lexical import lexical

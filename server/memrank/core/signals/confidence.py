@@ -102,6 +102,23 @@ def _reasons(found: Sequence[bool], metadata: Mapping[str, str]) -> tuple[str, .
     return tuple(row)
 
 
+def number_column(batch: Batch) -> np.ndarray:
+    """(n,) mask: the candidate's sample holds a digit (ASCII samples read from the tokens index)."""
+    number = token_index(batch).holding_digits()
+    for i in np.flatnonzero(~short_ascii(batch)).tolist():
+        number[i] = _NUMBER.search(sample(batch.contents[i])) is not None
+    return number
+
+
+def date_column(batch: Batch, number: np.ndarray) -> np.ndarray:
+    """(n,) mask: ``has_date`` of each candidate's sample, given ``number_column``."""
+    date = DATE_WORDS.first_found(padded_index(batch)) >= 0
+    for i in np.flatnonzero(number & ~date).tolist():
+        text = sample(batch.contents[i])
+        date[i] = has_date(text, padded_words(text), True)
+    return date
+
+
 def confidence(batch: Batch, ctx: ScoringContext, profile: Profile, population: np.ndarray) -> RawSignal:
     """Base 0.30 plus a bonus per specificity feature present (``confidence_of``, column-wise).
 
@@ -110,15 +127,8 @@ def confidence(batch: Batch, ctx: ScoringContext, profile: Profile, population: 
     only on memories with a digit, the entity test on memories with a capital letter.
     """
     n = batch.n
-    padded = padded_index(batch)
-    plain = short_ascii(batch)
-    number = token_index(batch).holding_digits()
-    for i in np.flatnonzero(~plain).tolist():
-        number[i] = _NUMBER.search(sample(batch.contents[i])) is not None
-    date = DATE_WORDS.first_found(padded) >= 0
-    for i in np.flatnonzero(number & ~date).tolist():
-        text = sample(batch.contents[i])
-        date[i] = has_date(text, padded_words(text), True)
+    number = number_column(batch)
+    date = date_column(batch, number)
     entity = np.fromiter((c.lower() != c and has_entity(sample(c)) for c in batch.contents), dtype=bool, count=n)
     event_time = ~np.isnan(batch.event_time)
     source = np.isin(batch.source, (Source.UNSPECIFIED, Source.UNKNOWN), invert=True)

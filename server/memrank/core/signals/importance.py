@@ -53,11 +53,12 @@ CONSTRAINT_PREF = Phrases((
     "i d rather", "i would rather", "always", "never", "must", "make sure", "avoid", "allergic", "my favorite",
     "my favourite", "please don t", "please do not",
 ))
-DECISION_FACT = Phrases((
+DECISION = Phrases((
     *(f"{w} {v}" for w, v in itertools.product(("we", "i"), ("decided", "agreed", "chose", "picked", "settled on"))),
     "decided to", "let s go with", "we ll use", "we will use", "decision",
-    *(f"my {f}" for f in _FAMILY), "i am a", "i am an", "i m a", "i m an", "i live", "i work", "i study",
 ))
+FACT = Phrases((*(f"my {f}" for f in _FAMILY), "i am a", "i am an", "i m a", "i m an", "i live", "i work", "i study"))
+DECISION_FACT = DECISION + FACT  # one rule here; the lians cues (``importance_cues``) read the two halves apart
 OUTCOME = Phrases(("finished", "completed", "fixed", "resolved", "shipped", "deployed", "failed", "succeeded",
                    "worked", "passed", "merged", "outcome", "resulted"))
 

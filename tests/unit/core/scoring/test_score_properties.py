@@ -5,7 +5,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from memrank.core.scoring.combine import score
-from memrank.core.signals.importance import importance
+from memrank.core.signals import get_signal
 from memrank.core.types import DropReason, Safety, Source
 from memrank.profiles.builtin import BUILTIN_PROFILES
 from tests.support.build import HOUR, REF, batch, ctx
@@ -123,7 +123,7 @@ def test_importance_of_any_rows_is_the_importance_signal_of_those_rows(case, dat
     rows, query, name, lookup = case
     b = batch(*rows)
     c = ctx(query, explicit_lookup=lookup)
-    full = importance(b, c, BUILTIN_PROFILES[name], np.ones(b.n, dtype=bool)).values
+    full = get_signal("importance")(b, c, BUILTIN_PROFILES[name], np.ones(b.n, dtype=bool)).values
     s = score(b, c, BUILTIN_PROFILES[name])
     picked = data.draw(st.lists(st.integers(0, max(b.n - 1, 0)), max_size=b.n, unique=True)) if b.n else []
     assert s.importance_of(np.array(picked, dtype=np.int64)).tolist() == full[picked].tolist()

@@ -1,0 +1,130 @@
+"""Importance by cues: memrank's rules for the lians-* profiles (``importance_rules: cues``).
+
+The seed names importance as "caller importance plus durable fact, decision,
+metric, date, constraint, and evidence signals" and gives no rule text; these
+are memrank's own rules for those six signals::
+
+    importance = b + (1 - b) x c,    c = 1 - prod over the cues found of (1 - v)
+
+b is the caller's importance clipped to [0, 1], 0 when unset. Each cue counts
+once, however often it occurs. Alone, a cue adds v x (1 - b); together they
+fill the share c of the headroom, so importance stays in [b, 1] (all six from
+b = 0: 1 - 0.75 x 0.7 x 0.85 x 0.85 x 0.7 x 0.85 = 0.7743...), a caller's 1
+stays 1 and no cue leaves b exactly. Phrases are whole words of the head/tail
+sample's padded words (``text.normalize.padded_words``: case-folded,
+punctuation as spaces, so "let's" is "let s"); kinds are compared lower-cased:
+
+==========  ====  ===================================================================================
+cue         v     counts
+==========  ====  ===================================================================================
+fact        0.25  kind fact, profile or identity, or a personal-fact phrase (``importance.FACT``: "my
+                  name", "my wife", "i live", "i work", "i am a", ...), and no time-bound wording
+                  (``stability.TIME_BOUND``: "today", "right now", "currently", ...): durable only
+decision    0.30  kind decision, or a decision phrase (``importance.DECISION``: "we decided",
+                  "decided to", "let s go with", "we ll use", "decision", ...)
+metric      0.15  a number with a unit: digits (not after a letter, digit, "." or ",") then "%" or a unit word
+                  (``UNITS``), with or without a space ("95%", "250 ms", "250ms", "3.5 GB", "40
+                  users"), or a currency sign before digits ("$120"); read on the folded sample
+date        0.15  confidence's date test (``confidence.has_date``): a weekday, "yesterday",
+                  "tomorrow", "last/next week/month/year", an ISO or d/m/y date, a month and a day
+constraint  0.30  kind constraint or preference, or a constraint or preference phrase
+                  (``importance.CONSTRAINT_PREF``: "must", "never", "always", "make sure", "avoid",
+                  "allergic", "i prefer", "i don t eat", ...)
+evidence    0.15  kind evidence or observation, or an evidence phrase (``EVIDENCE``: "according to",
+                  "confirmed", "verified", "measured", "logs show", "screenshot", a link, ...)
+==========  ====  ===================================================================================
+
+The reasons give b, every cue found with what matched, a fact cue withheld
+for time-bound wording, and the formula with its value.
+"""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+
+from memrank.core.batch import Batch
+from memrank.core.profile import Profile
+from memrank.core.reasons import Lazy
+from memrank.core.signals.base import RawSignal, ScoringContext
+from memrank.core.signals.confidence import DATE_WORDS, date_column, number_column
+from memrank.core.signals.importance import CONSTRAINT_PREF, DECISION, FACT
+from memrank.core.signals.importance import importance as category_importance
+from memrank.core.signals.stability import TIME_BOUND
+from memrank.core.text.buffers import padded_index
+from memrank.core.text.normalize import fold, sample
+from memrank.core.text.phrases import Phrases
+
+CUES = (("fact", 0.25), ("decision", 0.30), ("metric", 0.15), ("date", 0.15), ("constraint", 0.30),
+        ("evidence", 0.15))
+EVIDENCE = Phrases(("according to", "confirmed", "verified", "measured", "benchmarked", "logs show", "log shows",
+                    "data shows", "as shown", "reproduced", "screenshot", "citation", "proof", "evidence", "http",
+                    "https", "www"))
+KINDS = {"fact": frozenset({"fact", "profile", "identity"}), "decision": frozenset({"decision"}),
+         "constraint": frozenset({"constraint", "preference"}), "evidence": frozenset({"evidence", "observation"})}
+PHRASES = {"fact": FACT, "decision": DECISION, "constraint": CONSTRAINT_PREF, "evidence": EVIDENCE}
+UNITS = ("percent", "ms", "s", "sec", "secs", "second", "seconds", "min", "mins", "minute", "minutes", "h", "hr",
+         "hrs", "hour", "hours", "day", "days", "week", "weeks", "month", "months", "year", "years", "kb", "mb", "gb",
+         "tb", "k", "x", "km", "kg", "lb", "lbs", "mile", "miles", "mph", "usd", "eur", "dollar", "dollars", "euro",
+         "euros", "user", "users", "request", "requests", "rps", "qps", "times")
+METRIC = re.compile(rf"[$€£¥]\s?\d+(?:[.,]\d+)*|(?<![\w.,])\d+(?:[.,]\d+)*\s?(?:%|(?:{'|'.join(UNITS)})(?!\w))")
+
+
+def metric_of(content: str) -> str | None:
+    """The first number with a unit (or currency sign) in the folded sample, as written, or None."""
+    found = METRIC.search(fold(sample(content)))
+    return found.group() if found else None
+
+
+def importance(batch: Batch, ctx: ScoringContext, profile: Profile, population: np.ndarray) -> RawSignal:
+    """The importance signal under the profile's ``importance_rules``: ``cues`` here, else the category rules."""
+    if profile.importance_rules == "cues":
+        return cue_importance(batch)
+    return category_importance(batch, ctx, profile, population)
+
+
+def cue_importance(batch: Batch) -> RawSignal:
+    """b + (1 - b) x (1 - prod(1 - v)) over the cues found (module docstring), column-wise."""
+    n = batch.n
+    index = padded_index(batch)
+    kinds = [k.lower() for k in batch.kinds]
+    given = ~np.isnan(batch.importance)
+    base = np.clip(np.nan_to_num(batch.importance, nan=0.0), 0.0, 1.0)
+    by_kind = {name: np.fromiter((k in KINDS[name] for k in kinds), dtype=bool, count=n) for name in PHRASES}
+    phrase_at = {name: p.first_found(index, ~by_kind[name]) for name, p in PHRASES.items()}
+    found = {name: by_kind[name] | (phrase_at[name] >= 0) for name in PHRASES}
+    bound = TIME_BOUND.first_found(index)
+    withheld = found["fact"] & (bound >= 0)  # durable facts only
+    found["fact"] = found["fact"] & ~withheld
+    number = number_column(batch)
+    metrics = {i: metric_of(batch.contents[i]) for i in np.flatnonzero(number).tolist()}  # a digit is needed
+    found["metric"] = np.zeros(n, dtype=bool)
+    found["metric"][[i for i, m in metrics.items() if m is not None]] = True
+    found["date"], date_at = date_column(batch, number), DATE_WORDS.first_found(index)
+    keep = np.ones(n)
+    for name, v in CUES:  # multiplied in CUES order (the derivations follow it)
+        keep = keep * np.where(found[name], 1.0 - v, 1.0)
+    values = np.minimum(base + (1.0 - base) * (1.0 - keep), 1.0)  # the min only guards the last bit
+    shown, result = base.tolist(), values.tolist()
+
+    def matched(name: str, i: int) -> str:
+        if name == "metric":
+            return f'"{metrics[i]}"'
+        if name == "date":
+            return f'"{DATE_WORDS.ordered[int(date_at[i])]}"' if date_at[i] >= 0 else "a numeric or month date"
+        return f"kind {kinds[i]}" if by_kind[name][i] else f'"{PHRASES[name].ordered[int(phrase_at[name][i])]}"'
+
+    def why(i: int) -> tuple[str, ...]:
+        b = shown[i]
+        row = [f"caller importance {b:g}" if given[i] else "no caller importance: 0"]
+        if withheld[i]:
+            row.append(f'no fact cue: time-bound ("{TIME_BOUND.ordered[int(bound[i])]}")')
+        cues = [(name, v) for name, v in CUES if found[name][i]]
+        row += [f"cue {name} {v:g} ({matched(name, i)})" for name, v in cues]
+        if not cues:
+            return (*row, f"no importance cue: {result[i]:g}")
+        factors = " x ".join(f"(1 - {v:g})" for _, v in cues)
+        return (*row, f"importance {b:g} + (1 - {b:g}) x (1 - {factors}) = {result[i]:.6g}")
+
+    return RawSignal(values, Lazy(n, why))
