@@ -62,6 +62,9 @@ from memrank.tuning.dataset import Query, Stack
 from memrank.tuning.metrics import Metric, Objective
 
 SIGNALS = ("relevance", "lexical", "context", "speaker", "importance", "recency")
+# Columns ``prepare`` also keeps, for ``eval/cv_shapes.py``'s listwise fit (this script's fit never reads them).
+EXTRA = ("thread", "length", "hop", "statement")
+COLUMNS = SIGNALS + EXTRA
 NORMALIZATION = {"relevance": "min_max"}
 LAMBDAS = (0.95, 0.9, 0.8, 0.7)
 ROUNDS = 3
@@ -77,19 +80,19 @@ class Item:
     evidence: tuple[str, ...]
     batch: Batch
     params: RankParams
-    query: Query  # the SIGNALS' normalised columns, the gate and the evidence (memrank.tuning)
+    query: Query  # the COLUMNS' normalised columns, the gate and the evidence (memrank.tuning)
     tokens: Mapping[str, int]
     vectors: Mapping[str, np.ndarray] | None
     llamaindex: tuple[str, ...]  # the reference ranking (turn ids)
 
 
 def _all_signals(base: Profile) -> Profile:
-    specs = tuple(SignalSpec(s, 1.0, NORMALIZATION.get(s, "none")) for s in SIGNALS)
+    specs = tuple(SignalSpec(s, 1.0, NORMALIZATION.get(s, "none")) for s in COLUMNS)
     return replace(base, name="cv", signals=specs)
 
 
 def prepare(data: Path, embeddings: Path | None) -> list[Item]:
-    """Every question of categories 1-4 with evidence, scored once with every signal."""
+    """Every question of categories 1-4 with evidence, scored once with every signal of ``COLUMNS``."""
     items = []
     profile = _all_signals(BUILTIN_PROFILES["default"])
     for conv in load_conversations(data, embeddings):
@@ -111,7 +114,8 @@ def prepare(data: Path, embeddings: Path | None) -> list[Item]:
 
 def fit_weights(items: Sequence[Item]) -> dict[str, float]:
     """Coordinate ascent on linear recall@5 (``memrank.tuning``); relevance fixed at 1, then scaled to sum 1."""
-    objective = Objective(Stack.of([it.query for it in items], len(SIGNALS)), Metric("recall", 5))
+    queries = [replace(it.query, features=it.query.features[:len(SIGNALS)]) for it in items]
+    objective = Objective(Stack.of(queries, len(SIGNALS)), Metric("recall", 5))
     start = np.array([1.0] + [0.0] * (len(SIGNALS) - 1))  # relevance alone
     fit = coordinate_ascent(objective, start, anchor=0, grid=GRID, rounds=ROUNDS)
     shares = to_simplex(fit.weights, anchor=0)  # three decimals, the rounding left to relevance: sum 1

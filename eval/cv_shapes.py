@@ -3,29 +3,30 @@
     python eval/cv_shapes.py --locomo DEV.jsonl --locomo-embeddings DEV.npz \\
                              --lme LME.jsonl.gz --lme-embeddings LME.npz [--out CV.json]
 
-``eval/cv.py`` chooses `default`'s weights and diversity lambda on LoCoMo
-alone. One profile must serve both shapes, so this script runs that same
-procedure inside two folds that hold out part of *both* datasets, and adds
-the one switch that is new, ``share_constant_weight`` (a signal constant over
-a request's eligible candidates gives its weight to the others), chosen on
-the two training parts together:
+One profile must serve both shapes, so this script chooses `default` inside
+two folds that hold out part of *both* datasets, and compares two
+procedures:
 
 1. folds: LoCoMo by conversation as ``eval/cv.py`` (first half of the
    conversations / the rest), LongMemEval by question (SHA-256 of the
    question id, as an integer, even / odd);
-2. on a fold's training part: weights and lambda by ``eval/cv.py``
-   (``cv.choose``, LoCoMo training conversations) = ``before``, today's
-   procedure; then the switch, on or off, by the mean of the two datasets'
-   training recall@5 (each dataset weighs one half; a tie goes to on: the
-   switch cannot change the linear order, only the covering set's trade-off)
-   = ``after``;
-3. both are scored with the full core pipeline on the held-out parts of both
+2. ``before``, the procedure of the previous `default`: weights and lambda by
+   ``eval/cv.py`` (``cv.choose``: coordinate ascent on LoCoMo training
+   recall@5 over ``cv.SIGNALS``), ``share_constant_weight`` on;
+3. ``after``, the procedure of today's `default` (``memrank tune --model
+   linear``'s fit): weights over ``LEARNED`` (the signals of ``before`` less
+   recency, plus ``thread``, ``length``, ``hop`` and ``statement``) by the listwise
+   softmax fit (``memrank.tuning.listwise``) on both training parts, each
+   dataset weighing one half; then lambda among ``LAMBDAS`` by the mean of the
+   two datasets' training recall@5 through the full pipeline (ties: the
+   larger); ``share_constant_weight`` on;
+4. both are scored with the full core pipeline on the held-out parts of both
    datasets; swapping the folds gives every question one held-out score.
 
 Reported per dataset: the out-of-fold rows of ``before``, ``after`` and
 LlamaIndex's relative-score fusion, with paired-bootstrap intervals after -
 llamaindex, after - before and before - llamaindex, recall@5 by category /
-question type, and the choice on all the dev data (what ships). About 8
+question type, and the choice on all the dev data (what ships). About 10
 minutes on 2 cores. Deterministic.
 """
 
@@ -48,8 +49,12 @@ import cv  # eval/cv.py: items, the weight fitter, the pipeline run
 
 from memrank.core.profile import Profile
 from memrank.evaluation import report
+from memrank.tuning.ascent import to_simplex
+from memrank.tuning.dataset import Stack
+from memrank.tuning.listwise import balanced, fit_linear
 
-SHARE = (True, False)  # in order of preference on a tie
+LEARNED = ("relevance", "lexical", "context", "speaker", "importance", "thread", "length", "hop", "statement")
+LAMBDAS = (0.95, 0.9, 0.8)
 METRICS = report.COMPARED
 
 
@@ -58,9 +63,9 @@ def lme_fold(key: str) -> int:
     return int(hashlib.sha256(key.split("/")[0].encode()).hexdigest(), 16) % 2
 
 
-def profile(weights: dict[str, float], lam: float, share: bool) -> Profile:
-    """eval/cv.py's candidate profile with sharing on or off."""
-    return replace(cv.profile_of(weights, lam), share_constant_weight=share)
+def profile(weights: dict[str, float], lam: float) -> Profile:
+    """eval/cv.py's candidate profile (relevance min-max, the rest as they are), constant weight shared."""
+    return replace(cv.profile_of(weights, lam), share_constant_weight=True)
 
 
 def recall5(items: Sequence[cv.Item], p: Profile) -> float:
@@ -68,13 +73,21 @@ def recall5(items: Sequence[cv.Item], p: Profile) -> float:
     return float(np.mean([s.metric("recall@5") for s in cv.run_pipeline(items, p)])) if items else 0.0
 
 
-def choose_share(locomo: Sequence[cv.Item], lme: Sequence[cv.Item], weights: dict[str, float], lam: float,
-                 ) -> tuple[bool, dict[str, float]]:
-    """The switch with the best mean training recall@5 of the two datasets (ties: on); every option's score."""
-    tried = {str(share): round(0.5 * recall5(locomo, profile(weights, lam, share))
-                               + 0.5 * recall5(lme, profile(weights, lam, share)), 4) for share in SHARE}
-    best = max(SHARE, key=lambda x: (tried[str(x)], -SHARE.index(x)))
-    return best, tried
+def fit_learned(locomo: Sequence[cv.Item], lme: Sequence[cv.Item]) -> dict[str, float]:
+    """The listwise fit over ``LEARNED`` on both datasets (each one half), scaled to sum 1."""
+    rows = [cv.COLUMNS.index(s) for s in LEARNED]
+    queries = [replace(it.query, features=it.query.features[rows]) for it in (*locomo, *lme)]
+    w = fit_linear(Stack.of(queries, len(rows)), balanced(["locomo"] * len(locomo) + ["lme"] * len(lme)))
+    shares = to_simplex(w, int(np.argmax(w)))
+    return {s: float(v) for s, v in zip(LEARNED, shares.tolist(), strict=True) if v > 0}
+
+
+def choose_after(locomo: Sequence[cv.Item], lme: Sequence[cv.Item]) -> tuple[dict[str, float], float, dict[str, float]]:
+    """Listwise weights, then the lambda with the best mean training recall@5 of the two datasets."""
+    weights = fit_learned(locomo, lme)
+    tried = {str(lam): round(0.5 * recall5(locomo, profile(weights, lam)) + 0.5 * recall5(lme, profile(weights, lam)),
+                             4) for lam in LAMBDAS}
+    return weights, max(LAMBDAS, key=lambda x: (tried[str(x)], x)), tried
 
 
 def _rows(name: str, scored: list[report.Scored]) -> dict[str, Any]:
@@ -122,7 +135,7 @@ def main() -> int:
     held_loc = [set(convs[half:]), set(convs[:half])]
     print(f"prepared {len(loc)} LoCoMo and {len(lme)} LongMemEval questions in {time.monotonic() - t:.0f} s",
           file=sys.stderr)
-    result: dict[str, Any] = {"lambdas": list(cv.LAMBDAS), "share": list(SHARE), "folds": []}
+    result: dict[str, Any] = {"learned": list(LEARNED), "lambdas": list(LAMBDAS), "folds": []}
     oof: dict[str, dict[str, list[report.Scored]]] = {d: {"before": [], "after": [], "llamaindex": []}
                                                       for d in ("locomo", "lme")}
     for k in (0, 1):
@@ -130,19 +143,19 @@ def main() -> int:
         loc_test = [it for it in loc if it.conversation in held_loc[k]]
         lme_train = [it for it in lme if lme_fold(it.key) != k]
         lme_test = [it for it in lme if lme_fold(it.key) == k]
-        weights, lam, tried_lambda = cv.choose(loc_train)
-        share, tried_share = choose_share(loc_train, lme_train, weights, lam)
-        before, after = profile(weights, lam, False), profile(weights, lam, share)
+        old_w, old_lam, _ = cv.choose(loc_train)
+        weights, lam, tried = choose_after(loc_train, lme_train)
+        before, after = profile(old_w, old_lam), profile(weights, lam)
         fold: dict[str, Any] = {"locomo_held_out": sorted(held_loc[k]), "lme_held_out_parity": k,
-                                "weights": weights, "diversity_lambda": lam,
-                                "locomo_train_recall@5_by_lambda": tried_lambda,
-                                "share_constant_weight": share, "mean_train_recall@5_by_share": tried_share}
+                                "before": {"weights": old_w, "diversity_lambda": old_lam},
+                                "after": {"weights": weights, "diversity_lambda": lam,
+                                          "mean_train_recall@5_by_lambda": tried}}
         for name, test in (("locomo", loc_test), ("lme", lme_test)):
             oof[name]["before"] += cv.run_pipeline(test, before)
             oof[name]["after"] += cv.run_pipeline(test, after)
             oof[name]["llamaindex"] += cv.reference(test)
         result["folds"].append(fold)
-        print(f"fold {k}: weights {weights}; lambda {lam}; share {share} {tried_share}", file=sys.stderr)
+        print(f"fold {k}: before {old_w} lambda {old_lam}; after {weights} lambda {lam} {tried}", file=sys.stderr)
     result["out_of_fold"] = {}
     for name, items in (("locomo", loc), ("lme", lme)):
         order = {it.key: i for i, it in enumerate(items)}
@@ -156,11 +169,9 @@ def main() -> int:
             "recall@5_by_type": {r: _by_type(ordered, types, v) for r, v in rows.items()},
         }
         _print(name, result["out_of_fold"][name])
-    weights, lam, _ = cv.choose(loc)
-    share, tried = choose_share(loc, lme, weights, lam)
-    result["shipped"] = {"weights": weights, "diversity_lambda": lam, "share_constant_weight": share,
-                         "mean_recall@5_by_share": tried}
-    print(json.dumps({k: v for k, v in result["shipped"].items() if k != "mean_recall@5"}, indent=2))
+    weights, lam, tried = choose_after(loc, lme)
+    result["shipped"] = {"weights": weights, "diversity_lambda": lam, "mean_recall@5_by_lambda": tried}
+    print(json.dumps(result["shipped"], indent=2))
     if args.out:
         args.out.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
     print(f"{time.monotonic() - t:.0f} s", file=sys.stderr)

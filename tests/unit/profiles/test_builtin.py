@@ -38,12 +38,14 @@ def test_presets_lead_with_their_signal():
     def top(name):
         return max(BUILTIN_PROFILES[name].signals, key=lambda s: s.weight).name
     assert (top("support"), top("assistant"), top("research")) == ("recency", "importance", "relevance")
-    # default's weights come from eval/cv.py (stemmed lexical leads there); no signal owns the ranking.
+    # default's weights come from eval/cv_shapes.py's listwise fit; no signal owns the ranking.
     assert max(s.weight for s in BUILTIN_PROFILES["default"].signals) < 0.5
     d = BUILTIN_PROFILES["default"]
-    # The covering set stays on (lambda < 1: near-copies are dropped), chosen by eval/cv.py.
+    # The covering set stays on (lambda < 1: near-copies are dropped), chosen by eval/cv_shapes.py.
     assert 0.0 < d.diversity_lambda < 1.0 and d.placement == Placement.BEST_FIRST and d.recency.floor == 0.05
-    assert {s.name for s in d.signals} == {"relevance", "lexical", "context", "speaker", "importance"}
+    assert [s.name for s in d.signals] == ["relevance", "lexical", "context", "speaker", "importance", "thread",
+                                           "length", "hop", "statement"]
+    assert sum(s.weight for s in d.signals) == pytest.approx(1.0, abs=1e-12)
     assert d.lexical_stemmer == "english"
 
 

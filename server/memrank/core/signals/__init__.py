@@ -26,6 +26,7 @@ from memrank.core.signals.relevance import relevance, retrieval
 from memrank.core.signals.safety import safety
 from memrank.core.signals.speaker import speaker
 from memrank.core.signals.stability import stability
+from memrank.core.signals.statement import statement
 from memrank.core.signals.substring import substring_match
 from memrank.core.signals.thread import thread
 from memrank.core.signals.trust import trust
@@ -41,6 +42,7 @@ SIGNALS: Mapping[str, SignalFn] = MappingProxyType({
     "thread": thread,
     "hop": hop,
     "length": length,
+    "statement": statement,
     "substring_match": substring_match,
     "recency": recency,
     "importance": importance,

@@ -125,3 +125,15 @@ def test_hop_without_embeddings_or_with_one_candidate_is_zero():
     got = run(hop, b, ctx(""), profile(context_lexical=0.0), population=np.array([False, True, True]))
     # c0 (gated, still valued): best of cos(c0, c1) = 0.6, cos(c0, c2) = 0 -> 0.6; c1: cos(c1, c2) = 0.8; c2: 0.8.
     assert got.values.tolist() == pytest.approx([0.6, 0.8, 0.8], abs=1e-6)
+
+
+def test_statement_is_zero_for_a_memory_that_ends_with_a_question_mark():
+    from memrank.core.signals.statement import statement
+
+    b = batch({"content": "Did you go to the support group?"}, {"content": "Yes, yesterday. It was great!"},
+              {"content": "Why? I went anyway.  "}, {"content": "你去了吗？ \n"}, {"content": "هل ذهبت؟"},
+              {"content": ""})
+    got = run(statement, b)
+    assert got.values.tolist() == [0.0, 1.0, 1.0, 0.0, 0.0, 1.0]
+    assert got.reasons[0] == ("ends with a question mark: asks rather than answers",)
+    assert got.reasons[1] == ("a statement (no closing question mark)",)
