@@ -45,6 +45,8 @@ from memrank.metrics.declare import Metrics
 log = logging.getLogger("memrank.decisions")
 _SLOTS = {b"d": 0, b"f": 1, b"e": 2}
 RESTART_SECONDS = 1.0  # at most one writer start per second: a writer that dies at once is not restarted in a loop
+# Why a record was not written (memrank_decision_log_dropped_total{reason}); each shown from the start, at 0.
+DROP_REASONS = ("queue_full", "writer_down", "write_error", "closed")
 
 
 class DecisionLog:
@@ -59,6 +61,9 @@ class DecisionLog:
             log.warning("decision_log.content is plain: the query and every candidate's content are written "
                         "to the decision log in clear", extra={"sink": settings.sink, "path": settings.path})
         self._metrics = metrics
+        if metrics is not None:  # every reason a series from the start: a rate or an alert reads 0, not nothing
+            for reason in DROP_REASONS:
+                metrics.decision_log_dropped.labels(reason=reason)
         self._json = json.dumps(asdict(settings))
         self._cond = threading.Condition()
         # (submission number, capture): sent in submission order, each kind bounded on its own
