@@ -3,6 +3,7 @@ slow decision-log disk."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
@@ -362,3 +363,51 @@ def test_a_slow_decision_log_disk_slows_no_rank_call_and_loses_no_record_uncount
     fast, slow = statistics.median(fast_seconds), statistics.median(seconds)
     assert slow <= 4 * fast + 0.25, (slow, fast)
     assert max(seconds) < 5.0, max(seconds)
+
+
+def test_a_disk_stuck_at_shutdown_ends_the_log_in_time_and_counts_what_it_could_not_write(tmp_path: Path) -> None:
+    """The disk reads 200 B/s and does not catch up: closing the log waits its time out (3 s here, 30 s in
+    a server), then ends the writer instead of waiting for the disk, starts no new one, and counts every record
+    not written (writer_down: taken by the writer; closed: still queued). Every call has its record or is
+    counted dropped."""
+    disk = SlowDisk(tmp_path / "stuck.jsonl", rate=200)
+    settings = loopback_settings()
+    settings = replace(settings, decision_log=DecisionLogSettings(enabled=True, sink="file", path=str(disk.path),
+                                                                  queue_size=16))
+    registry = CollectorRegistry()
+    running = create_server(settings, registry)
+    log = running.service.decisions
+    assert log is not None
+    flags: dict[str, bool] = {}
+    try:
+        with RankingClient(f"127.0.0.1:{running.port}", retries=0, timeout=60) as client:
+            for k in range(40):
+                request = rank_request(40, seed=k, request_id=f"stuck-{k}")
+                request.log_decision = True
+                flags[request.request_id] = client.rank(request).decision_logged
+        writer = log.writer_pid
+        started = time.monotonic()
+        log.close(timeout=3)  # what running.stop does, with 30 s
+        took = time.monotonic() - started
+    finally:
+        running.stop(5)
+        disk.close()
+    assert took < 3 + 15, took  # its time, the writer's end and its last reports; not the disk's pace
+    assert log.restarts == 0 and not _alive(writer)
+    whole = []
+    for line in disk.data().decode(errors="replace").splitlines():
+        with contextlib.suppress(ValueError):  # a line torn by the writer's end: its record is counted
+            whole.append(json.loads(line)["request_id"])
+    assert set(whole) <= {rid for rid, ok in flags.items() if ok}
+    refused = sum(not ok for ok in flags.values())
+    dropped = _dropped(registry)
+    assert sum(dropped.values()) == refused + (sum(flags.values()) - len(whole)), (dropped, refused, len(whole))
+    assert set(dropped) <= {"queue_full", "writer_down", "closed"} and dropped.get("closed", 0) > 0, dropped
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True

@@ -6,7 +6,9 @@ returns at once; a record that cannot be queued is dropped and counted by reason
 thread pickles each capture down a pipe to the writer process (``python -m memrank.decisions.writer``, one
 per server process; in submission order), which masks, formats and writes it: JSON formatting of thousands of
 floats runs outside the handler's interpreter and its GIL. ``close`` (graceful shutdown, after the last call
-is answered) waits until every queued record is written. The writer ignores SIGTERM and SIGINT (its server
+is answered) waits until every queued record is written, for up to its timeout (30 s): a sink that has not
+taken them by then (a stuck disk) has its writer ended, and what it did not write is counted (``writer_down``
+for what the writer had taken, ``closed`` for what was still queued). The writer ignores SIGTERM and SIGINT (its server
 stops it after the drain by closing the pipe) and, when its server dies, writes what reached it and exits on
 the pipe's end of file.
 
@@ -131,6 +133,8 @@ class DecisionLog:
         with self._cond:
             while not (self._down or self._closed or any(self._queues.values())):
                 self._cond.wait()
+            if self._down and self._finishing:  # close() gave up on a writer stuck on its sink: no new one
+                return None
             if not self._down or (self._closed and not any(self._queues.values())):
                 heads = [queue for queue in self._queues.values() if queue]
                 return min(heads, key=lambda q: q[0][0]).popleft() if heads else None  # None: closed, empty
@@ -182,7 +186,9 @@ class DecisionLog:
                 m.decision_log_records.labels(kind="decision" if slot == 0 else "feedback").inc()
 
     def close(self, timeout: float = 30.0) -> None:
-        """Write every queued record, stop the writer, bring the counts up to date. A second call does nothing."""
+        """Write every queued record, stop the writer, bring the counts up to date; within about ``timeout``
+        seconds, even when the sink is stuck. A second call does nothing."""
+        deadline = time.monotonic() + timeout
         with self._cond:
             if self._closed:
                 return
@@ -191,9 +197,21 @@ class DecisionLog:
         self._feeder.join(timeout)
         with self._cond:
             self._finishing = True
-        code = self._writer.finish(timeout)
+        if self._feeder.is_alive():
+            # Records still waiting when the time is up: the writer is stuck on its sink (a slow or hung disk)
+            # and the feeder on the writer's full pipe. End the writer: the feeder's write fails, it stops.
+            log.error("decision log: the sink did not take the queued records in time; ending its writer",
+                      extra={"timeout_seconds": timeout, "writer_pid": self._writer.pid})
+            self._writer.kill()
+            self._feeder.join(5)
+        code = self._writer.finish(max(1.0, deadline - time.monotonic()))
         if code is None or code != 0:
             self._lost("writer_down", self._writer.unreported())
+        with self._cond:  # never handed to a writer: lost to the shutdown, counted
+            left = sum(len(queue) for queue in self._queues.values())
+            for queue in self._queues.values():
+                queue.clear()
+        self._lost("closed", left)
         d, f, failed = self.written()
         log.info("decision log closed", extra={"decisions": d, "feedback": f, "failed": failed,
                                                "dropped": dict(self.dropped), "writer_exit": code,
