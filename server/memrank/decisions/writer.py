@@ -8,9 +8,9 @@ per server process; in submission order), which masks, formats and writes it: JS
 floats runs outside the handler's interpreter and its GIL. ``close`` (graceful shutdown, after the last call
 is answered) waits until every queued record is written, for up to its timeout (30 s): a sink that has not
 taken them by then (a stuck disk) has its writer ended, and what it did not write is counted (``writer_down``
-for what the writer had taken, ``closed`` for what was still queued). The writer ignores SIGTERM and SIGINT (its server
-stops it after the drain by closing the pipe) and, when its server dies, writes what reached it and exits on
-the pipe's end of file.
+for what the writer had taken, ``closed`` for what was still queued). The writer ignores SIGTERM and SIGINT
+(its server stops it after the drain by closing the pipe) and, when its server dies, writes what reached it
+and exits on the pipe's end of file.
 
 A writer that dies (killed, crashed) is noticed at once (its report pipe ends, or a write to it fails): from
 then until its replacement runs, records are refused (``decision_logged`` false) and counted as
