@@ -137,6 +137,20 @@ def selection() -> list[Any]:
     ]
 
 
+def decision_log() -> list[Any]:
+    """Records written to the decision log, and those not written, by reason."""
+    return [
+        series("Decision log records written", "Records written per second, by kind (decision, feedback); "
+               "only with decision_log.enabled.", "short",
+               query(f"sum by (kind) (rate(memrank_decision_log_records_total[{RI}]))", "{{kind}}")),
+        series("Decision log drops by reason", "Records not written per second, by reason: queue_full (the "
+               "writer fell decision_log.queue_size behind), writer_down (a dead writer being replaced), "
+               "write_error (the sink refused the write), closed (after shutdown began). Each is a call whose "
+               "record is missing from the log; 0 when none.", "short",
+               query(f"sum by (reason) (rate(memrank_decision_log_dropped_total[{RI}]))", "{{reason}}")),
+    ]
+
+
 def variables() -> list[Any]:
     """Datasource, profile, signal and form."""
     return [
@@ -157,11 +171,12 @@ def build() -> dict[str, Any]:
     """The dashboard as plain JSON data."""
     board = (db.Dashboard("memrank").uid(UID).tags(["memrank"]).editable().refresh("30s").time("now-6h", "now")
              .timezone("browser").tooltip(dm.DashboardCursorSync.CROSSHAIR)
-             .description("memrank sidecars: traffic, signal distributions and drift, selection, budgets."))
+             .description("memrank sidecars: traffic, signal distributions and drift, selection, budgets, the "
+                          "decision log."))
     for v in variables():
         board = board.with_variable(v)
     for title, panels in (("Traffic", traffic()), ("Signal distributions", signals()), ("Drift", drift()),
-                          ("Selection and budgets", selection())):
+                          ("Selection and budgets", selection()), ("Decision log", decision_log())):
         board = board.with_row(db.Row(title))
         for panel in panels:
             board = board.with_panel(panel)

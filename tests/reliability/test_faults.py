@@ -1,27 +1,35 @@
-"""Faults: SIGTERM under load, a dying worker, deadlines and cancellation, oversize messages, slow clients."""
+"""Faults: SIGTERM under load, a dying worker, deadlines and cancellation, oversize messages, slow clients, a
+slow decision-log disk."""
 
 from __future__ import annotations
 
+import contextlib
+import json
 import logging
 import os
 import signal
 import socket
+import statistics
 import threading
 import time
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 
 import grpc
 import pytest
+from prometheus_client import CollectorRegistry
 
 from memrank._gen.v1 import ranking_pb2 as pb
 from memrank._gen.v1 import ranking_service_pb2_grpc as pb_grpc
 from memrank.api import handle as service  # where the handler looks up convert and rank
 from memrank.client import RankingClient, RankingError
+from memrank.config import DecisionLogSettings
 from memrank.grpc.running import Running
 from memrank.grpc.server import create_server
 from tests.reliability.conftest import accounted, rank_request
 from tests.support.servers import loopback_settings, start_serve, stop
+from tests.support.slowdisk import SlowDisk
 
 
 def _free_port() -> int:
@@ -283,3 +291,123 @@ def test_slow_clients_do_not_stall_others(server: Running) -> None:
         for s in stalled:
             s.close()
         hog.close()
+
+
+def _logged_load(path: Path, tag: str, registry: CollectorRegistry,
+                 disk: SlowDisk | None = None) -> tuple[dict[str, bool], list[float]]:
+    """A warm-up call (waited for until written: the writer is up), then 4 callers x 15 logged Rank calls of 40
+    candidates against a server whose decision log goes to ``path`` (a queue of 16 records): each call's
+    decision_logged, and each call's seconds. The server is stopped (its log drained) before this returns; a
+    slow disk is let catch up first."""
+    settings = loopback_settings()
+    settings = replace(settings, decision_log=DecisionLogSettings(enabled=True, sink="file", path=str(path),
+                                                                  queue_size=16))
+    running = create_server(settings, registry)
+    flags: dict[str, bool] = {}
+    seconds: list[float] = []
+    lock = threading.Lock()
+    try:
+        with RankingClient(f"127.0.0.1:{running.port}", retries=0, timeout=60) as client:
+            flags[f"{tag}-warm"] = client.rank(rank_request(5, request_id=f"{tag}-warm")).decision_logged
+            written = disk.data if disk is not None else path.read_bytes
+            deadline = time.monotonic() + 30  # the writer process is up (its start takes a second or so)
+            while f'"{tag}-warm"'.encode() not in written() and time.monotonic() < deadline:
+                time.sleep(0.02)
+
+            def caller(c: int) -> None:
+                for k in range(15):
+                    request = rank_request(40, seed=100 * c + k, request_id=f"{tag}-{c}-{k}")
+                    request.log_decision = True
+                    start = time.perf_counter()
+                    logged = client.rank(request).decision_logged
+                    with lock:
+                        seconds.append(time.perf_counter() - start)
+                        flags[request.request_id] = logged
+
+            threads = [threading.Thread(target=caller, args=(c,)) for c in range(4)]
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join()
+    finally:
+        if disk is not None:
+            disk.fast()  # the disk catches up, so the drain at stop writes what was queued
+        running.stop(30)
+    return flags, seconds
+
+
+def _dropped(registry: CollectorRegistry) -> dict[str, float]:
+    return {s.labels["reason"]: s.value for m in registry.collect() for s in m.samples
+            if s.name == "memrank_decision_log_dropped_total" and s.value}
+
+
+def test_a_slow_decision_log_disk_slows_no_rank_call_and_loses_no_record_uncounted(tmp_path: Path) -> None:
+    """The decision log's file is a FIFO read at 16 KiB/s (a slow disk, tests/support/slowdisk.py): the writer
+    process blocks on it, then its pipe and the queue fill, and records are dropped (counted as queue_full,
+    decision_logged false) instead of the calls waiting. Every call has its record or is counted dropped."""
+    fast_flags, fast_seconds = _logged_load(tmp_path / "fast.jsonl", "fast", CollectorRegistry())
+    disk = SlowDisk(tmp_path / "slow.jsonl", rate=16 * 1024)
+    registry = CollectorRegistry()
+    try:
+        flags, seconds = _logged_load(disk.path, "slow", registry, disk)
+    finally:
+        disk.close()
+    written = [json.loads(line)["request_id"] for line in disk.data().decode().splitlines()]
+    assert sorted(written) == sorted(rid for rid, ok in flags.items() if ok)  # decision_logged true: written
+    refused = sum(not ok for ok in flags.values())
+    assert refused > 0, "the slow disk never filled the queue: nothing was tested"
+    assert _dropped(registry) == {"queue_full": refused}  # every record not written, counted with its reason
+    assert len(fast_flags) == len(flags) == 61
+    # Rank does not wait for the disk: a call whose record had to be written first would take a record's
+    # size / 16 KiB/s (11.6 KB: 0.7 s) and more as the queue grew. The bound is loose for a loaded machine.
+    fast, slow = statistics.median(fast_seconds), statistics.median(seconds)
+    assert slow <= 4 * fast + 0.25, (slow, fast)
+    assert max(seconds) < 5.0, max(seconds)
+
+
+def test_a_disk_stuck_at_shutdown_ends_the_log_in_time_and_counts_what_it_could_not_write(tmp_path: Path) -> None:
+    """The disk reads 200 B/s and does not catch up: closing the log waits its time out (3 s here, 30 s in
+    a server), then ends the writer instead of waiting for the disk, starts no new one, and counts every record
+    not written (writer_down: taken by the writer; closed: still queued). Every call has its record or is
+    counted dropped."""
+    disk = SlowDisk(tmp_path / "stuck.jsonl", rate=200)
+    settings = loopback_settings()
+    settings = replace(settings, decision_log=DecisionLogSettings(enabled=True, sink="file", path=str(disk.path),
+                                                                  queue_size=16))
+    registry = CollectorRegistry()
+    running = create_server(settings, registry)
+    log = running.service.decisions
+    assert log is not None
+    flags: dict[str, bool] = {}
+    try:
+        with RankingClient(f"127.0.0.1:{running.port}", retries=0, timeout=60) as client:
+            for k in range(40):
+                request = rank_request(40, seed=k, request_id=f"stuck-{k}")
+                request.log_decision = True
+                flags[request.request_id] = client.rank(request).decision_logged
+        writer = log.writer_pid
+        started = time.monotonic()
+        log.close(timeout=3)  # what running.stop does, with 30 s
+        took = time.monotonic() - started
+    finally:
+        running.stop(5)
+        disk.close()
+    assert took < 3 + 15, took  # its time, the writer's end and its last reports; not the disk's pace
+    assert log.restarts == 0 and not _alive(writer)
+    whole = []
+    for line in disk.data().decode(errors="replace").splitlines():
+        with contextlib.suppress(ValueError):  # a line torn by the writer's end: its record is counted
+            whole.append(json.loads(line)["request_id"])
+    assert set(whole) <= {rid for rid, ok in flags.items() if ok}
+    refused = sum(not ok for ok in flags.values())
+    dropped = _dropped(registry)
+    assert sum(dropped.values()) == refused + (sum(flags.values()) - len(whole)), (dropped, refused, len(whole))
+    assert set(dropped) <= {"queue_full", "writer_down", "closed"} and dropped.get("closed", 0) > 0, dropped
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True

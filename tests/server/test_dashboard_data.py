@@ -106,7 +106,9 @@ def load_for(seconds: float, traffic: Traffic, client: RankingClient, rng: np.ra
 def stack(tmp_path: Path) -> Iterator[tuple[Proc, Prom]]:
     """`memrank serve` (drift window and reference of 200 candidates) and Prometheus scraping it."""
     mport = free_port()
-    proc = start_serve(tmp_path, "--config", str(write_config(tmp_path, window=200, reference=200)),
+    # The decision log on (every call logged), so its panels have series: records by kind, drops by reason (0).
+    log = f"decision_log:\n  enabled: true\n  sink: file\n  path: {tmp_path / 'decisions.jsonl'}\n"
+    proc = start_serve(tmp_path, "--config", str(write_config(tmp_path, window=200, reference=200, extra=log)),
                        "--address", "127.0.0.1:0", "--metrics-port", str(mport))
     prom = Prom(tmp_path, mport)
     try:

@@ -20,6 +20,7 @@ from typing import Any
 import grpc
 import jsonschema
 import pytest
+from prometheus_client import CollectorRegistry
 
 from memrank._gen.v1 import ranking_pb2 as pb
 from memrank.client import RankingClient, RankingError
@@ -354,9 +355,20 @@ def test_two_workers_on_stdout_never_interleave_records_larger_than_a_pipe(tmp_p
     assert sorted(r["request_id"] for r in parsed) == sorted(answered) and len(answered) >= 4
 
 
-def test_a_full_queue_drops_and_counts_and_never_fails_a_call(tmp_path: Path) -> None:
-    from prometheus_client import CollectorRegistry
+def test_every_drop_reason_is_a_series_at_zero_from_the_start(tmp_path: Path) -> None:
+    """The dashboard's drops panel, and an alert on a drop rate, read 0 for a log that dropped nothing, not
+    "no data"."""
+    registry = CollectorRegistry()
+    running = create_server(logging_settings(tmp_path / "decisions.jsonl"), registry)
+    try:
+        counts = {reason: registry.get_sample_value("memrank_decision_log_dropped_total", {"reason": reason})
+                  for reason in ("queue_full", "writer_down", "write_error", "closed")}
+    finally:
+        running.stop(5)
+    assert counts == {"queue_full": 0, "writer_down": 0, "write_error": 0, "closed": 0}
 
+
+def test_a_full_queue_drops_and_counts_and_never_fails_a_call(tmp_path: Path) -> None:
     path = tmp_path / "decisions.jsonl"
     registry = CollectorRegistry()
     running = create_server(logging_settings(path, queue_size=1, content="plain"), registry)

@@ -21,6 +21,10 @@ const (
 	DefaultTimeout = 5 * time.Second
 	DefaultRetries = 3
 	DefaultBackoff = 50 * time.Millisecond
+	// DefaultConcurrency is how many calls one Client (one connection) carries at once: the server's
+	// default stream limit per connection (server.max_streams_per_connection, 32). grpc-go honours the
+	// limit the server announces: further calls wait in the client for a free stream, none is refused.
+	DefaultConcurrency = 32
 	// MaxAttempts is gRPC's cap on retryPolicy.maxAttempts (gRFC A6): more attempts count as 5.
 	MaxAttempts = 5
 	// maxRetryBuffer is how much of a call gRPC keeps to replay it on a retry (its default, 256 KiB, would

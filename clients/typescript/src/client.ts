@@ -20,6 +20,12 @@ import { MemrankError } from "./errors.js";
 
 /** gRPC's cap on retryPolicy.maxAttempts (gRFC A6): more attempts count as 5. */
 export const MAX_ATTEMPTS = 5;
+/**
+ * How many calls one MemrankClient (one connection) carries at once: the server's default stream limit per connection
+ * (server.max_streams_per_connection, 32). grpc-js honours the limit the server announces: further calls wait in the
+ * client for a free stream, none is refused.
+ */
+export const DEFAULT_CONCURRENCY = 32;
 /** How much of a call grpc-js keeps to replay it on a retry (its default, 1 MiB, would leave a larger request unretried). */
 const RETRY_BUFFER_BYTES = 64 << 20;
 

@@ -67,6 +67,11 @@ class WriterProcess:
         except subprocess.TimeoutExpired:
             return None
 
+    def kill(self) -> None:
+        """End the writer now (a write blocked on its stdin then fails)."""
+        with contextlib.suppress(OSError):
+            self._proc.kill()
+
     def finish(self, timeout: float) -> int | None:
         """Close the writer's stdin (it writes what it has and exits), wait for it (killed after ``timeout``) and
         for its last reports; its exit status."""

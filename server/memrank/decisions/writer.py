@@ -6,9 +6,11 @@ returns at once; a record that cannot be queued is dropped and counted by reason
 thread pickles each capture down a pipe to the writer process (``python -m memrank.decisions.writer``, one
 per server process; in submission order), which masks, formats and writes it: JSON formatting of thousands of
 floats runs outside the handler's interpreter and its GIL. ``close`` (graceful shutdown, after the last call
-is answered) waits until every queued record is written. The writer ignores SIGTERM and SIGINT (its server
-stops it after the drain by closing the pipe) and, when its server dies, writes what reached it and exits on
-the pipe's end of file.
+is answered) waits until every queued record is written, for up to its timeout (30 s): a sink that has not
+taken them by then (a stuck disk) has its writer ended, and what it did not write is counted (``writer_down``
+for what the writer had taken, ``closed`` for what was still queued). The writer ignores SIGTERM and SIGINT
+(its server stops it after the drain by closing the pipe) and, when its server dies, writes what reached it
+and exits on the pipe's end of file.
 
 A writer that dies (killed, crashed) is noticed at once (its report pipe ends, or a write to it fails): from
 then until its replacement runs, records are refused (``decision_logged`` false) and counted as
@@ -45,6 +47,8 @@ from memrank.metrics.declare import Metrics
 log = logging.getLogger("memrank.decisions")
 _SLOTS = {b"d": 0, b"f": 1, b"e": 2}
 RESTART_SECONDS = 1.0  # at most one writer start per second: a writer that dies at once is not restarted in a loop
+# Why a record was not written (memrank_decision_log_dropped_total{reason}); each shown from the start, at 0.
+DROP_REASONS = ("queue_full", "writer_down", "write_error", "closed")
 
 
 class DecisionLog:
@@ -59,6 +63,9 @@ class DecisionLog:
             log.warning("decision_log.content is plain: the query and every candidate's content are written "
                         "to the decision log in clear", extra={"sink": settings.sink, "path": settings.path})
         self._metrics = metrics
+        if metrics is not None:  # every reason a series from the start: a rate or an alert reads 0, not nothing
+            for reason in DROP_REASONS:
+                metrics.decision_log_dropped.labels(reason=reason)
         self._json = json.dumps(asdict(settings))
         self._cond = threading.Condition()
         # (submission number, capture): sent in submission order, each kind bounded on its own
@@ -126,6 +133,8 @@ class DecisionLog:
         with self._cond:
             while not (self._down or self._closed or any(self._queues.values())):
                 self._cond.wait()
+            if self._down and self._finishing:  # close() gave up on a writer stuck on its sink: no new one
+                return None
             if not self._down or (self._closed and not any(self._queues.values())):
                 heads = [queue for queue in self._queues.values() if queue]
                 return min(heads, key=lambda q: q[0][0]).popleft() if heads else None  # None: closed, empty
@@ -177,7 +186,9 @@ class DecisionLog:
                 m.decision_log_records.labels(kind="decision" if slot == 0 else "feedback").inc()
 
     def close(self, timeout: float = 30.0) -> None:
-        """Write every queued record, stop the writer, bring the counts up to date. A second call does nothing."""
+        """Write every queued record, stop the writer, bring the counts up to date; within about ``timeout``
+        seconds, even when the sink is stuck. A second call does nothing."""
+        deadline = time.monotonic() + timeout
         with self._cond:
             if self._closed:
                 return
@@ -186,9 +197,21 @@ class DecisionLog:
         self._feeder.join(timeout)
         with self._cond:
             self._finishing = True
-        code = self._writer.finish(timeout)
+        if self._feeder.is_alive():
+            # Records still waiting when the time is up: the writer is stuck on its sink (a slow or hung disk)
+            # and the feeder on the writer's full pipe. End the writer: the feeder's write fails, it stops.
+            log.error("decision log: the sink did not take the queued records in time; ending its writer",
+                      extra={"timeout_seconds": timeout, "writer_pid": self._writer.pid})
+            self._writer.kill()
+            self._feeder.join(5)
+        code = self._writer.finish(max(1.0, deadline - time.monotonic()))
         if code is None or code != 0:
             self._lost("writer_down", self._writer.unreported())
+        with self._cond:  # never handed to a writer: lost to the shutdown, counted
+            left = sum(len(queue) for queue in self._queues.values())
+            for queue in self._queues.values():
+                queue.clear()
+        self._lost("closed", left)
         d, f, failed = self.written()
         log.info("decision log closed", extra={"decisions": d, "feedback": f, "failed": failed,
                                                "dropped": dict(self.dropped), "writer_exit": code,

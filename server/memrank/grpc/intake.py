@@ -77,6 +77,19 @@ class CallContext:
         raise Aborted(status.code, status.details, status.trailing_metadata)
 
 
+def core_ended_code(context: grpc.aio.ServicerContext) -> str:
+    """The status grpc's core ended a call with before its request message reached memrank.
+
+    grpc.aio hands the handler no message and no reason (its read gives EOF; a status sent then fails), so the
+    code is inferred: DEADLINE_EXCEEDED when the call's deadline had passed, else RESOURCE_EXHAUSTED, core's
+    answer to a message over ``server.max_message_bytes``, the one limit memrank leaves to core. Core's rarer
+    endings look the same from here and are counted under it too: a compressed message core cannot read
+    (INTERNAL to its client) and a client resetting its stream before its message was in (CANCELLED).
+    """
+    remaining = context.time_remaining()
+    return "DEADLINE_EXCEEDED" if remaining is not None and remaining <= 0 else "RESOURCE_EXHAUSTED"
+
+
 # A handler takes the request bytes out of a one-item list (so nothing else keeps them once parsed) and the call.
 Handle = Callable[[list[bytes], CallContext], bytes]
 
@@ -155,13 +168,25 @@ class Intake:
                      extra={"method": method, "seconds": self._read_timeout})
             await self._refuse(method, context, ReadTimedOut(
                 f"request not received within {self._read_timeout:g} s (server.request_read_timeout_seconds)"))
-        if data is grpc.aio.EOF:  # no message; or one over server.max_message_bytes, which grpc's core refused
-            # (its RESOURCE_EXHAUSTED is what the client sees; from here the two cannot be told apart)
-            await self._refuse(method, context, NoRequest(f"{method} takes one request message, got none"))
+        if data is grpc.aio.EOF:  # no message, or grpc's core ended the call before one reached memrank
+            await self._refuse_messageless(method, context)
         if more:
             log.info("rpc refused: more than one request message", extra={"method": method})
             await self._refuse(method, context, NoRequest(f"{method} takes one request message, got more"))
         return bytes(data)
+
+    async def _refuse_messageless(self, method: str, context: grpc.aio.ServicerContext) -> None:
+        """A call that reached memrank without a message: refused (INVALID_ARGUMENT) and counted so, unless grpc's
+        core had already ended it with its own status; then counted under that status (``core_ended_code``)."""
+        refusal = NoRequest(f"{method} takes one request message, got none")
+        try:
+            await refuse(context, refusal)
+        except grpc.aio.AbortError:  # memrank's status went out
+            self._observe(method, code_of(refusal).name)
+            raise
+        except BaseException:  # it could not: the call was over (grpc.aio's ExecuteBatchError, or cancelled)
+            self._observe(method, core_ended_code(context))
+            raise
 
     async def _take_bytes(self, method: str, size: int, context: grpc.aio.ServicerContext) -> None:
         """Take the request's bytes from the in-flight byte budget, or refuse the call with RESOURCE_EXHAUSTED."""

@@ -67,3 +67,13 @@ def test_every_panel_query_reads_declared_metrics_or_recorded_rules() -> None:
     gauge = next(p for p in panels if p["type"] == "gauge")
     steps = [s["value"] for s in gauge["fieldConfig"]["defaults"]["thresholds"]["steps"]]
     assert steps == [None, 0.1, 0.25]
+
+
+def test_a_panel_shows_decision_log_drops_by_reason() -> None:
+    """A record missing from the decision log is visible on the dashboard, by why (issue #32): the drop counter
+    summed by reason, beside the records written."""
+    board = json.loads((ROOT / "helm" / "memrank" / "files" / "memrank-dashboard.json").read_text())
+    exprs = {p["title"]: [t["expr"] for t in p["targets"]] for p in board["panels"] if p["type"] != "row"}
+    drops = [t for ts in exprs.values() for t in ts if "memrank_decision_log_dropped_total" in t]
+    assert drops and all(re.search(r"sum by \(reason\)", t) for t in drops), drops
+    assert any("memrank_decision_log_records_total" in t for ts in exprs.values() for t in ts)

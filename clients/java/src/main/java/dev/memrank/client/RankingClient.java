@@ -71,6 +71,12 @@ public final class RankingClient implements AutoCloseable {
   public static final int DEFAULT_MAX_MESSAGE_BYTES = 64 << 20;
   /** gRPC's cap on retryPolicy.maxAttempts (gRFC A6): more attempts count as 5. */
   public static final int MAX_ATTEMPTS = 5;
+  /**
+   * How many calls one client (one connection) carries at once: the server's default stream limit
+   * per connection ({@code server.max_streams_per_connection}, 32). grpc-java honours the limit the
+   * server announces: further calls wait in the client for a free stream, none is refused.
+   */
+  public static final int DEFAULT_CONCURRENCY = 32;
   /** The service config's resource in the jar. */
   static final String SERVICE_CONFIG = "service_config.json";
 
