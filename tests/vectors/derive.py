@@ -267,7 +267,8 @@ def hop_column(pop: list[dict[str, Any]], match: dict[str, float]) -> dict[str, 
         cos = [(cosine(emb[c["id"]], emb[s["id"]]), s["id"]) for s in seeds if s["id"] != c["id"]]
         best = max(cos, key=lambda t: t[0]) if cos else (0.0, "")
         value = min(max(best[0], 0.0), 1.0)
-        out[c["id"]] = (value, f"seeds {names}; cosines {', '.join(f'{s!r} {x!r}' for x, s in cos)}; "
+        none = "" if c.get("embedding") else "no embedding (a zero row): "
+        out[c["id"]] = (value, f"{none}seeds {names}; cosines {', '.join(f'{s!r} {x!r}' for x, s in cos)}; "
                                f"max(0, {best[0]!r}) = {value!r}")
     return out
 
@@ -357,7 +358,7 @@ def default_scores(cands: list[dict[str, Any]], req: dict[str, Any],
         parts = {"relevance": f"minmax({c.get('retrievalScore', 0.0)}) = {rel[i]!r}",
                  "lexical": "0 (no query word in any content)", "context": ctx_why,
                  "speaker": f"{spk:g} ({spk_why})", "importance": "not derived",
-                 "thread": f"{thr_why} (match = (1-{CONTEXT_LEXICAL})*minmax over the population)",
+                 "thread": thr_why + (f" (match = (1-{CONTEXT_LEXICAL})*minmax over the population)" if thr else ""),
                  "length": length_why, "hop": hops[c["id"]][1], "statement": stmt_why}
         rows.append((values, parts))
     shared: list[str] = []
@@ -1508,6 +1509,34 @@ def cases() -> list[tuple[str, str, dict[str, Any], dict[str, Any] | None]]:
         "length would order the two), so the two tie at 0 and id order decides",
         rank_request("default_threshold_per_request", "default", weak, "What is the capital of Peru?",
                      explicitLookup=True, relevanceThreshold=0.05, weightOverrides=only("speaker")))
+    add("default_new_signals", "default's thread, length, hop and statement (058716b), with relevance the only "
+        "other signal weighed (weightOverrides zero lexical, context, speaker and importance: weights .198 "
+        "relevance, .144 thread, .142 length, .053 hop, .025 statement, none constant, so nothing is shared), "
+        "explicit lookup. The population (every candidate: b-2 and u-low are BELOW_THRESHOLD yet count) has "
+        "retrieval 0 .. 1, so each match = 0.75 x retrieval (no query word in any content: lexical 0). thread: "
+        "the best match among the OTHER memories of the thread, any position (a-1: a-2's 0.45; a-2, a-3: a-1's "
+        "0.75; b-1: below-threshold b-2's 0.06; p-4 and p-6 have positions 4 and 6 and no thread: the unnamed "
+        "thread, 0.3 and 0.225, not neighbours; n-1 has neither: 0). length: ln(1 + t) / ln 201, t = "
+        "token_count (200 -> 1, 500 -> 1, 14) or ceil(chars / 4). hop: the seeds are the three best matches a-1, "
+        "b-1, a-2 (unit vectors e1, e3, e2); a-3 (0, 3, 4, 0) has cosines 0, 0.8, 0.6 -> 0.8, p-4 (3, 0, 0, 4) "
+        "0.6, n-1 = e2 1 (a-2 itself), a seed gets only the other two seeds (0), p-6 has no embedding (0). "
+        "statement: a-2 ends with '?', p-6 with a full-width '？' and trailing spaces: 0; a-3 'Why? ...' has its "
+        "'?' inside: 1. Contents share no word, so each final = 0.95 x combined",
+        rank_request("default_new_signals", "default", [
+            cand("a-1", "fact", "Our boat won by two lengths", 1.0, thread="a", tokenCount=200,
+                 embedding=[1, 0, 0, 0]),
+            cand("a-2", "fact", "Did you keep your trophy?", 0.6, thread="a", embedding=[0, 1, 0, 0]),
+            cand("a-3", "fact", "Why? Because wind dropped", 0.2, thread="a", tokenCount=14,
+                 embedding=[0, 3, 4, 0]),
+            cand("b-1", "fact", "Prize money went to a sailing club", 0.8, thread="b", tokenCount=500,
+                 embedding=[0, 0, 1, 0]),
+            cand("b-2", "fact", "Gulls everywhere", 0.08, thread="b", embedding=[0, 0, 0, 1]),
+            cand("u-low", "fact", "Unrelated grocery list", 0.0),
+            cand("p-4", "fact", "Crew dinner was at eight", 0.4, position=4, embedding=[3, 0, 0, 4]),
+            cand("p-6", "fact", "Really\uff1f  ", 0.3, position=6),
+            cand("n-1", "fact", "Spinnaker repairs cost extra this season", 0.5, embedding=[0, 1, 0, 0])],
+            "regatta harbour", explicitLookup=True,
+            weightOverrides=only("relevance", "thread", "length", "hop", "statement")))
     two = [cand("ok-0"), cand("ok-1")]
     add("error_nan_retrieval", "NaN retrieval_score is refused, naming the candidate field",
         rank_request("error_nan_retrieval", ao, [two[0], {**two[1], "retrievalScore": "NaN"}]),
