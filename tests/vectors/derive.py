@@ -138,13 +138,13 @@ def generative(cands: list[dict[str, Any]], ref: datetime) -> list[tuple[float, 
     return out
 
 
-# --- default: a weighted sum of six signals, then the MMR covering set ---------------------------
+# --- default: a weighted sum of nine signals, then the MMR covering set --------------------------
 
 # The built-in `default` profile (profiles/builtin.py): signals in summation order with their weights,
 # diversity lambda, the covering set's near-duplicate threshold and the lexical share of a context match.
-DEFAULT_WEIGHTS = (("relevance", 0.193), ("lexical", 0.288), ("context", 0.288), ("speaker", 0.154),
-                   ("importance", 0.077))
-DEFAULT_LAMBDA = 0.9
+DEFAULT_WEIGHTS = (("relevance", 0.198), ("lexical", 0.188), ("context", 0.128), ("speaker", 0.107),
+                   ("importance", 0.015), ("thread", 0.144), ("length", 0.142), ("hop", 0.053), ("statement", 0.025))
+DEFAULT_LAMBDA = 0.95
 DEFAULT_SHARE = True  # share_constant_weight: a signal constant over the eligible candidates gives its weight away
 DEFAULT_THRESHOLD = 0.1  # relevance floor on retrieval_score (the request's relevanceThreshold wins)
 DEDUPE = 0.92
@@ -190,6 +190,89 @@ def jaccard(a: set[str], b: set[str]) -> float:
     return len(a & b) / len(a | b) if a | b else 0.0
 
 
+# default's thread, length, hop and statement (058716b; docs/concepts/signals.md and the docstrings of
+# core/signals/thread.py, length.py, hop.py, statement.py). thread and hop read each population candidate's
+# match with the query, match_j = (1 - a) x minmax(relevance)_j + a x lexical_j (a = CONTEXT_LEXICAL, the
+# match context uses), over the candidates the safety and temporal gates kept.
+FULL_TOKENS = 200  # length is full (1) at this many tokens
+HOP_SEEDS = 3  # hop: the population candidates with the largest match
+QUESTION_MARKS = ("?", "\uff1f", "\u061f")  # '?', full-width '？', Arabic '؟'
+
+
+def thread_key(c: dict[str, Any]) -> str | None:
+    """A candidate's thread: its named thread, the unnamed thread "" when it has a position, else None."""
+    if c.get("thread"):
+        return str(c["thread"])
+    return "" if "position" in c else None
+
+
+def thread_of(c: dict[str, Any], pop: list[dict[str, Any]], match: dict[str, float]) -> tuple[float, str]:
+    """max(match_j for the OTHER population candidates j of the same thread), 0 when there is none."""
+    key = thread_key(c)
+    if key is None:
+        return 0.0, "no thread"
+    others = [d for d in pop if d["id"] != c["id"] and thread_key(d) == key]
+    if not others:
+        return 0.0, f"no other memory of thread {key!r}"
+    best = max(others, key=lambda d: match[d["id"]])  # max keeps the first of equal matches
+    return match[best["id"]], f"best other of thread {key!r}: {best['id']!r} match {match[best['id']]!r}"
+
+
+def tokens_of(c: dict[str, Any]) -> tuple[int, str]:
+    """token_count when > 0, else ceil(characters / 4) (code points)."""
+    if c.get("tokenCount", 0) > 0:
+        return int(c["tokenCount"]), f"token_count {c['tokenCount']}"
+    chars = len(c.get("content", ""))
+    return math.ceil(chars / 4), f"ceil({chars} chars / 4)"
+
+
+def length_of(c: dict[str, Any]) -> tuple[float, str]:
+    """min(1, ln(1 + tokens) / ln(1 + 200))."""
+    tokens, source = tokens_of(c)
+    value = min(1.0, math.log(1 + tokens) / math.log(1 + FULL_TOKENS))
+    return value, f"min(1, ln(1 + {tokens}) / ln({1 + FULL_TOKENS})) ({source}) = {value!r}"
+
+
+def statement_of(c: dict[str, Any]) -> tuple[float, str]:
+    """0 when the content, trailing white space removed, ends with a question mark, else 1."""
+    asks = c.get("content", "").rstrip().endswith(QUESTION_MARKS)
+    return (0.0, "ends with a question mark: 0") if asks else (1.0, "a statement: 1")
+
+
+def cosine(a: list[float], b: list[float]) -> float:
+    """a.b / (|a| |b|) of the float32 values as sent (the vectors use small integers: exact in float32); 0 for a
+    zero row."""
+    na, nb = math.sqrt(sum(x * x for x in a)), math.sqrt(sum(x * x for x in b))
+    if na == 0 or nb == 0:
+        return 0.0
+    return sum(x * y for x, y in zip(a, b, strict=True)) / (na * nb)
+
+
+def hop_column(pop: list[dict[str, Any]], match: dict[str, float]) -> dict[str, tuple[float, str]]:
+    """hop_i = max(0, max(cos(e_i, e_s) for the 3 population candidates s with the largest match, s != i));
+    seeds tie to the lower index; 0 for every candidate without embeddings or with fewer than two candidates;
+    a candidate without an embedding is a zero row (cosine 0)."""
+    if not any(c.get("embedding") for c in pop) or len(pop) < 2:
+        return {c["id"]: (0.0, "no embeddings: 0") for c in pop}
+    dim = max(len(c.get("embedding", [])) for c in pop)
+    emb = {c["id"]: [float(x) for x in c.get("embedding", [])] or [0.0] * dim for c in pop}
+    for row in emb.values():
+        assert len(row) == dim and all(struct.unpack("<f", struct.pack("<f", x))[0] == x for x in row), \
+            "derive.py: embeddings of one dimension, exact in float32"
+    index = {c["id"]: i for i, c in enumerate(pop)}
+    seeds = sorted(pop, key=lambda c: (-match[c["id"]], index[c["id"]]))[:HOP_SEEDS]
+    names = ", ".join(f"{s['id']!r} ({match[s['id']]!r})" for s in seeds)
+    out = {}
+    for c in pop:
+        cos = [(cosine(emb[c["id"]], emb[s["id"]]), s["id"]) for s in seeds if s["id"] != c["id"]]
+        best = max(cos, key=lambda t: t[0]) if cos else (0.0, "")
+        value = min(max(best[0], 0.0), 1.0)
+        none = "" if c.get("embedding") else "no embedding (a zero row): "
+        out[c["id"]] = (value, f"{none}seeds {names}; cosines {', '.join(f'{s!r} {x!r}' for x, s in cos)}; "
+                               f"max(0, {best[0]!r}) = {value!r}")
+    return out
+
+
 def share_constant(weights: list[tuple[str, float]], columns: dict[str, list[float]], n_eligible: int,
                    ) -> tuple[list[tuple[str, float]], list[str]]:
     """README (Profiles, share_constant_weight): the effective weights and the names of the constant signals.
@@ -220,15 +303,18 @@ def default_scores(cands: list[dict[str, Any]], req: dict[str, Any],
     """combined = sum of weight x signal in profile order, weights after weightOverrides.
 
     relevance = min-max of retrieval_score (no facet scores); lexical is 0 because no query word occurs
-    in any content (checked); context = best neighbour match (same thread, position +/- 1),
-    match = (1 - 0.25) x minmax(relevance) + 0.25 x lexical; speaker = 1 if the query names the
-    speaker. importance is not derived here: the vectors override its weight to 0. (default stems its
-    lexical terms; no query word's stem begins any content word either, so lexical stays 0.)
+    in any content (checked); each population candidate's match = (1 - 0.25) x minmax(relevance) + 0.25 x
+    lexical, both over the population (lexical 0); context = best neighbour match (same thread, position
+    +/- 1); speaker = 1 if the query names the speaker; thread = best match among the other population
+    candidates of the same thread (thread_of); length = min(1, ln(1 + tokens) / ln 201); hop = the largest
+    cosine with one of the 3 best matches (hop_column); statement = 0 for a content ending with a question
+    mark. importance is not derived here: the vectors override its weight to 0. (default stems its lexical
+    terms; no query word's stem begins any content word either, so lexical stays 0.)
     """
     if not cands:
         return []
     assert not any("facetScores" in c or "stageScores" in c for c in cands), "derive.py: no facets or stages"
-    assert "embeddingsF32" not in req and not any("embedding" in c for c in cands), "derive.py: no embeddings"
+    assert "embeddingsF32" not in req, "derive.py: embeddings per candidate here, not packed"
     overrides = req.get("weightOverrides", {})
     weights = [(name, float(overrides.get(name, w))) for name, w in DEFAULT_WEIGHTS]
     assert all(w == 0 for name, w in weights if name == "importance"), \
@@ -243,6 +329,8 @@ def default_scores(cands: list[dict[str, Any]], req: dict[str, Any],
     rel = min_max([c.get("retrievalScore", 0.0) for c in cands])
     pop_rel = min_max([c.get("retrievalScore", 0.0) for c in pop])
     match = [(1 - CONTEXT_LEXICAL) * r for r in pop_rel]  # lexical is 0 for every candidate
+    match_of = {d["id"]: m for d, m in zip(pop, match, strict=True)}
+    hops = hop_column(pop, match_of)
     rows = []
     for i, c in enumerate(cands):
         ctx, ctx_why = 0.0, "no position: no neighbours"
@@ -262,25 +350,29 @@ def default_scores(cands: list[dict[str, Any]], req: dict[str, Any],
         spk = 1.0 if hit else 0.0
         spk_why = (f"query names {name!r} ({hit!r})" if hit else f"query does not name {name!r}" if name
                    else "no speaker")
+        thr, thr_why = thread_of(c, pop, match_of)
+        length, length_why = length_of(c)
+        stmt, stmt_why = statement_of(c)
         values = {"relevance": rel[i], "lexical": lex[i], "context": ctx, "speaker": spk,
-                  "importance": 0.0}
-        rows.append((values, c, ctx_why, spk, spk_why))
+                  "importance": 0.0, "thread": thr, "length": length, "hop": hops[c["id"]][0], "statement": stmt}
+        parts = {"relevance": f"minmax({c.get('retrievalScore', 0.0)}) = {rel[i]!r}",
+                 "lexical": "0 (no query word in any content)", "context": ctx_why,
+                 "speaker": f"{spk:g} ({spk_why})", "importance": "not derived",
+                 "thread": thr_why + (f" (match = (1-{CONTEXT_LEXICAL})*minmax over the population)" if thr else ""),
+                 "length": length_why, "hop": hops[c["id"]][1], "statement": stmt_why}
+        rows.append((values, parts))
     shared: list[str] = []
     if DEFAULT_SHARE:
         weights, shared = share_constant(weights, {name: [r[0][name] for r in rows] for name, _ in weights},
                                          len(rows))
     note = f" (constant here: {', '.join(shared)}; weights shared)" if shared else ""
     out = []
-    for i, (values, c, ctx_why, spk, spk_why) in enumerate(rows):
+    for values, parts in rows:
         combined = 0.0
         for sig, w in weights:
             combined = combined + w * values[sig]
-        wt = dict(weights)
-        why = (f"relevance minmax({c.get('retrievalScore', 0.0)}) = {rel[i]!r} x {wt['relevance']:g}; "
-               f"lexical 0 (no query word in any content) x {wt['lexical']:g}; context {ctx_why} x {wt['context']:g}; "
-               f"speaker {spk:g} ({spk_why}) x {wt['speaker']:g}; importance x 0{note}; "
-               f"combined = {combined!r}")
-        out.append((combined, why))
+        terms = [f"{sig} {parts[sig]} x {w:g}" if w else f"{sig} x 0" for sig, w in weights]
+        out.append((combined, "; ".join(terms) + f"{note}; combined = {combined!r}"))
     return out
 
 
@@ -491,9 +583,10 @@ def pack_f32(rows: list[list[float]]) -> str:
 
 # profiles/builtin.py as data: (signal, weight, normaliser) in profile order, and the selection knobs.
 PROFILES: dict[str, dict[str, Any]] = {
-    "default": {"signals": (("relevance", 0.193, "min_max"), ("lexical", 0.288, "none"), ("context", 0.288, "none"),
-                            ("speaker", 0.154, "none"), ("importance", 0.077, "none")),
-                "fusion": "weighted", "facet_weights": {"bm25": 0.2, "dense": 0.8}, "lambda": 0.9, "threshold": 0.1,
+    "default": {"signals": (("relevance", 0.198, "min_max"), ("lexical", 0.188, "none"), ("context", 0.128, "none"),
+                            ("speaker", 0.107, "none"), ("importance", 0.015, "none"), ("thread", 0.144, "none"),
+                            ("length", 0.142, "none"), ("hop", 0.053, "none"), ("statement", 0.025, "none")),
+                "fusion": "weighted", "facet_weights": {"bm25": 0.2, "dense": 0.8}, "lambda": 0.95, "threshold": 0.1,
                 "stemmer": True, "own": True, "share": True},
     "research": {"signals": (("relevance", 0.50, "min_max"), ("lexical", 0.20, "none"),
                              ("confidence", 0.10, "none"), ("trust", 0.10, "none"), ("importance", 0.05, "none"),
@@ -852,15 +945,24 @@ def raw_signals(prof: dict[str, Any], pop: list[dict[str, Any]], req: dict[str, 
         rel = {k: ((1.0 - b) * v + b * lex[k][0], f"{why}; (1-{b})*{v!r} + {b}*lexical {lex[k][0]!r}")
                for k, (v, why) in rel.items()}
     out["fusion"] = fused or {}
+    # each population candidate's match with the query (context, thread and hop read it)
+    a = CONTEXT_LEXICAL
+    rel_mm = min_max_of({k: v for k, (v, _) in rel.items()})
+    match = {k: (1 - a) * rel_mm[k] + a * lex[k][0] for k in rel_mm}
     for name in names:
         if name == "relevance":
             out[name] = rel
         elif name == "lexical":
             out[name] = lex
+        elif name == "thread":
+            out[name] = {c["id"]: thread_of(c, pop, match) for c in pop}
+        elif name == "length":
+            out[name] = {c["id"]: length_of(c) for c in pop}
+        elif name == "hop":
+            out[name] = hop_column(pop, match)
+        elif name == "statement":
+            out[name] = {c["id"]: statement_of(c) for c in pop}
         elif name == "context":
-            a = CONTEXT_LEXICAL
-            rel_mm = min_max_of({k: v for k, (v, _) in rel.items()})
-            match = {k: (1 - a) * rel_mm[k] + a * lex[k][0] for k in rel_mm}
             col = {}
             for c in pop:
                 near = [d for d in pop if "position" in c and "position" in d and d.get("thread", "") ==
@@ -1362,13 +1464,17 @@ def cases() -> list[tuple[str, str, dict[str, Any], dict[str, Any] | None]]:
         "and agent-observer's formula does not read embeddings, so the answer is placement_best_first's",
         rank_request("packed_embeddings", ao, OBSERVER_FIVE, OBSERVER_QUERY, embeddingsF32=pack_f32(PACKED_ROWS),
                      embeddingDim=3))
-    only_new = {"importance": 0, "lexical": 0, "relevance": 0}  # keys sorted: map bytes agree
-    add("default_context_neighbours", "default, only context and speaker weighed (weightOverrides), explicit "
+    def only(*weighed: str) -> dict[str, int]:
+        """weightOverrides that zero every default signal but these, keys sorted (map bytes agree)."""
+        return {name: 0 for name, _ in sorted(DEFAULT_WEIGHTS) if name not in weighed}
+
+    add("default_context_neighbours", "default, only context and speaker weighed (weightOverrides zero the "
+        "other seven, thread, length, hop and statement included, so the case stays about neighbours), explicit "
         "lookup: context is the best (1 - 0.25) x minmax(retrieval) among the candidates of the same thread at "
         "position +/- 1 (position 0 set, other thread, position without thread, thread without position get "
         "none); the query names no speaker, so speaker is constant and context takes its weight too "
-        "(0.288 + 0.154 = 0.442, share_constant_weight); contents share no word, so each final = 0.9 x combined; zeros "
-        "are still selected, ingested_at then id breaking their tie",
+        "(0.128 + 0.107 = 0.235, share_constant_weight); contents share no word, so each final = 0.95 x combined; "
+        "zeros are still selected, ingested_at then id breaking their tie",
         rank_request("default_context_neighbours", "default", [
             cand("s-3", "fact", "Sure thing", 0.75, thread="s", position=3),
             cand("s-1", "fact", "Yes, after dinner", 0.25, thread="s", position=1, speaker="Melanie"),
@@ -1378,16 +1484,17 @@ def cases() -> list[tuple[str, str, dict[str, Any], dict[str, Any] | None]]:
                  ingestedAt="2026-05-01T00:00:00Z"),
             cand("n-nopos", "fact", "Garden tomatoes ripened", 0.0, thread="s"),
             cand("s-2", "fact", "Bring snacks please", 0.125, thread="s", position=2)],
-            "Where did the ferry leave from?", explicitLookup=True, weightOverrides=only_new))
-    add("default_speaker_named", "default, only speaker weighed (weightOverrides), explicit lookup: the query "
+            "Where did the ferry leave from?", explicitLookup=True, weightOverrides=only("context", "speaker")))
+    add("default_speaker_named", "default, only speaker weighed (weightOverrides zero the other eight, thread, "
+        "length, hop and statement included), explicit lookup: the query "
         "names a speaker by a whole word of its folded form (NFKD, marks removed, case-folded: 'JOSE' names "
-        "'José'); named speakers score 0.9 x 0.154, the rest 0; ties by id",
+        "'José'); named speakers score 0.95 x 0.107, the rest 0; ties by id",
         rank_request("default_speaker_named", "default", [
             cand("sp-none", "fact", "Weather turned cold", 1.0),
             cand("sp-jose", "fact", "Bought a guitar", 0.1, speaker="José"),
             cand("sp-melanie", "fact", "Painted the fence", 0.9, speaker="Melanie"),
             cand("sp-caroline", "fact", "Researched adoption agencies", 0.2, speaker="Caroline")],
-            "What did Caroline and JOSE say?", explicitLookup=True, weightOverrides={"context": 0, **only_new}))
+            "What did Caroline and JOSE say?", explicitLookup=True, weightOverrides=only("speaker")))
     weak = [cand(f"peru-{k}", "fact", text, r) for k, (text, r) in enumerate(
         [("Lima traffic was bad today", 0.02), ("We ate ceviche once", 0.03), ("Machu Picchu photos", 0.06),
          ("My cousin studies in Cusco", 0.05), ("Alpaca wool sweater", 0.04)])]
@@ -1397,10 +1504,39 @@ def cases() -> list[tuple[str, str, dict[str, Any], dict[str, Any] | None]]:
         rank_request("default_nothing_relevant", "default", weak, "What is the capital of Peru?",
                      explicitLookup=True))
     add("default_threshold_per_request", "the request's relevanceThreshold (0.05) replaces default's floor: "
-        "peru-2 (0.06) and peru-3 (0.05, not below) pass, the rest are BELOW_THRESHOLD; only context and "
-        "speaker are weighed (both 0 here), so the two tie at 0 and id order decides",
+        "peru-2 (0.06) and peru-3 (0.05, not below) pass, the rest are BELOW_THRESHOLD; only speaker is "
+        "weighed (0 here: weightOverrides zero the other eight, thread, length, hop and statement included, or "
+        "length would order the two), so the two tie at 0 and id order decides",
         rank_request("default_threshold_per_request", "default", weak, "What is the capital of Peru?",
-                     explicitLookup=True, relevanceThreshold=0.05, weightOverrides={"context": 0, **only_new}))
+                     explicitLookup=True, relevanceThreshold=0.05, weightOverrides=only("speaker")))
+    add("default_new_signals", "default's thread, length, hop and statement (058716b), with relevance the only "
+        "other signal weighed (weightOverrides zero lexical, context, speaker and importance: weights .198 "
+        "relevance, .144 thread, .142 length, .053 hop, .025 statement, none constant, so nothing is shared), "
+        "explicit lookup. The population (every candidate: b-2 and u-low are BELOW_THRESHOLD yet count) has "
+        "retrieval 0 .. 1, so each match = 0.75 x retrieval (no query word in any content: lexical 0). thread: "
+        "the best match among the OTHER memories of the thread, any position (a-1: a-2's 0.45; a-2, a-3: a-1's "
+        "0.75; b-1: below-threshold b-2's 0.06; p-4 and p-6 have positions 4 and 6 and no thread: the unnamed "
+        "thread, 0.3 and 0.225, not neighbours; n-1 has neither: 0). length: ln(1 + t) / ln 201, t = "
+        "token_count (200 -> 1, 500 -> 1, 14) or ceil(chars / 4). hop: the seeds are the three best matches a-1, "
+        "b-1, a-2 (unit vectors e1, e3, e2); a-3 (0, 3, 4, 0) has cosines 0, 0.8, 0.6 -> 0.8, p-4 (3, 0, 0, 4) "
+        "0.6, n-1 = e2 1 (a-2 itself), a seed gets only the other two seeds (0), p-6 has no embedding (0). "
+        "statement: a-2 ends with '?', p-6 with a full-width '？' and trailing spaces: 0; a-3 'Why? ...' has its "
+        "'?' inside: 1. Contents share no word, so each final = 0.95 x combined",
+        rank_request("default_new_signals", "default", [
+            cand("a-1", "fact", "Our boat won by two lengths", 1.0, thread="a", tokenCount=200,
+                 embedding=[1, 0, 0, 0]),
+            cand("a-2", "fact", "Did you keep your trophy?", 0.6, thread="a", embedding=[0, 1, 0, 0]),
+            cand("a-3", "fact", "Why? Because wind dropped", 0.2, thread="a", tokenCount=14,
+                 embedding=[0, 3, 4, 0]),
+            cand("b-1", "fact", "Prize money went to a sailing club", 0.8, thread="b", tokenCount=500,
+                 embedding=[0, 0, 1, 0]),
+            cand("b-2", "fact", "Gulls everywhere", 0.08, thread="b", embedding=[0, 0, 0, 1]),
+            cand("u-low", "fact", "Unrelated grocery list", 0.0),
+            cand("p-4", "fact", "Crew dinner was at eight", 0.4, position=4, embedding=[3, 0, 0, 4]),
+            cand("p-6", "fact", "Really\uff1f  ", 0.3, position=6),
+            cand("n-1", "fact", "Spinnaker repairs cost extra this season", 0.5, embedding=[0, 1, 0, 0])],
+            "regatta harbour", explicitLookup=True,
+            weightOverrides=only("relevance", "thread", "length", "hop", "statement")))
     two = [cand("ok-0"), cand("ok-1")]
     add("error_nan_retrieval", "NaN retrieval_score is refused, naming the candidate field",
         rank_request("error_nan_retrieval", ao, [two[0], {**two[1], "retrievalScore": "NaN"}]),
@@ -1448,8 +1584,11 @@ def contract_cases() -> list[tuple[str, str, dict[str, Any], frozenset[str]]]:
         "lexical IDF over the population ('paints' finds paint/painted/painting, 'caroline' its own stem), "
         "context = the best neighbour's (1 - 0.25) x minmax(relevance) + 0.25 x lexical (c-6's only neighbour "
         "c-5 is BELOW_THRESHOLD, the population's lowest retrieval_score, yet lends its 0.25 x lexical), "
-        "speaker, importance; importance 0 is dropped on general recall; MMR covering set (c-10 shares 'the', "
-        "'fence', 'the fence' with c-9: Jaccard 3/15); 8 selected, "
+        "speaker, importance, and the four signals of 058716b derived, not overridden: thread (the best match "
+        "among the other memories of s1 or s2, c-5's included; none for n-1, n-2), length (ceil(chars / 4) "
+        "tokens on ln(1 + t) / ln 201), statement (c-3 and c-8 end with '?': 0), hop 0 for all (no embeddings), "
+        "so its weight is shared pro rata; importance 0 is dropped on general recall; MMR covering set, lambda "
+        "0.95 (c-10 shares 'the', 'fence', 'the fence' with c-9: Jaccard 3/15); 8 selected, "
         "so every calibration bucket bound 1 - r/8 is exact and the receipt is recomputed from the derived numbers",
         rank_request("default_all_signals", "default", [
             turn("c-2", "I joined a painting club", 0.15, 0.5, thread="s1", position=2, speaker="Caroline"),
@@ -1465,7 +1604,10 @@ def contract_cases() -> list[tuple[str, str, dict[str, Any], frozenset[str]]]:
         "stages", "receipt")
     add("default_near_copies", "default covering set with EXPLAIN_LEVEL_FULL: pref-2 repeats pref-1's words "
         "(shingle similarity 1 >= 0.92) and allergy-2 allergy-1's, so both are REDUNDANT and covered_by names "
-        "each one's own pick; pref-3 (13 of pref-1's 15 shingles, 0.867) stays, its gain lowered by 0.1 x 0.867",
+        "each one's own pick; pref-3 (13 of pref-1's 15 shingles, 0.867) stays, its gain lowered by 0.05 x 0.867 "
+        "(lambda 0.95); thread, length, hop and statement derived: no threads, embeddings or questions, so of "
+        "the four only length varies, and thread, hop and statement (with context and speaker) share their weight "
+        "out pro rata",
         rank_request("default_near_copies", "default", [
             {**cand("pref-1", "preference", "The user prefers oat milk in their coffee.", 0.91), "importance": 0.7},
             {**cand("pref-2", "preference", "the user prefers OAT milk in their coffee!", 0.90), "importance": 0.7},
@@ -1480,7 +1622,8 @@ def contract_cases() -> list[tuple[str, str, dict[str, Any], frozenset[str]]]:
         "0.2, dense 0.8 and the unnamed 'sparse' 1.0 (total 2.0), each facet min-max over the population "
         "candidates that have it (f-low is BELOW_THRESHOLD on its retrieval_score 0.05 yet still sets each "
         "facet's maximum); a missing facet adds nothing, no facets at all fuse to 0 (f-5); the fusion stage "
-        "record carries retrieval_score in and the fused value out; empty query, no threads or speakers",
+        "record carries retrieval_score in and the fused value out; empty query, no threads or speakers; thread, "
+        "length, hop and statement derived (of the four only length varies: ceil(chars / 4) tokens)",
         rank_request("default_weighted_facets", "default", [
             turn("f-1", "Invoice export runs nightly", 0.8, 0.5, facetScores={"bm25": 12.0, "dense": 0.82}),
             turn("f-2", "Ledger totals reconcile weekly", 0.7, 0.6, facetScores={"bm25": 3.5, "dense": 0.91}),
