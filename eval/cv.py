@@ -63,7 +63,7 @@ from memrank.tuning.metrics import Metric, Objective
 
 SIGNALS = ("relevance", "lexical", "context", "speaker", "importance", "recency")
 # Columns ``prepare`` also keeps, for ``eval/cv_shapes.py``'s listwise fit (this script's fit never reads them).
-EXTRA = ("thread", "length", "hop", "statement")
+EXTRA = ("thread", "length", "hop", "statement", "date")
 COLUMNS = SIGNALS + EXTRA
 NORMALIZATION = {"relevance": "min_max"}
 LAMBDAS = (0.95, 0.9, 0.8, 0.7)

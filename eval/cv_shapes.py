@@ -15,7 +15,7 @@ procedures:
    recall@5 over ``cv.SIGNALS``), ``share_constant_weight`` on;
 3. ``after``, the procedure of today's `default` (``memrank tune --model
    linear``'s fit): weights over ``LEARNED`` (the signals of ``before`` less
-   recency, plus ``thread``, ``length``, ``hop`` and ``statement``) by the listwise
+   recency, plus ``thread``, ``length``, ``hop``, ``statement`` and ``date``) by the listwise
    softmax fit (``memrank.tuning.listwise``) on both training parts, each
    dataset weighing one half; then lambda among ``LAMBDAS`` by the mean of the
    two datasets' training recall@5 through the full pipeline (ties: the
@@ -53,7 +53,8 @@ from memrank.tuning.ascent import to_simplex
 from memrank.tuning.dataset import Stack
 from memrank.tuning.listwise import balanced, fit_linear
 
-LEARNED = ("relevance", "lexical", "context", "speaker", "importance", "thread", "length", "hop", "statement")
+LEARNED = ("relevance", "lexical", "context", "speaker", "importance", "thread", "length", "hop", "statement",
+           "date")
 LAMBDAS = (0.95, 0.9, 0.8)
 METRICS = report.COMPARED
 

@@ -15,6 +15,7 @@ from memrank.core.signals.access import access, access_log
 from memrank.core.signals.base import RawSignal, SignalFn
 from memrank.core.signals.confidence import confidence
 from memrank.core.signals.context import context
+from memrank.core.signals.date import date
 from memrank.core.signals.freshness import freshness
 from memrank.core.signals.hop import hop
 from memrank.core.signals.importance_cues import importance
@@ -43,6 +44,7 @@ SIGNALS: Mapping[str, SignalFn] = MappingProxyType({
     "hop": hop,
     "length": length,
     "statement": statement,
+    "date": date,
     "substring_match": substring_match,
     "recency": recency,
     "importance": importance,
