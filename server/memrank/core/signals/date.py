@@ -51,7 +51,7 @@ _MONTH_YEAR = re.compile(rf"\b({_M})\.?,?\s+(\d{{4}})\b", re.IGNORECASE)
 
 def _epoch(year: int, month: int, day: int) -> float | None:
     try:
-        return dt.datetime(year, month, day, tzinfo=dt.timezone.utc).timestamp()
+        return dt.datetime(year, month, day, tzinfo=dt.UTC).timestamp()
     except ValueError:  # no such day (February 30th), or a year out of range
         return None
 

@@ -13,7 +13,7 @@ from tests.support.build import batch, ctx, run
 
 
 def _t(y: int, m: int, d: int, h: int = 0) -> float:
-    return dt.datetime(y, m, d, h, tzinfo=dt.timezone.utc).timestamp()
+    return dt.datetime(y, m, d, h, tzinfo=dt.UTC).timestamp()
 
 
 @pytest.mark.parametrize(("query", "spans"), [
