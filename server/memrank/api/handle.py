@@ -87,6 +87,9 @@ def handle_rank(request: pb.RankRequest, settings: Settings, call: Call) -> pb.R
     _still_wanted(call.alive, "validated")
     with stage("convert"):
         batch, params = convert.request_to_domain(request, call.now, columns)  # the columns validation read
+    # The columns hold a wrapper per candidate, and each wrapper the stubs of the map fields read on it (a upb
+    # table per candidate): the batch has everything it needs, so they go before scoring, not after the call.
+    del columns
     _still_wanted(call.alive, "converted")
     with stage("rank"):  # scoring and selection: one call into the pure core
         outcome = rank(batch, params, settings.profiles, settings.layers, call.provenance_key)
