@@ -1,6 +1,7 @@
 """Peak memory of one Rank call over its request's size on the wire.
 
     python -m bench.memory            # the table (about 2 minutes); --repeats N, --sizes 400,1600, --no-largest
+    python -m bench.memory --into bench/results.json   # also the results file's "memory" (its own time kept)
 
 Each measurement gets a fresh `memrank serve --workers 1` on loopback (so an earlier
 call's high-water mark does not hide this one's): a one-candidate call, then three
@@ -21,10 +22,14 @@ rounds the largest fresh ratio up.
 from __future__ import annotations
 
 import argparse
+import json
+import os
 import random
 import statistics
 import sys
+import time
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 from bench.data import workload
@@ -48,9 +53,9 @@ def maximal_request(n: int = 1600) -> bytes:
     return req.SerializeToString()
 
 
-def growth_once(data: bytes, warm: bytes) -> tuple[float, float]:
-    """(MiB above the level after the warm-up, MiB above the level after the one-candidate call), one fresh
-    server."""
+def growth_once(data: bytes, warm: bytes) -> tuple[float, float, float]:
+    """(MiB above the level after the warm-up, MiB above the level after the one-candidate call, the peak
+    itself), one fresh server."""
     with serve(1) as s, Caller(f"127.0.0.1:{s.port}", max_bytes=128 * MiB) as c:
         c.rank(TINY)
         fresh = proc_peak_rss_mib(s.popen.pid)
@@ -60,7 +65,7 @@ def growth_once(data: bytes, warm: bytes) -> tuple[float, float]:
         c.rank(data)
         c.rank(data)
         peak = proc_peak_rss_mib(s.popen.pid)
-    return peak - warmed, peak - fresh
+    return peak - warmed, peak - fresh, peak
 
 
 def growth(data: bytes, warm: bytes, repeats: int) -> dict[str, Any]:
@@ -70,7 +75,8 @@ def growth(data: bytes, warm: bytes, repeats: int) -> dict[str, Any]:
     warmed, fresh = [r[0] for r in runs], [r[1] for r in runs]
     return {"wire_mib": wire, "repeats": repeats, "growth_mib": statistics.median(warmed),
             "growth_mib_range": [min(warmed), max(warmed)], "ratio": statistics.median(warmed) / wire,
-            "fresh_growth_mib": statistics.median(fresh), "fresh_ratio": statistics.median(fresh) / wire}
+            "fresh_growth_mib": statistics.median(fresh), "fresh_ratio": statistics.median(fresh) / wire,
+            "server_peak_mib": max(r[2] for r in runs)}
 
 
 def measure(sizes: Sequence[int], dim: int, largest: bool, repeats: int) -> dict[str, Any]:
@@ -101,8 +107,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--sizes", type=lambda s: tuple(int(x) for x in s.split(",")), default=(400, 1600))
     p.add_argument("--repeats", type=int, default=3)
     p.add_argument("--no-largest", action="store_true", help="skip the 61 MiB request")
+    p.add_argument("--into", type=Path, help="a results.json whose 'memory' this run replaces (with 'memory_run': "
+                                             "when and how, since the rest of that file is another run)")
     a = p.parse_args(argv)
-    print(table(measure(a.sizes, 384, not a.no_largest, a.repeats)))
+    started = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    results = measure(a.sizes, 384, not a.no_largest, a.repeats)
+    print(table(results))
+    if a.into is not None:
+        data = json.loads(a.into.read_text())
+        data["memory"] = results
+        data["memory_run"] = {"started_utc": started, "load_average_at_start": list(os.getloadavg()),
+                              "command": "python -m bench.memory " + " ".join(argv if argv is not None
+                                                                             else sys.argv[1:])}
+        a.into.write_text(json.dumps(data, indent=1, sort_keys=False) + "\n")
+        print(f"wrote memory into {a.into}")
     print(f"\nmemrank.grpc.inflight.PEAK_RATIO = {PEAK_RATIO}")
     return 0
 

@@ -344,12 +344,16 @@ def _bench_memory(data: dict[str, Any]) -> str:
         return ("This run did not measure memory (`python -m bench` measures it unless `--no-memory`; "
                 "`python -m bench.memory` alone).\n")
     rows = [(name, f"{m['wire_mib']:.2f}", f"{m['growth_mib']:.1f} ({m['growth_mib_range'][0]:.1f}–"
-             f"{m['growth_mib_range'][1]:.1f})", f"{m['ratio']:.1f}", f"{m['fresh_ratio']:.1f}")
+             f"{m['growth_mib_range'][1]:.1f})", f"{m['ratio']:.1f}", f"{m['fresh_ratio']:.1f}",
+             f"{m['server_peak_mib']:.0f}" if "server_peak_mib" in m else "–")
             for name, m in memory.items()]
     return ("Peak RSS growth of one call over its request's wire size: a fresh server per measurement, a warm-up "
             "at a tenth of the candidates, then the request twice; the median of the fresh servers "
-            "(`bench/memory.py`). \"fresh\" counts from a one-candidate call instead of the warm-up.\n\n"
-            + table(("request", "wire MiB", "growth MiB (median, range)", "ratio", "fresh ratio"), rows))
+            "(`bench/memory.py`). \"fresh\" counts from a one-candidate call instead of the warm-up."
+            + (f" Measured apart from the rest of the run: `{run['command']}`, started {run['started_utc']}."
+               if (run := data.get("memory_run")) else "") + "\n\n"
+            + table(("request", "wire MiB", "growth MiB (median, range)", "ratio", "fresh ratio",
+                     "server peak MiB (highest)"), rows))
 
 
 def bench_page() -> str:
