@@ -11,13 +11,13 @@ import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
-from bench.report import table, targets
+from bench.report import summary, table, targets
 from bench.run import Options, run
 
 DEFAULT_OUT = Path(tempfile.gettempdir()) / "memrank-bench-results.json"
 
 
-def parse(argv: Sequence[str] | None) -> tuple[Options, Path]:
+def parse(argv: Sequence[str] | None) -> tuple[Options, Path, Path | None]:
     """Options from the command line."""
     p = argparse.ArgumentParser(prog="python -m bench", description=__doc__)
     p.add_argument("--quick", action="store_true", help="10 candidates, few repetitions, 1 s load runs (CI smoke)")
@@ -27,20 +27,27 @@ def parse(argv: Sequence[str] | None) -> tuple[Options, Path]:
     p.add_argument("--no-ghz", action="store_true", help="skip the ghz load run")
     p.add_argument("--no-live", action="store_true", help="in-process measurements only (no server)")
     p.add_argument("--no-baselines", action="store_true", help="skip the ports and LangChain")
+    p.add_argument("--no-memory", action="store_true", help="skip the peak RSS measurement (fresh servers)")
+    p.add_argument("--before", type=Path, help="an earlier results.json: the 'nothing else slower' targets compare "
+                                               "with it (without it they print 'not run')")
     p.add_argument("--out", type=Path, default=DEFAULT_OUT, help=f"JSON results file (default {DEFAULT_OUT})")
     a = p.parse_args(argv)
-    opts = Options(sizes=(10,), reps=3, calls=10, load_seconds=0.5, concurrency=2, ghz_seconds=1.0) \
-        if a.quick else Options()
+    opts = Options(sizes=(10,), reps=3, calls=10, load_seconds=0.5, concurrency=2, ghz_seconds=1.0,
+                   memory_repeats=1, memory_largest=False) if a.quick else Options()
     changes = {k: v for k, v in (("sizes", a.sizes), ("load_seconds", a.load_seconds),
                                   ("ghz_seconds", a.ghz_seconds)) if v is not None}
     changes |= {"ghz": not a.no_ghz, "live": not a.no_live, "baselines": not a.no_baselines}
-    return Options(**(vars(opts) | changes)), a.out
+    if a.no_memory:
+        changes["memory_repeats"] = 0
+    return Options(**(vars(opts) | changes)), a.out, a.before
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run, print, write."""
-    opts, out = parse(argv)
+    opts, out, before = parse(argv)
     results = run(opts, log=lambda msg: print(f"... {msg}", file=sys.stderr, flush=True))
+    if before is not None:
+        results["before"] = {"file": str(before), **summary(json.loads(before.read_text()))}
     results["targets"] = targets(results)
     text = table(results)
     results["table"] = text

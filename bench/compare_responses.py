@@ -24,6 +24,11 @@ from memrank.api.handle import Call, handle_rank
 from memrank.config import load_settings
 from memrank.core.errors import MemrankError
 
+try:  # trees before the split compare too
+    from memrank.api.wire import split_embeddings
+except ImportError:
+    split_embeddings = None  # type: ignore[assignment]
+
 VECTORS = Path(__file__).resolve().parents[1] / "tests" / "vectors"
 NOW = 1_767_225_600.5
 
@@ -105,10 +110,14 @@ def digests() -> dict[str, str]:
     out = {}
     for key in (None, b"receipt-key"):
         for name, r in requests().items():
-            request = pb.RankRequest.FromString(r.SerializeToString())
+            data = r.SerializeToString()
+            # As the server reads a request: packed embeddings split off the wire first, where this tree does so.
+            parts = split_embeddings(data) if split_embeddings is not None else None
+            request = pb.RankRequest.FromString(data if parts is None else parts[0])
+            extra = {} if parts is None else {"embeddings_f32": parts[1]}
             label = f"{'key' if key else 'nokey'}|{name}"
             try:
-                resp = handle_rank(request, settings, Call(NOW, b"provenance-key", key))
+                resp = handle_rank(request, settings, Call(NOW, b"provenance-key", key, **extra))
                 out[label] = hashlib.sha256(resp.SerializeToString()).hexdigest()
             except MemrankError as exc:
                 out[label] = f"{type(exc).__name__}: {exc} {getattr(exc, 'violations', '')!r}"

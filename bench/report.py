@@ -1,8 +1,11 @@
-"""The printed table and the targets (each with its threshold and met / not met)."""
+"""The printed table and the targets (each with its threshold and met / not met): issue 8's, then issue 31's
+(the request path at its floor)."""
 
 from __future__ import annotations
 
 from typing import Any
+
+from bench.memory import table as memory_table
 
 STAGES = ("decode", "validate", "columns", "signals", "selection", "encode", "handler")
 
@@ -19,14 +22,28 @@ def _get(d: dict[str, Any], *path: str) -> Any:
     return d
 
 
+_OPS = {">=": lambda v, t: v >= t, "<=": lambda v, t: v <= t, "<": lambda v, t: v < t}
+
+
+def summary(r: dict[str, Any]) -> dict[str, Any]:
+    """The numbers of a run that issue 31's "nothing else slower" targets compare between two runs."""
+    lv = r.get("live", {})
+    return {"started_utc": _get(r, "machine", "started_utc"),
+            "rps_2w_400x384": _get(lv, "throughput", "400x384", "workers_2", "rps"),
+            "ghz_p99_ms": _get(lv, "ghz", "quantiles_ms", "p99"),
+            "e2e_p50_100x384_ms": _get(lv, "latency", "100x384", "p50_ms")}
+
+
 def targets(r: dict[str, Any]) -> list[dict[str, Any]]:
-    """Each target of issue 8: measured value, threshold, met."""
+    """Each target of issues 8 and 31: measured value, threshold, met (None: not run)."""
     w, lv = r["workloads"], r.get("live", {})
     out: list[dict[str, Any]] = []
+    issue = 8
 
     def add(name: str, value: float | None, op: str, threshold: float, detail: str) -> None:
-        met = None if value is None else (value >= threshold if op == ">=" else value <= threshold)
-        out.append({"target": name, "value": value, "op": op, "threshold": threshold, "met": met, "detail": detail})
+        met = None if value is None else _OPS[op](value, threshold)
+        out.append({"issue": issue, "target": name, "value": value, "op": op, "threshold": threshold, "met": met,
+                    "detail": detail})
 
     ports = _get(w, "400x0", "ports")
     add("core scoring at 400 vs pure-Python ports (speed-up)", _get(ports, "speedup") if ports else None, ">=", 20.0,
@@ -57,6 +74,41 @@ def targets(r: dict[str, Any]) -> list[dict[str, Any]]:
             add(f"{label} cost growth 400 -> 1600 at dim {dim} (x4 candidates)", b / a if a and b else None, "<=", 4.0,
                 f"{_f(a)} -> {_f(b)} ms, called alternately; slope "
                 f"{_f((b - a) / 1200 * 1e3 if a and b else None)} us per candidate")
+    issue = 31
+    for key, latencies, threshold, what in (("400x384", "latency", 0.25, "packed"),
+                                            ("400x384", "latency_repeated", 0.35, "per-candidate embeddings"),
+                                            ("1600x384", "latency", 0.15, "packed"),
+                                            ("100x384", "latency", 1.0, "packed")):
+        e2e = _get(lv, latencies, key, "p50_ms")
+        lc = _get(lv, latencies, key, "langchain_interleaved", "p50_ms")
+        add(f"e2e gRPC Rank {key} {what} / in-process LangChain (ratio)", e2e / lc if e2e and lc else None,
+            "<" if threshold == 1.0 else "<=", threshold,
+            f"Rank p50 {_f(e2e)} ms vs LangChain scoring + MMR p50 {_f(lc)} ms, called alternately" if e2e and lc
+            else f"not run ({key} {what}, with the LangChain baselines)")
+    server = _get(lv, "latency", "400x384", "server_cpu_ms")
+    handler = _get(w, "400x384", "stages", "handler", "cpu_p50_ms")
+    add("server process CPU per call / handler alone at 400x384 (ratio)",
+        server / handler if server and handler else None, "<=", 1.2,
+        f"server {_f(server)} ms per sequential call (from /proc, every thread) vs the handler's median thread CPU "
+        f"{_f(handler)} ms in-process")
+    add("handler CPU at 400x384 (ms)", handler, "<=", 4.0,
+        f"median thread CPU of handle_rank + serialise, {_f(handler / 400 * 1e3 if handler else None)} us per "
+        "candidate")
+    for key, label in (("400x384", "400x384"), ("largest", "the largest request the limits allow (61 MiB)")):
+        m = _get(r, "memory", key)
+        add(f"peak RSS growth / wire size at {label}", m["ratio"] if m else None, "<=", 3.0,
+            f"{_f(m['growth_mib'], 1)} MiB over {_f(m['wire_mib'])} MiB (median of {m['repeats']} fresh servers, "
+            f"after a warm-up at a tenth of the candidates; {_f(m['fresh_ratio'], 1)} after a one-candidate call "
+            "only; python -m bench.memory)" if m else "not measured (python -m bench.memory)")
+    now, before = summary(r), r.get("before")
+    for name, field, higher_is_better in (("throughput at 2 workers, 400x384", "rps_2w_400x384", True),
+                                          ("ghz p99 at concurrency 8, 2 workers", "ghz_p99_ms", False),
+                                          ("e2e p50 at 100x384", "e2e_p50_100x384_ms", False)):
+        a, b = (before or {}).get(field), now[field]
+        ratio = (a / b if higher_is_better else b / a) if a and b else None
+        add(f"nothing else slower: {name}, slowdown against the --before run (ratio)", ratio, "<=", 1.1,
+            f"{_f(a)} before ({(before or {}).get('started_utc')}) -> {_f(b)} now; runs minutes apart on a shared "
+            "machine, so 10% is allowed" if before else "not run: pass --before OLD_RESULTS.json")
     return out
 
 
@@ -119,6 +171,9 @@ def table(r: dict[str, Any]) -> str:
     if "server_peak_rss_mib" in lv:
         lines.append("  peak RSS MiB: server " + ", ".join(f"{k} {v:.0f}" for k, v in lv["server_peak_rss_mib"].items())
                      + f"; bench process {r['bench_process_peak_rss_mib']:.0f}")
+    if "memory" in r:
+        lines += ["", "peak RSS growth of one call over its wire size (fresh servers; python -m bench.memory)",
+                  memory_table(r["memory"])]
     g = lv.get("ghz")
     if g:
         lines.append("")
@@ -129,6 +184,6 @@ def table(r: dict[str, Any]) -> str:
     lines += ["", "targets"]
     for t in r["targets"]:
         met = "not run" if t["met"] is None else ("met" if t["met"] else "NOT MET")
-        lines.append(f"  {t['target']}: {_f(t['value'])} (target {t['op']} {t['threshold']:g}) {met} "
-                     f"- {t['detail']}")
+        lines.append(f"  #{t.get('issue', 8)} {t['target']}: {_f(t['value'])} (target {t['op']} "
+                     f"{t['threshold']:g}) {met} - {t['detail']}")
     return "\n".join(lines)

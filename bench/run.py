@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from bench import ghz, live
+from bench import ghz, live, memory
 from bench.baselines import filled_importance, langchain_available, langchain_rank, port_scorers
 from bench.data import K, Workload, workload
 from bench.timing import Timing, measure, measure_pair, peak_rss_mib
@@ -46,6 +46,8 @@ class Options:
     ghz: bool = True
     baselines: bool = True
     live: bool = True
+    memory_repeats: int = 3  # fresh servers per peak-RSS measurement (0: no memory measurement)
+    memory_largest: bool = True  # also the largest request the limits allow (61 MiB)
 
 
 def _reps(base: int, n: int) -> int:
@@ -258,6 +260,11 @@ def run(opts: Options, log: Any = print) -> dict[str, Any]:
             results["growth"][f"dim{d}"] = growth(loads[(400, d)], loads[(1600, d)], _reps(opts.reps, 1600))
     if opts.live:
         results["live"] = _live(opts, loads, log)
+    if opts.live and opts.memory_repeats:
+        sizes = [n for n in opts.sizes if n in (400, 1600)] or list(opts.sizes[:1])
+        log(f"peak RSS growth over the wire size: {sizes} x 384 and the largest request, "
+            f"{opts.memory_repeats} fresh servers each")
+        results["memory"] = memory.measure(sizes, 384, opts.memory_largest, opts.memory_repeats)
     results["bench_process_peak_rss_mib"] = peak_rss_mib()
     results["machine"]["load_average_at_end"] = list(os.getloadavg())
     return results
@@ -276,7 +283,11 @@ def _live(opts: Options, loads: dict[tuple[int, int], Workload], log: Any) -> di
         for (n, d), w in loads.items():
             key = f"{n}x{d}"
             beside = langchain_rank(w, K) if d and opts.baselines and langchain_available() else None
-            out["latency"][key] = latency(one, data[key], max(5, opts.calls * 100 // max(n, 100)), beside)
+            calls = max(5, opts.calls * 100 // max(n, 100))
+            out["latency"][key] = latency(one, data[key], calls, beside)
+            if d and n <= 400:  # each candidate's embedding as repeated floats instead of the packed matrix
+                out.setdefault("latency_repeated", {})[key] = latency(one, w.repeated.SerializeToString(), calls,
+                                                                      beside)
         for key, body in data.items():
             n = int(key.split("x")[0])
             parts: dict[int, list[dict[str, float]]] = {1: [], 2: []}

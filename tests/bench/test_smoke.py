@@ -44,7 +44,12 @@ def test_quick_bench_prints_the_table_and_writes_json(tmp_path: Path) -> None:
         assert tp["workers_1"]["errors"] == 0 and tp["workers_2"]["errors"] == 0
     if "ghz" in live:
         assert "skipped" in live["ghz"] or live["ghz"]["count"] > 0
+    assert live["latency_repeated"]["10x384"]["p50_ms"] > 0  # per-candidate embeddings, beside LangChain
+    memory = results["memory"]["10x384"]  # fresh servers: peak RSS growth over the wire size
+    assert memory["repeats"] == 1 and memory["wire_mib"] > 0 and "largest" not in results["memory"]
     assert {t["target"] for t in results["targets"]} and all("met" in t for t in results["targets"])
+    assert {t["issue"] for t in results["targets"]} == {8, 31}
+    assert "#31 peak RSS growth / wire size at 400x384" in run.stdout
 
 
 def test_growth_times_both_sizes_alternately() -> None:
@@ -81,3 +86,32 @@ def test_a_port_that_computes_something_else_stops_the_bench(monkeypatch: pytest
     monkeypatch.setattr(bench.run, "port_scorers", off_by_a_little)
     with pytest.raises(AssertionError, match="generative-agents port and memrank's score"):
         bench.run.core_vs_ports(workload(12, 0), 3)
+
+
+def _run_with(**numbers: float) -> dict[str, object]:
+    """A results dict holding only the numbers issue 31's targets read."""
+    lat = {"p50_ms": numbers["e2e"], "server_cpu_ms": numbers["server"],
+           "langchain_interleaved": {"p50_ms": numbers["langchain"]}}
+    return {"machine": {"started_utc": "t"}, "workloads": {"400x384": {"stages": {"handler": {
+                "cpu_p50_ms": numbers["handler"]}}}},
+            "live": {"latency": {"400x384": lat}, "latency_repeated": {"400x384": lat},
+                     "throughput": {"400x384": {"workers_2": {"rps": numbers["rps"]}}}},
+            "memory": {"400x384": {"ratio": numbers["memory"], "growth_mib": 2.0, "wire_mib": 1.0, "repeats": 3,
+                                   "fresh_ratio": 4.0}}}
+
+
+def test_issue_31_targets_read_their_numbers() -> None:
+    from bench.report import summary, targets
+
+    r = _run_with(e2e=2.0, langchain=10.0, server=4.0, handler=3.5, rps=100.0, memory=2.9)
+    r["before"] = summary(_run_with(e2e=2.0, langchain=10.0, server=4.0, handler=3.5, rps=105.0, memory=2.9))
+    got = {t["target"]: (t["value"], t["met"]) for t in targets(r) if t["issue"] == 31}
+    assert got["e2e gRPC Rank 400x384 packed / in-process LangChain (ratio)"] == (2.0 / 10.0, True)
+    assert got["e2e gRPC Rank 400x384 per-candidate embeddings / in-process LangChain (ratio)"] == (0.2, True)
+    assert got["e2e gRPC Rank 1600x384 packed / in-process LangChain (ratio)"] == (None, None)
+    assert got["server process CPU per call / handler alone at 400x384 (ratio)"] == (4.0 / 3.5, True)
+    assert got["handler CPU at 400x384 (ms)"] == (3.5, True)
+    assert got["peak RSS growth / wire size at 400x384"] == (2.9, True)
+    assert got["peak RSS growth / wire size at the largest request the limits allow (61 MiB)"] == (None, None)
+    slower = "nothing else slower: throughput at 2 workers, 400x384, slowdown against the --before run (ratio)"
+    assert got[slower] == (105.0 / 100.0, True)

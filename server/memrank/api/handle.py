@@ -16,6 +16,7 @@ from typing import Protocol
 
 from memrank._gen.v1 import ranking_pb2 as pb
 from memrank.api import convert, encode
+from memrank.api.columns import CandidateColumns
 from memrank.api.validate import validate_admission_request, validate_rank_request
 from memrank.config import Settings
 from memrank.core.admission import score_admission
@@ -52,6 +53,8 @@ class Call:
     server's keys (None: off). ``observe``: given the outcome once the answer is built (metrics).
     ``alive``: asked between stages; False stops the call with ``CallAbandoned``. ``decide``: the decision
     log's hook; its answer is ``decision_logged``. ``trace``: tracing on (each stage a child span).
+    ``embeddings_f32``: the request's packed embeddings when the runtime split them off the wire before
+    parsing (``memrank.api.wire.split_embeddings``; the request then carries none), else None.
     """
 
     now: float
@@ -61,6 +64,7 @@ class Call:
     alive: Callable[[], bool] | None = None
     decide: Decide | None = None
     trace: Tracer | None = None
+    embeddings_f32: bytes | None = None
 
 
 class CallAbandoned(Exception):
@@ -82,11 +86,16 @@ def handle_rank(request: pb.RankRequest, settings: Settings, call: Call) -> pb.R
     # Tracing on: child spans of the call's server span when it is sampled (the candidate count set before validation).
     trace = call.trace
     stage = untraced if trace is None else trace.stages(len(request.candidates))
+    packed = call.embeddings_f32
+    columns = None if packed is None else CandidateColumns(request.candidates, packed, request.embedding_dim)
     with stage("validate"):
-        columns = validate_rank_request(request, settings.limits, profiles=settings.profiles)
+        columns = validate_rank_request(request, settings.limits, columns, profiles=settings.profiles)
     _still_wanted(call.alive, "validated")
     with stage("convert"):
         batch, params = convert.request_to_domain(request, call.now, columns)  # the columns validation read
+    # The columns hold a wrapper per candidate, and each wrapper the stubs of the map fields read on it (a upb
+    # table per candidate): the batch has everything it needs, so they go before scoring, not after the call.
+    del columns
     _still_wanted(call.alive, "converted")
     with stage("rank"):  # scoring and selection: one call into the pure core
         outcome = rank(batch, params, settings.profiles, settings.layers, call.provenance_key)

@@ -1,4 +1,5 @@
-"""Which string field of an undecodable request holds bytes that are not UTF-8.
+"""The wire format below the parser: which string field of an undecodable request holds bytes that are not UTF-8,
+and a RankRequest's packed embeddings split off before parsing (``split_embeddings``).
 
 protobuf refuses a request whose string field is not valid UTF-8 and says
 only "String field had bad UTF-8". ``bad_utf8_field`` walks the wire format
@@ -11,7 +12,11 @@ error can name it. It stops at the first malformed byte and returns None.
 
 from __future__ import annotations
 
+from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
 from google.protobuf.descriptor import Descriptor, FieldDescriptor
+from google.protobuf.message import DecodeError, Message
+
+from memrank._gen.v1 import ranking_pb2 as pb
 
 _MAX_DEPTH = 16  # memrank's messages nest three deep; a hostile payload cannot recurse further
 
@@ -106,3 +111,51 @@ def bad_utf8_field(data: bytes, message: Descriptor) -> str | None:
         return _walk(data, message, "", 0)
     except (ValueError, IndexError):
         return None
+
+
+def _top_level_rank_request() -> type[Message]:
+    """RankRequest with its candidates (and layers) as opaque bytes: parsing it reads only the top-level fields
+    (candidates are copied, not decoded), and serialising it writes them back unchanged."""
+    file = descriptor_pb2.FileDescriptorProto()
+    pb.DESCRIPTOR.CopyToProto(file)
+    source = next(m for m in file.message_type if m.name == "RankRequest")
+    top = descriptor_pb2.FileDescriptorProto(name="memrank/v1/rank_request_top_level.proto",
+                                             package="memrank.v1.top_level", syntax=file.syntax,
+                                             dependency=[*file.dependency, file.name])
+    message = top.message_type.add()
+    message.CopyFrom(source)
+    for field in message.field:
+        if field.name in ("candidates", "layers"):
+            field.type = descriptor_pb2.FieldDescriptorProto.TYPE_BYTES
+            field.ClearField("type_name")
+        elif field.type_name.startswith(".memrank.v1.RankRequest."):  # its own map entries
+            field.type_name = field.type_name.replace(".memrank.v1.", ".memrank.v1.top_level.", 1)
+    pool = descriptor_pool.Default()
+    try:
+        found = pool.FindMessageTypeByName("memrank.v1.top_level.RankRequest")
+    except KeyError:
+        found = pool.Add(top).message_types_by_name["RankRequest"]
+    return message_factory.GetMessageClass(found)
+
+
+_TOP = _top_level_rank_request()
+
+
+def split_embeddings(data: bytes) -> tuple[bytes, bytes] | None:
+    """(the request without its packed embeddings, the ``embeddings_f32`` bytes) of RankRequest ``data``, or None
+    when it carries none (or does not parse: the caller's own parse then names the error).
+
+    Parsing a request copies ``embeddings_f32`` into the message, and reading the field copies it again
+    (into Python bytes): the matrix was held twice for the whole call. Here it is read once, and the rest of
+    the request, written back field by field (candidates untouched, as bytes), parses to the same message
+    without it. Only top-level fields are decoded (a parse of ``data`` with candidates as opaque bytes).
+    """
+    try:
+        top = _TOP.FromString(data)
+    except DecodeError:
+        return None
+    embeddings = top.embeddings_f32
+    if not embeddings:
+        return None
+    top.ClearField("embeddings_f32")
+    return top.SerializeToString(), embeddings

@@ -115,7 +115,7 @@ class RankingService(pb_grpc.RankingServiceServicer):
         """Rank candidate memories."""
         with self._call("Rank", request.request_id, context):
             call = Call(self._clock(), self._provenance_key, self._receipt_key, self._record, context.is_active,
-                        self._decide, self._tracing)
+                        self._decide, self._tracing, getattr(context, "embeddings_f32", None))
             return handle_rank(request, self._settings, call)
         raise AssertionError("unreachable")  # abort raised
 

@@ -110,3 +110,23 @@ def test_the_fast_path_passes_exactly_what_the_full_checks_pass(data: st.DataObj
     req = pb.RankRequest(candidates=cands)
     refused = [v for v in _check_request(req, TIGHT) if v.field.startswith("candidates")]
     assert clearly_valid(CandidateColumns.of(req), TIGHT) == (not refused), refused
+
+
+def test_a_call_reads_each_timestamp_field_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Validation's fast path and the conversion share one parse of every Timestamp column (the profile had
+    counted the same parse under both callers)."""
+    from memrank.api.columns import TIME_FIELDS
+    from memrank.api.handle import Call, handle_rank
+
+    read: list[str] = []
+    real = CandidateColumns._time
+
+    def counted(self: CandidateColumns, name: str) -> object:
+        read.append(name)
+        return real(self, name)
+
+    monkeypatch.setattr(CandidateColumns, "_time", counted)
+    cands = [candidate_to_proto(CandidateInput(id=f"m{i}", content="kafka retry", created_at=1.7e9 - i,
+                                               valid_from=1.6e9, valid_to=1.8e9)) for i in range(5)]
+    handle_rank(pb.RankRequest(query="kafka", candidates=cands), load_settings(env={}), Call(1.7e9))
+    assert sorted(read) == sorted(TIME_FIELDS)
