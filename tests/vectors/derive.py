@@ -1622,6 +1622,24 @@ def cases() -> list[tuple[str, str, dict[str, Any], dict[str, Any] | None]]:
             cand("n-1", "fact", "Spinnaker repairs cost extra this season", 0.5, embedding=[0, 1, 0, 0])],
             "regatta harbour", explicitLookup=True,
             weightOverrides=only("relevance", "thread", "length", "hop", "statement")))
+    add("default_date_named", "default's date (512f8de) with relevance the only other signal weighed "
+        "(weightOverrides zero the other eight: weights .166 relevance, .156 date, neither constant, so nothing is "
+        "shared), explicit lookup. The query names one day, '8th December, 2023': the UTC span [2023-12-08 00:00, "
+        "2023-12-09 00:00); date = exp(-days outside / 7) of event_time, else created_at. t-in (created_at 20:00 "
+        "that day) 1; t-after (created_at 2023-12-16 00:00, 7 days after the span's end) and t-before (created_at "
+        "2023-12-01 00:00, 7 days before its start) exp(-1) = 0.36787944117144233; t-event's event_time 09:30 that "
+        "day wins over its created_at of 2024-02-01: 1; t-none has no time: 0. retrieval 0.5 .. 1 min-maxes to 0, "
+        ".25, .5, .75, 1; no content shares a word with the query or another content, so final = 0.95 x (.166 x "
+        "relevance + .156 x date): t-in 0.95 x 0.239 first although t-after's relevance is 1",
+        rank_request("default_date_named", "default", [
+            cand("t-after", "fact", "Started poetry collection", 1.0, createdAt="2023-12-16T00:00:00Z"),
+            cand("t-before", "fact", "Bought bookshelf screws", 0.875, createdAt="2023-12-01T00:00:00Z"),
+            cand("t-in", "fact", "Finished mystery novel", 0.75, createdAt="2023-12-08T20:00:00Z"),
+            cand("t-event", "fact", "Library card renewed", 0.625, createdAt="2024-02-01T00:00:00Z",
+                 eventTime="2023-12-08T09:30:00Z"),
+            cand("t-none", "fact", "Borrowed headphones from Sam", 0.5)],
+            "What did Tim read on 8th December, 2023?", explicitLookup=True,
+            weightOverrides=only("relevance", "date")))
     two = [cand("ok-0"), cand("ok-1")]
     add("error_nan_retrieval", "NaN retrieval_score is refused, naming the candidate field",
         rank_request("error_nan_retrieval", ao, [two[0], {**two[1], "retrievalScore": "NaN"}]),
