@@ -52,7 +52,7 @@ import re
 import struct
 import sys
 import unicodedata
-from datetime import datetime
+from datetime import UTC, datetime
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
@@ -138,12 +138,13 @@ def generative(cands: list[dict[str, Any]], ref: datetime) -> list[tuple[float, 
     return out
 
 
-# --- default: a weighted sum of nine signals, then the MMR covering set --------------------------
+# --- default: a weighted sum of ten signals, then the MMR covering set ---------------------------
 
 # The built-in `default` profile (profiles/builtin.py): signals in summation order with their weights,
 # diversity lambda, the covering set's near-duplicate threshold and the lexical share of a context match.
-DEFAULT_WEIGHTS = (("relevance", 0.198), ("lexical", 0.188), ("context", 0.128), ("speaker", 0.107),
-                   ("importance", 0.015), ("thread", 0.144), ("length", 0.142), ("hop", 0.053), ("statement", 0.025))
+DEFAULT_WEIGHTS = (("relevance", 0.166), ("lexical", 0.159), ("context", 0.109), ("speaker", 0.092),
+                   ("importance", 0.013), ("thread", 0.121), ("length", 0.115), ("hop", 0.048), ("statement", 0.021),
+                   ("date", 0.156))
 DEFAULT_LAMBDA = 0.95
 DEFAULT_SHARE = True  # share_constant_weight: a signal constant over the eligible candidates gives its weight away
 DEFAULT_THRESHOLD = 0.1  # relevance floor on retrieval_score (the request's relevanceThreshold wins)
@@ -273,6 +274,81 @@ def hop_column(pop: list[dict[str, Any]], match: dict[str, float]) -> dict[str, 
     return out
 
 
+# default's date (512f8de; the date row of docs/concepts/signals.md and the docstring of core/signals/date.py):
+# the query's dates as UTC spans, a day [00:00, 24:00) or a month; a memory's time is event_time, else created_at.
+TAU_DAYS = 7.0
+SECONDS_PER_DAY = 86400
+MONTH_WORDS = {name: n for n, full in enumerate(("january", "february", "march", "april", "may", "june", "july",
+                                                 "august", "september", "october", "november", "december"), start=1)
+               for name in (full, full[:3])} | {"sept": 9}
+MONTH_ALT = "|".join(sorted(MONTH_WORDS, key=len, reverse=True))  # the longest name first: "december", not "dec"
+ORDINAL = r"(?:st|nd|rd|th)?"
+# The documented forms: "8 December 2023", "8th December, 2023" (day month year), "December 8, 2023", "Dec 8th
+# 2023" (month day year), ISO "2023-12-08"; a month "December 2023", "Dec. 2023" when not part of a day.
+DAY_FORMS = (("day month year", re.compile(rf"\b(?P<d>\d{{1,2}}){ORDINAL}\s+(?P<m>{MONTH_ALT})\.?,?\s+(?P<y>\d{{4}})\b",
+                                           re.IGNORECASE)),
+             ("month day year", re.compile(rf"\b(?P<m>{MONTH_ALT})\.?\s+(?P<d>\d{{1,2}}){ORDINAL},?\s+(?P<y>\d{{4}})\b",
+                                           re.IGNORECASE)),
+             ("ISO", re.compile(r"\b(?P<y>\d{4})-(?P<m>\d{2})-(?P<d>\d{2})\b")))
+MONTH_FORM = re.compile(rf"\b(?P<m>{MONTH_ALT})\.?,?\s+(?P<y>\d{{4}})\b", re.IGNORECASE)
+
+
+def utc_day(year: int, month: int, day: int) -> float | None:
+    """Epoch seconds of 00:00 UTC on that day; None for a day that does not exist (it is skipped)."""
+    try:
+        return datetime(year, month, day, tzinfo=UTC).timestamp()
+    except ValueError:
+        return None
+
+
+def date_spans(query: str) -> list[tuple[float, float, str]]:
+    """The spans (start, end, as written) of the dates the query names, in epoch seconds, end exclusive.
+
+    The vectors' queries are far below the head/tail sample's limits, so the whole query is read. A month name
+    or a four-digit number outside every form read fails an assertion: derive.py reads only the documented forms
+    (a bare year is not a date there, and no vector query holds one).
+    """
+    spans: list[tuple[float, float, str]] = []
+    covered: list[tuple[int, int]] = []
+    for _, form in DAY_FORMS:
+        for m in form.finditer(query):
+            covered.append(m.span())
+            month = int(m["m"]) if m["m"].isdigit() else MONTH_WORDS[m["m"].lower()]
+            start = utc_day(int(m["y"]), month, int(m["d"]))
+            if start is not None:
+                spans.append((start, start + SECONDS_PER_DAY, m.group()))
+    for m in MONTH_FORM.finditer(query):
+        if any(a <= m.start() < b for a, b in covered):
+            continue  # the month and year of a day
+        covered.append(m.span())
+        year, month = int(m["y"]), MONTH_WORDS[m["m"].lower()]
+        start = utc_day(year, month, 1)
+        end = utc_day(year + month // 12, month % 12 + 1, 1)
+        assert start is not None and end is not None
+        spans.append((start, end, m.group()))
+    for m in re.finditer(rf"\b(?:{MONTH_ALT}|\d{{4}})\b", query, re.IGNORECASE):
+        assert any(a <= m.start() < b for a, b in covered), f"derive.py reads only the documented date forms: {query!r}"
+    return sorted(spans)
+
+
+def date_of(c: dict[str, Any], spans: list[tuple[float, float, str]]) -> tuple[float, str]:
+    """max over the spans of exp(-days outside / 7), days outside = max(0, start - t, t - end) / 86400, t the
+    memory's event_time, else created_at; 0 when the query names no date or the memory has no time."""
+    if not spans:
+        return 0.0, "the query names no date: 0"
+    field = "eventTime" if c.get("eventTime") else "createdAt" if c.get("createdAt") else ""
+    if not field:
+        return 0.0, "no event_time or created_at: 0"
+    t = ts(c[field]).timestamp()
+    best, best_why = -1.0, ""
+    for start, end, written in spans:
+        days = max(0.0, start - t, t - end) / SECONDS_PER_DAY
+        value = math.exp(-days / TAU_DAYS)
+        if value > best:
+            best, best_why = value, f"{days!r} days outside {written!r}: exp(-{days!r}/{TAU_DAYS:g}) = {value!r}"
+    return best, f"{'event_time' if field == 'eventTime' else 'created_at'} {c[field]}, {best_why}"
+
+
 def share_constant(weights: list[tuple[str, float]], columns: dict[str, list[float]], n_eligible: int,
                    ) -> tuple[list[tuple[str, float]], list[str]]:
     """README (Profiles, share_constant_weight): the effective weights and the names of the constant signals.
@@ -308,8 +384,9 @@ def default_scores(cands: list[dict[str, Any]], req: dict[str, Any],
     +/- 1); speaker = 1 if the query names the speaker; thread = best match among the other population
     candidates of the same thread (thread_of); length = min(1, ln(1 + tokens) / ln 201); hop = the largest
     cosine with one of the 3 best matches (hop_column); statement = 0 for a content ending with a question
-    mark. importance is not derived here: the vectors override its weight to 0. (default stems its lexical
-    terms; no query word's stem begins any content word either, so lexical stays 0.)
+    mark; date = exp(-days outside / 7) of event_time, else created_at, for the dates the query names
+    (date_spans, date_of). importance is not derived here: the vectors override its weight to 0. (default
+    stems its lexical terms; no query word's stem begins any content word either, so lexical stays 0.)
     """
     if not cands:
         return []
@@ -331,6 +408,7 @@ def default_scores(cands: list[dict[str, Any]], req: dict[str, Any],
     match = [(1 - CONTEXT_LEXICAL) * r for r in pop_rel]  # lexical is 0 for every candidate
     match_of = {d["id"]: m for d, m in zip(pop, match, strict=True)}
     hops = hop_column(pop, match_of)
+    spans = date_spans(query)
     rows = []
     for i, c in enumerate(cands):
         ctx, ctx_why = 0.0, "no position: no neighbours"
@@ -353,13 +431,15 @@ def default_scores(cands: list[dict[str, Any]], req: dict[str, Any],
         thr, thr_why = thread_of(c, pop, match_of)
         length, length_why = length_of(c)
         stmt, stmt_why = statement_of(c)
+        when, when_why = date_of(c, spans)
         values = {"relevance": rel[i], "lexical": lex[i], "context": ctx, "speaker": spk,
-                  "importance": 0.0, "thread": thr, "length": length, "hop": hops[c["id"]][0], "statement": stmt}
+                  "importance": 0.0, "thread": thr, "length": length, "hop": hops[c["id"]][0], "statement": stmt,
+                  "date": when}
         parts = {"relevance": f"minmax({c.get('retrievalScore', 0.0)}) = {rel[i]!r}",
                  "lexical": "0 (no query word in any content)", "context": ctx_why,
                  "speaker": f"{spk:g} ({spk_why})", "importance": "not derived",
                  "thread": thr_why + (f" (match = (1-{CONTEXT_LEXICAL})*minmax over the population)" if thr else ""),
-                 "length": length_why, "hop": hops[c["id"]][1], "statement": stmt_why}
+                 "length": length_why, "hop": hops[c["id"]][1], "statement": stmt_why, "date": when_why}
         rows.append((values, parts))
     shared: list[str] = []
     if DEFAULT_SHARE:
@@ -583,9 +663,10 @@ def pack_f32(rows: list[list[float]]) -> str:
 
 # profiles/builtin.py as data: (signal, weight, normaliser) in profile order, and the selection knobs.
 PROFILES: dict[str, dict[str, Any]] = {
-    "default": {"signals": (("relevance", 0.198, "min_max"), ("lexical", 0.188, "none"), ("context", 0.128, "none"),
-                            ("speaker", 0.107, "none"), ("importance", 0.015, "none"), ("thread", 0.144, "none"),
-                            ("length", 0.142, "none"), ("hop", 0.053, "none"), ("statement", 0.025, "none")),
+    "default": {"signals": (("relevance", 0.166, "min_max"), ("lexical", 0.159, "none"), ("context", 0.109, "none"),
+                            ("speaker", 0.092, "none"), ("importance", 0.013, "none"), ("thread", 0.121, "none"),
+                            ("length", 0.115, "none"), ("hop", 0.048, "none"), ("statement", 0.021, "none"),
+                            ("date", 0.156, "none")),
                 "fusion": "weighted", "facet_weights": {"bm25": 0.2, "dense": 0.8}, "lambda": 0.95, "threshold": 0.1,
                 "stemmer": True, "own": True, "share": True},
     "research": {"signals": (("relevance", 0.50, "min_max"), ("lexical", 0.20, "none"),
@@ -962,6 +1043,9 @@ def raw_signals(prof: dict[str, Any], pop: list[dict[str, Any]], req: dict[str, 
             out[name] = hop_column(pop, match)
         elif name == "statement":
             out[name] = {c["id"]: statement_of(c) for c in pop}
+        elif name == "date":
+            spans = date_spans(query)
+            out[name] = {c["id"]: date_of(c, spans) for c in pop}
         elif name == "context":
             col = {}
             for c in pop:
@@ -1469,11 +1553,12 @@ def cases() -> list[tuple[str, str, dict[str, Any], dict[str, Any] | None]]:
         return {name: 0 for name, _ in sorted(DEFAULT_WEIGHTS) if name not in weighed}
 
     add("default_context_neighbours", "default, only context and speaker weighed (weightOverrides zero the "
-        "other seven, thread, length, hop and statement included, so the case stays about neighbours), explicit "
+        "other eight, thread, length, hop, statement and date included, so the case stays about neighbours), "
+        "explicit "
         "lookup: context is the best (1 - 0.25) x minmax(retrieval) among the candidates of the same thread at "
         "position +/- 1 (position 0 set, other thread, position without thread, thread without position get "
         "none); the query names no speaker, so speaker is constant and context takes its weight too "
-        "(0.128 + 0.107 = 0.235, share_constant_weight); contents share no word, so each final = 0.95 x combined; "
+        "(0.109 + 0.092 = 0.201, share_constant_weight); contents share no word, so each final = 0.95 x combined; "
         "zeros are still selected, ingested_at then id breaking their tie",
         rank_request("default_context_neighbours", "default", [
             cand("s-3", "fact", "Sure thing", 0.75, thread="s", position=3),
@@ -1485,10 +1570,10 @@ def cases() -> list[tuple[str, str, dict[str, Any], dict[str, Any] | None]]:
             cand("n-nopos", "fact", "Garden tomatoes ripened", 0.0, thread="s"),
             cand("s-2", "fact", "Bring snacks please", 0.125, thread="s", position=2)],
             "Where did the ferry leave from?", explicitLookup=True, weightOverrides=only("context", "speaker")))
-    add("default_speaker_named", "default, only speaker weighed (weightOverrides zero the other eight, thread, "
-        "length, hop and statement included), explicit lookup: the query "
+    add("default_speaker_named", "default, only speaker weighed (weightOverrides zero the other nine, thread, "
+        "length, hop, statement and date included), explicit lookup: the query "
         "names a speaker by a whole word of its folded form (NFKD, marks removed, case-folded: 'JOSE' names "
-        "'José'); named speakers score 0.95 x 0.107, the rest 0; ties by id",
+        "'José'); named speakers score 0.95 x 0.092, the rest 0; ties by id",
         rank_request("default_speaker_named", "default", [
             cand("sp-none", "fact", "Weather turned cold", 1.0),
             cand("sp-jose", "fact", "Bought a guitar", 0.1, speaker="José"),
@@ -1505,13 +1590,13 @@ def cases() -> list[tuple[str, str, dict[str, Any], dict[str, Any] | None]]:
                      explicitLookup=True))
     add("default_threshold_per_request", "the request's relevanceThreshold (0.05) replaces default's floor: "
         "peru-2 (0.06) and peru-3 (0.05, not below) pass, the rest are BELOW_THRESHOLD; only speaker is "
-        "weighed (0 here: weightOverrides zero the other eight, thread, length, hop and statement included, or "
+        "weighed (0 here: weightOverrides zero the other nine, thread, length, hop, statement and date included, or "
         "length would order the two), so the two tie at 0 and id order decides",
         rank_request("default_threshold_per_request", "default", weak, "What is the capital of Peru?",
                      explicitLookup=True, relevanceThreshold=0.05, weightOverrides=only("speaker")))
     add("default_new_signals", "default's thread, length, hop and statement (058716b), with relevance the only "
-        "other signal weighed (weightOverrides zero lexical, context, speaker and importance: weights .198 "
-        "relevance, .144 thread, .142 length, .053 hop, .025 statement, none constant, so nothing is shared), "
+        "other signal weighed (weightOverrides zero lexical, context, speaker, importance and date: weights .166 "
+        "relevance, .121 thread, .115 length, .048 hop, .021 statement, none constant, so nothing is shared), "
         "explicit lookup. The population (every candidate: b-2 and u-low are BELOW_THRESHOLD yet count) has "
         "retrieval 0 .. 1, so each match = 0.75 x retrieval (no query word in any content: lexical 0). thread: "
         "the best match among the OTHER memories of the thread, any position (a-1: a-2's 0.45; a-2, a-3: a-1's "
@@ -1537,6 +1622,24 @@ def cases() -> list[tuple[str, str, dict[str, Any], dict[str, Any] | None]]:
             cand("n-1", "fact", "Spinnaker repairs cost extra this season", 0.5, embedding=[0, 1, 0, 0])],
             "regatta harbour", explicitLookup=True,
             weightOverrides=only("relevance", "thread", "length", "hop", "statement")))
+    add("default_date_named", "default's date (512f8de) with relevance the only other signal weighed "
+        "(weightOverrides zero the other eight: weights .166 relevance, .156 date, neither constant, so nothing is "
+        "shared), explicit lookup. The query names one day, '8th December, 2023': the UTC span [2023-12-08 00:00, "
+        "2023-12-09 00:00); date = exp(-days outside / 7) of event_time, else created_at. t-in (created_at 20:00 "
+        "that day) 1; t-after (created_at 2023-12-16 00:00, 7 days after the span's end) and t-before (created_at "
+        "2023-12-01 00:00, 7 days before its start) exp(-1) = 0.36787944117144233; t-event's event_time 09:30 that "
+        "day wins over its created_at of 2024-02-01: 1; t-none has no time: 0. retrieval 0.5 .. 1 min-maxes to 0, "
+        ".25, .5, .75, 1; no content shares a word with the query or another content, so final = 0.95 x (.166 x "
+        "relevance + .156 x date): t-in 0.95 x 0.239 first although t-after's relevance is 1",
+        rank_request("default_date_named", "default", [
+            cand("t-after", "fact", "Started poetry collection", 1.0, createdAt="2023-12-16T00:00:00Z"),
+            cand("t-before", "fact", "Bought bookshelf screws", 0.875, createdAt="2023-12-01T00:00:00Z"),
+            cand("t-in", "fact", "Finished mystery novel", 0.75, createdAt="2023-12-08T20:00:00Z"),
+            cand("t-event", "fact", "Library card renewed", 0.625, createdAt="2024-02-01T00:00:00Z",
+                 eventTime="2023-12-08T09:30:00Z"),
+            cand("t-none", "fact", "Borrowed headphones from Sam", 0.5)],
+            "What did Tim read on 8th December, 2023?", explicitLookup=True,
+            weightOverrides=only("relevance", "date")))
     two = [cand("ok-0"), cand("ok-1")]
     add("error_nan_retrieval", "NaN retrieval_score is refused, naming the candidate field",
         rank_request("error_nan_retrieval", ao, [two[0], {**two[1], "retrievalScore": "NaN"}]),
@@ -1586,8 +1689,9 @@ def contract_cases() -> list[tuple[str, str, dict[str, Any], frozenset[str]]]:
         "c-5 is BELOW_THRESHOLD, the population's lowest retrieval_score, yet lends its 0.25 x lexical), "
         "speaker, importance, and the four signals of 058716b derived, not overridden: thread (the best match "
         "among the other memories of s1 or s2, c-5's included; none for n-1, n-2), length (ceil(chars / 4) "
-        "tokens on ln(1 + t) / ln 201), statement (c-3 and c-8 end with '?': 0), hop 0 for all (no embeddings), "
-        "so its weight is shared pro rata; importance 0 is dropped on general recall; MMR covering set, lambda "
+        "tokens on ln(1 + t) / ln 201), statement (c-3 and c-8 end with '?': 0), hop 0 for all (no embeddings) "
+        "and date 0 for all (the query names no date), so their weight is shared pro rata; importance 0 is "
+        "dropped on general recall; MMR covering set, lambda "
         "0.95 (c-10 shares 'the', 'fence', 'the fence' with c-9: Jaccard 3/15); 8 selected, "
         "so every calibration bucket bound 1 - r/8 is exact and the receipt is recomputed from the derived numbers",
         rank_request("default_all_signals", "default", [
@@ -1605,9 +1709,9 @@ def contract_cases() -> list[tuple[str, str, dict[str, Any], frozenset[str]]]:
     add("default_near_copies", "default covering set with EXPLAIN_LEVEL_FULL: pref-2 repeats pref-1's words "
         "(shingle similarity 1 >= 0.92) and allergy-2 allergy-1's, so both are REDUNDANT and covered_by names "
         "each one's own pick; pref-3 (13 of pref-1's 15 shingles, 0.867) stays, its gain lowered by 0.05 x 0.867 "
-        "(lambda 0.95); thread, length, hop and statement derived: no threads, embeddings or questions, so of "
-        "the four only length varies, and thread, hop and statement (with context and speaker) share their weight "
-        "out pro rata",
+        "(lambda 0.95); thread, length, hop, statement and date derived: no threads, embeddings, questions or "
+        "dates in the query, so of the five only length varies, and thread, hop, statement and date (with context "
+        "and speaker) share their weight out pro rata",
         rank_request("default_near_copies", "default", [
             {**cand("pref-1", "preference", "The user prefers oat milk in their coffee.", 0.91), "importance": 0.7},
             {**cand("pref-2", "preference", "the user prefers OAT milk in their coffee!", 0.90), "importance": 0.7},
@@ -1623,7 +1727,8 @@ def contract_cases() -> list[tuple[str, str, dict[str, Any], frozenset[str]]]:
         "candidates that have it (f-low is BELOW_THRESHOLD on its retrieval_score 0.05 yet still sets each "
         "facet's maximum); a missing facet adds nothing, no facets at all fuse to 0 (f-5); the fusion stage "
         "record carries retrieval_score in and the fused value out; empty query, no threads or speakers; thread, "
-        "length, hop and statement derived (of the four only length varies: ceil(chars / 4) tokens)",
+        "length, hop, statement and date derived (of the five only length varies: ceil(chars / 4) tokens; the "
+        "empty query names no date)",
         rank_request("default_weighted_facets", "default", [
             turn("f-1", "Invoice export runs nightly", 0.8, 0.5, facetScores={"bm25": 12.0, "dense": 0.82}),
             turn("f-2", "Ledger totals reconcile weekly", 0.7, 0.6, facetScores={"bm25": 3.5, "dense": 0.91}),
