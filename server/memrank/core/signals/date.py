@@ -9,6 +9,9 @@ their three-letter forms, case-insensitive, each a span of UTC time:
   "Dec 8th 2023", or ISO "2023-12-08": that day, [00:00, 24:00);
 - a month: "December 2023", "Dec. 2023" (not part of a day): that month.
 
+A day that does not exist ("30 February 2024", "2023-02-30") is skipped
+whole, its month included.
+
 A year alone ("in 2023") is not read: it rarely narrows anything, and a bare
 four-digit number is often not a year. A memory's time is its
 ``event_time``, else its ``created_at``; the signal is::
@@ -69,10 +72,10 @@ def query_spans(query: str) -> list[tuple[float, float, str]]:
                 y, mo, d = int(m[3]), _MONTHS[m[1].lower()], int(m[2])
             else:
                 y, mo, d = int(m[1]), int(m[2]), int(m[3])
+            taken.append(m.span())  # an impossible day is skipped whole: its month is not read either
             start = _epoch(y, mo, d) if 1 <= mo <= 12 else None
             if start is not None:
                 out.append((m.start(), start, start + DAY, m[0]))
-                taken.append(m.span())
     for m in _MONTH_YEAR.finditer(text):
         if any(a <= m.start() < b for a, b in taken):  # "December 2023" inside "8th December, 2023"
             continue

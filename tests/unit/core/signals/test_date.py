@@ -24,6 +24,7 @@ def _t(y: int, m: int, d: int, h: int = 0) -> float:
     ("What setback did Melanie face in October 2023?", [(_t(2023, 10, 1), _t(2023, 11, 1), "October 2023")]),
     ("in Dec. 2023", [(_t(2023, 12, 1), _t(2024, 1, 1), "Dec. 2023")]),
     ("in 2023, on 2023-02-30, in Smarch 2023", []),  # a bare year, no such day, no such month
+    ("on 30 February 2024", []),  # no such day: skipped whole, February 2024 not read from it
 ])
 def test_query_spans(query, spans):
     assert query_spans(query) == spans
