@@ -7,8 +7,8 @@ workload, threads of 20 turns, two speakers, a query naming one), the median
 in-process ``rank()`` time of: ``default`` on candidates carrying
 thread/position/speaker; ``default`` on the same candidates without them
 (context, thread and speaker return at once); ``default`` without the context
-and speaker signals; ``default`` without the four signals the learned default
-added (thread, length, hop, statement); and ``default`` with exact-word
+and speaker signals; ``default`` without the five signals the learned default
+added (thread, length, hop, statement, date); and ``default`` with exact-word
 lexical (no stemmer). The five are called alternately, so machine load hits
 each alike, each on a batch built afresh (outside the timer), so nothing a
 batch caches carries over from one call to the next.
@@ -35,12 +35,12 @@ def main() -> None:
     args = ap.parse_args()
     d = BUILTIN_PROFILES["default"]
     without = dataclasses.replace(d, signals=tuple(s for s in d.signals if s.name not in ("context", "speaker")))
-    learned = ("thread", "length", "hop", "statement")
+    learned = ("thread", "length", "hop", "statement", "date")
     previous = dataclasses.replace(d, signals=tuple(s for s in d.signals if s.name not in learned))
     unstemmed = dataclasses.replace(d, lexical_stemmer=None)
     params = RankParams(query=QUERY + " alex", reference_time=REFERENCE_TIME, profile="p", max_items=20)
     print("| candidates | default, fields set (ms) | default, no fields (ms) | without context and speaker (ms) "
-          "| without thread, length, hop, statement (ms) | fields set, no stemming (ms) |")
+          "| without thread, length, hop, statement, date (ms) | fields set, no stemming (ms) |")
     print("|---:|---:|---:|---:|---:|---:|")
     for n in (400, 1600):
         w = workload(n, 384)

@@ -46,8 +46,10 @@ def hop(batch: Batch, ctx: ScoringContext, profile: Profile, population: np.ndar
     norms = np.sqrt(np.einsum("ij,ij->i", e, e))
     cos = np.full((batch.n, top.size), -np.inf)
     for k, s in enumerate(top.tolist()):
-        # One BLAS matvec per seed: a matrix product against the seeds' columns can take a threaded GEMM path
-        # that costs 100 times more on a busy 2-core machine (measured: 8 ms against 0.07 ms at 1,600 x 384).
+        # One BLAS matvec per seed, as the covering set's similarity rows: with one BLAS thread (the memrank
+        # command's default, memrank._process) three matvecs take 0.20 ms at 1,600 x 384 against 0.40 ms for one
+        # product against the seeds' columns. (An earlier note here blamed the product for 8 ms: that was a
+        # process with several OpenBLAS threads on a busy machine, where either form costs that much.)
         den = norms * norms[s]
         cos[:, k] = np.divide(e @ e[s], den, out=np.zeros(batch.n), where=den > 0)
         cos[s, k] = -np.inf  # a seed is not its own hop
