@@ -140,14 +140,19 @@ def selection() -> list[Any]:
 def decision_log() -> list[Any]:
     """Records written to the decision log, and those not written, by reason."""
     return [
-        series("Decision log records written", "Records written per second, by kind (decision, feedback); "
-               "only with decision_log.enabled.", "short",
-               query(f"sum by (kind) (rate(memrank_decision_log_records_total[{RI}]))", "{{kind}}")),
+        series("Decision log records written", "Records written per second, by kind (decision, feedback), and "
+               "the decisions decision_log.sample_rate left out (sampled out, by design); only with "
+               "decision_log.enabled.", "short",
+               query(f"sum by (kind) (rate(memrank_decision_log_records_total[{RI}]))", "{{kind}}"),
+               query(f"sum(rate(memrank_decision_log_dropped_total{{reason=\"sampled_out\"}}[{RI}]))",
+                     "sampled out", "B")),
         series("Decision log drops by reason", "Records not written per second, by reason: queue_full (the "
                "writer fell decision_log.queue_size behind), writer_down (a dead writer being replaced), "
                "write_error (the sink refused the write), closed (after shutdown began). Each is a call whose "
-               "record is missing from the log; 0 when none.", "short",
-               query(f"sum by (reason) (rate(memrank_decision_log_dropped_total[{RI}]))", "{{reason}}")),
+               "record is missing from the log; 0 when none. Decisions left out by decision_log.sample_rate "
+               "(reason sampled_out, by design) are not drawn here.", "short",
+               query(f"sum by (reason) (rate(memrank_decision_log_dropped_total{{reason!=\"sampled_out\"}}[{RI}]))",
+                     "{{reason}}")),
     ]
 
 

@@ -176,7 +176,8 @@ def expected_sampled(request_id: str, rate: float) -> bool:
 
 def test_sampling_follows_the_request_id_hash_and_log_decision_forces(tmp_path: Path) -> None:
     path = tmp_path / "decisions.jsonl"
-    running = create_server(logging_settings(path, sample_rate=0.3))
+    registry = CollectorRegistry()
+    running = create_server(logging_settings(path, sample_rate=0.3), registry)
     rng = random.Random(4)
     ids = [f"sample-{k}" for k in range(40)]
     unsampled = next(i for i in (f"forced-{k}" for k in range(100)) if not expected_sampled(i, 0.3))
@@ -192,6 +193,9 @@ def test_sampling_follows_the_request_id_hash_and_log_decision_forces(tmp_path: 
     logged = records(path)
     assert [r["request_id"] for r in logged] == [i for i in ids if i in want] + [unsampled]
     assert forced.decision_logged and logged[-1]["forced"] is True and not any(r["forced"] for r in logged[:-1])
+    # every decision the rate left out is counted, apart from the losses (the forced one was not left out)
+    assert registry.get_sample_value("memrank_decision_log_dropped_total",
+                                     {"reason": "sampled_out"}) == len(ids) - len(want)
 
 
 def test_feedback_errors_name_the_field_and_need_the_log_on(tmp_path: Path) -> None:
@@ -362,10 +366,10 @@ def test_every_drop_reason_is_a_series_at_zero_from_the_start(tmp_path: Path) ->
     running = create_server(logging_settings(tmp_path / "decisions.jsonl"), registry)
     try:
         counts = {reason: registry.get_sample_value("memrank_decision_log_dropped_total", {"reason": reason})
-                  for reason in ("queue_full", "writer_down", "write_error", "closed")}
+                  for reason in ("queue_full", "writer_down", "write_error", "closed", "sampled_out")}
     finally:
         running.stop(5)
-    assert counts == {"queue_full": 0, "writer_down": 0, "write_error": 0, "closed": 0}
+    assert counts == {"queue_full": 0, "writer_down": 0, "write_error": 0, "closed": 0, "sampled_out": 0}
 
 
 def test_a_full_queue_drops_and_counts_and_never_fails_a_call(tmp_path: Path) -> None:

@@ -48,7 +48,8 @@ log = logging.getLogger("memrank.decisions")
 _SLOTS = {b"d": 0, b"f": 1, b"e": 2}
 RESTART_SECONDS = 1.0  # at most one writer start per second: a writer that dies at once is not restarted in a loop
 # Why a record was not written (memrank_decision_log_dropped_total{reason}); each shown from the start, at 0.
-DROP_REASONS = ("queue_full", "writer_down", "write_error", "closed")
+# sampled_out is by design (decision_log.sample_rate), not a loss: the dashboard keeps it apart from the others.
+DROP_REASONS = ("queue_full", "writer_down", "write_error", "closed", "sampled_out")
 
 
 class DecisionLog:
@@ -108,6 +109,10 @@ class DecisionLog:
                 return True
         self._lost(reason)
         return False
+
+    def sampled_out(self) -> None:
+        """Count one decision left out by ``sample_rate`` (``dropped{reason="sampled_out"}``)."""
+        self._lost("sampled_out")
 
     def written(self) -> tuple[int, int, int]:
         """(decisions written, feedback written, records that failed to write), as the writers reported them."""

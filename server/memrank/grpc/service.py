@@ -54,6 +54,7 @@ class RankingService(pb_grpc.RankingServiceServicer):
         assert self.decisions is not None
         d = self.decisions.settings
         if not request.log_decision and not sampled(request.request_id or response.receipt.digest, d.sample_rate):
+            self.decisions.sampled_out()
             return False
         return self.decisions.submit(capture_decision(outcome, batch, params, response, now, d.content,
                                                       request.log_decision))

@@ -77,7 +77,8 @@ class Metrics:
         self.decision_log_dropped = Counter(
             "memrank_decision_log_dropped", "Decision log records not written, by reason (queue_full, "
             "writer_down, write_error, closed: handed over after shutdown began, or still queued when its time ran "
-            "out).", ("reason",), registry=r,
+            "out; sampled_out: a decision left out by decision_log.sample_rate, by design).", ("reason",),
+            registry=r,
         )
         self.config_reloads = Counter(
             "memrank_config_reloads", "Profile reloads (SIGHUP or a changed config file), by result: ok (new "
