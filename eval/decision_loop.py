@@ -19,11 +19,13 @@ played on LoCoMo-shaped conversations:
    ``--model`` (k-fold by conversation, the request id's prefix), which fits
    the weights from the logged signals alone, writing ``DIR/tuned.yaml``
    (``DIR/tuned-<model>.yaml`` for more than one model);
-5. with ``--curve``: the learning curve of the first model on the same log
+5. with ``--curve``: the learning curve of each model on the same log
    (``eval/learning_curve.py``: the same test folds, fewer training labels).
 
 It prints the tuner's report; the numbers to read are its out-of-fold line
 (the producing profile against the weights fitted on the other folds).
+``eval/served_folds.py`` then serves each fold's weights through `memrank
+eval` (diversity pass and threshold included) for the same comparison as served.
 """
 
 from __future__ import annotations
@@ -129,8 +131,9 @@ def main() -> int:
         return 0
     config_args = ["--config", str(args.config)] if args.config is not None else []
     plot = ["--plot", str(args.plot)] if args.plot is not None else []
+    model_args = [x for model in models for x in ("--model", model)]
     return subprocess.call([sys.executable, str(Path(__file__).with_name("learning_curve.py")), "--log",
-                            str(decisions), *config_args, "--base", args.producing, "--model", models[0],
+                            str(decisions), *config_args, "--base", args.producing, *model_args,
                             "--folds", str(args.folds), "--metric", args.metric, "--sizes", args.curve,
                             "--seeds", str(args.seeds), *plot])
 

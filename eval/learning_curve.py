@@ -1,7 +1,7 @@
 """The learning curve of `memrank tune --log`: out-of-fold gain against the number of labelled decisions.
 
     python eval/learning_curve.py --log DIR/decisions.jsonl [--config examples/new-team.yaml --base new-team]
-        [--model linear] [--folds 2] [--sizes 25,50,100,200,400] [--seeds 5] [--plot curve.png]
+        [--model linear [--model ascent]] [--folds 2] [--sizes 25,50,100,200,400] [--seeds 5] [--plot curve.png]
 
 The test folds are the ones `memrank tune --log` uses (``crossval.group_folds``:
 whole groups, i.e. conversations, seed 0) and stay fixed; only the training
@@ -12,8 +12,10 @@ scored out of fold. A size at or above a fold's training set uses all of it
 (one draw: nothing to sample). Per size the table gives the mean over seeds of
 the out-of-fold gain over the base (the producing profile's weights), a 95%
 paired bootstrap interval over the decisions of the seed-averaged gain, and
-the smallest and largest gain of a single draw. Deterministic: same log, same
-table.
+the smallest and largest gain of a single draw. The row with every training
+decision is the tuner's own out-of-fold result (same folds, same fit, and the
+bootstrap over the decisions in the same fold order, so the same interval).
+Deterministic: same log, same table.
 """
 
 from __future__ import annotations
@@ -78,11 +80,12 @@ def curve(dataset: Dataset, metric: Metric, base: np.ndarray, folds: int, sizes:
     everything = Objective(Stack.of(list(dataset.queries), len(dataset.signals)), metric)
     base_held = everything.per_query(base)
     largest = max(len(dataset.queries) - t.shape[0] for t in tests)
+    order = np.concatenate(tests)  # the tuner's order of the held-out values, for the same bootstrap
     points = []
     for size in [s for s in sizes if s < largest] + [largest]:
         draws = seeds if size < largest else 1
         runs = np.stack([out_of_fold(dataset, metric, base, tests, size, seed, model) for seed in range(draws)])
-        p = paired(runs.mean(axis=0).tolist(), base_held.tolist())
+        p = paired(runs.mean(axis=0)[order].tolist(), base_held[order].tolist())
         gains = runs.mean(axis=1) - base_held.mean()
         points.append(Point(size, draws, float(base_held.mean()), float(runs.mean()), p.low, p.high,
                             float(gains.min()), float(gains.max())))
@@ -99,19 +102,20 @@ def table(points: list[Point], metric: str) -> str:
     return "\n".join(lines)
 
 
-def plot(points: list[Point], metric: str, title: str, path: Path) -> None:
-    """Gain against training size (log axis), the interval shaded."""
+def plot(curves: dict[str, list[Point]], metric: str, title: str, path: Path) -> None:
+    """Gain against training size (log axis), per model, its interval shaded."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    x = [p.size for p in points]
     fig, ax = plt.subplots(figsize=(5.5, 3.2), dpi=110)
-    ax.fill_between(x, [p.low for p in points], [p.high for p in points], alpha=0.25,
-                    label="95% paired bootstrap")
-    ax.plot(x, [p.gain for p in points], marker="o", label="mean gain over draws")
+    for model, points in curves.items():
+        x = [p.size for p in points]
+        ax.fill_between(x, [p.low for p in points], [p.high for p in points], alpha=0.2)
+        ax.plot(x, [p.gain for p in points], marker="o", label=f"--model {model} (95% interval shaded)")
     ax.axhline(0.0, color="grey", linewidth=0.8)
+    ax.axhline(0.02, color="grey", linewidth=0.8, linestyle=":")
     ax.set_xscale("log")
     ax.set_xlabel("labelled decisions per training fold")
     ax.set_ylabel(f"out-of-fold {metric} gain")
@@ -128,7 +132,7 @@ def main() -> int:
     ap.add_argument("--log", type=Path, action="append", required=True)
     ap.add_argument("--config", type=Path, help="config file whose profiles --base may name")
     ap.add_argument("--base", default="default", help="the producing profile (default: default)")
-    ap.add_argument("--model", choices=MODELS, default="linear")
+    ap.add_argument("--model", choices=MODELS, action="append", help="repeatable (default: linear)")
     ap.add_argument("--folds", type=int, default=2)
     ap.add_argument("--metric", default="recall@5")
     ap.add_argument("--sizes", default="25,50,100,200,400")
@@ -141,14 +145,16 @@ def main() -> int:
     metric = Metric.parse(args.metric)
     sizes = sorted({int(s) for s in args.sizes.split(",") if s.strip()})
     weights = np.array([s.weight for s in base.signals], dtype=np.float64)
-    points = curve(dataset, metric, weights, args.folds, sizes, args.seeds, args.model)
     groups = len({q.group for q in dataset.queries})
-    print(f"learning curve: {len(dataset.queries)} labelled decisions in {groups} groups, base {base.name}, "
-          f"model {args.model}, {args.folds} folds by group (fixed), {args.seeds} draws per size")
-    print(table(points, metric.name))
+    curves = {}
+    for model in args.model or ["linear"]:
+        curves[model] = curve(dataset, metric, weights, args.folds, sizes, args.seeds, model)
+        print(f"learning curve: {len(dataset.queries)} labelled decisions in {groups} groups, base {base.name}, "
+              f"model {model}, {args.folds} folds by group (fixed), {args.seeds} draws per size")
+        print(table(curves[model], metric.name))
     if args.plot is not None:
-        plot(points, metric.name, f"memrank tune --log --model {args.model}: from {base.name}, "
-             f"{len(dataset.queries)} decisions", args.plot)
+        plot(curves, metric.name, f"memrank tune --log: tuned from {base.name} on {len(dataset.queries)} labelled "
+             f"decisions", args.plot)
         print(f"wrote {args.plot}")
     return 0
 

@@ -2,8 +2,8 @@
 with request ids, send gold feedback, stop, `memrank tune --log`; the tuned profile is not significantly worse out
 of fold than `default` (paired bootstrap upper bound >= 0), on the self-written fixture and, where the LoCoMo dev
 conversations are on this machine, on them. From the untuned start (examples/new-team.yaml) with both models and
-the learning curve (eval/learning_curve.py): on the fixture everything runs and agrees; on LoCoMo dev the linear
-fit beats the start by >= +0.02 out of fold with the interval above 0."""
+the learning curve (eval/learning_curve.py) and the served check (eval/served_folds.py): on the fixture everything
+runs and agrees; on LoCoMo dev the linear fit beats the start by >= +0.02 out of fold with the interval above 0."""
 
 from __future__ import annotations
 
@@ -62,17 +62,28 @@ def test_new_team_is_default_with_equal_weights() -> None:
 def test_the_loop_from_an_untuned_start_with_its_learning_curve_on_the_fixture(tmp_path: Path) -> None:
     data, npz = locomo_fixture.write(tmp_path)
     run = tmp_path / "run"
-    out, (base, tuned, *_) = loop(data, npz, run, *NEW_TEAM, "--model", "linear", "--model", "ascent",
-                                  "--curve", "2,5", "--seeds", "2", "--plot", str(run / "curve.png"))
+    out, (base, tuned, _delta, low, high) = loop(data, npz, run, *NEW_TEAM, "--model", "linear", "--model", "ascent",
+                                                 "--curve", "2,5", "--seeds", "2", "--plot", str(run / "curve.png"))
     assert "20 feedback records sent under 'new-team'" in out
     assert "base new-team, model linear" in out and "base new-team, model ascent" in out
     assert (run / "tuned-linear.yaml").is_file() and (run / "tuned-ascent.yaml").is_file()
     assert (run / "curve.png").read_bytes().startswith(b"\x89PNG")
-    assert "learning curve: 20 labelled decisions in 4 groups, base new-team, model linear" in out
-    rows = [m.groups() for m in CURVE_ROW.finditer(out)]
-    assert [(int(r[0]), int(r[1])) for r in rows] == [(2, 2), (5, 2), (10, 1)]  # 10: every training decision
-    assert all(float(r[2]) == base for r in rows)
-    assert float(rows[-1][3]) == tuned  # the whole-training row is the tuner's own out-of-fold result
+    linear, ascent = out.split("learning curve: ")[1:]
+    assert linear.startswith("20 labelled decisions in 4 groups, base new-team, model linear")
+    assert ascent.startswith("20 labelled decisions in 4 groups, base new-team, model ascent")
+    for section in (linear, ascent):
+        rows = [m.groups() for m in CURVE_ROW.finditer(section)]
+        assert [(int(r[0]), int(r[1])) for r in rows] == [(2, 2), (5, 2), (10, 1)]  # 10: every training decision
+        assert all(float(r[2]) == base for r in rows)
+    everything = [m.groups() for m in CURVE_ROW.finditer(linear)][-1]
+    # the whole-training row is the tuner's own out-of-fold result, interval included
+    assert (float(everything[3]), float(everything[5]), float(everything[6])) == (tuned, low, high)
+    served = subprocess.run([sys.executable, str(ROOT / "eval" / "served_folds.py"), "--log",
+                             str(run / "decisions.jsonl"), *NEW_TEAM[:2], "--base", "new-team", "--data", str(data),
+                             "--embeddings", str(npz), "--workdir", str(tmp_path / "served")],
+                            capture_output=True, text=True, timeout=600)
+    assert served.returncode == 0, served.stdout + served.stderr
+    assert "served out of fold (20 questions, 2 folds by group, model linear): recall@5 new-team" in served.stdout
 
 
 @pytest.mark.skipif(not (LOCOMO / "dev.jsonl").is_file(), reason=f"LoCoMo dev data not at {LOCOMO}")
