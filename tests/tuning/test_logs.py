@@ -184,3 +184,64 @@ def test_eval_log_reports_the_answer_and_reweighted_profiles(logged: tuple[Path,
     assert rows["default (re-weighted, reference)"]["recall@5"] == pytest.approx(want)
     assert group["not_comparable"] == {"generative-agents": "signal recency is not in the log"}
     assert "re-weighted rows rank the logged normalised signals" in run.stdout
+
+
+STARTER = """\
+profiles:
+  starter:
+    base: default
+    signals:
+      - {name: relevance, weight: 0.5, normalization: min_max}
+      - {name: lexical, weight: 0.3}
+      - {name: context, weight: 0.1}
+      - {name: speaker, weight: 0.1}
+      - {name: importance, weight: 0.000001}
+      - {name: thread, weight: 0.0}
+      - {name: length, weight: 0.0}
+      - {name: hop, weight: 0.0}
+      - {name: statement, weight: 0.0}
+"""
+
+
+def test_tune_log_from_a_config_profile(tmp_path: Path) -> None:
+    """A profile from a config file produces the log (every signal logged, those of weight 0 too), `tune --log
+    --config --base` fits it, and the written file carries the base so it loads on its own."""
+    config = tmp_path / "starter.yaml"
+    config.write_text(STARTER)
+    data, npz = locomo_fixture.write(tmp_path)
+    path = tmp_path / "decisions.jsonl"
+    s = loopback_settings()
+    settings = load_settings(str(config), env={})
+    starter = base_profile(settings.profiles, "starter")
+    running = create_server(replace(s, profiles=settings.profiles,
+                                    decision_log=DecisionLogSettings(enabled=True, sink="file", path=str(path))))
+    try:
+        with RankingClient(f"127.0.0.1:{running.port}") as c:
+            for conv in load_conversations(data, npz):
+                for q, req in requests(conv, "starter"):
+                    req.request_id = q.key
+                    c.record_feedback(c.rank(req), dict.fromkeys(q.evidence, 2))
+    finally:
+        running.stop(5)
+    first = json.loads(path.read_text().splitlines()[0])
+    assert first["profile"] == "starter"
+    assert list(first["candidates"]["signals"]) == [sig.name for sig in starter.signals]  # all nine, weight 0 too
+    direct = load_locomo(load_conversations(data, npz), starter, settings.limits)
+    from_log, _ = load_logs([path], starter)
+    for x, y in zip(from_log.queries, direct.queries, strict=True):
+        assert np.array_equal(x.features, y.features)
+    assert from_log.queries[0].features[5:].any()  # thread, length, hop, statement: logged though they weigh 0
+    out = tmp_path / "tuned.yaml"
+    cmd = [sys.executable, "-m", "memrank.cli", "tune", "--log", str(path), "--config", str(config), "--base",
+           "starter", "--model", "linear", "--out", str(out), "--folds", "2", "--no-progress"]
+    run = subprocess.run(cmd, capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr
+    assert "base starter, model linear" in run.stdout and "20 queries in 4 groups" in run.stdout
+    loaded = load_settings(str(out), env={}).profiles  # the file alone: starter copied in, tuned based on it
+    assert loaded["starter"] == starter
+    assert loaded["tuned"].diversity_lambda == starter.diversity_lambda
+    assert [sig.name for sig in loaded["tuned"].signals] == [sig.name for sig in starter.signals]
+    clash = subprocess.run([*cmd, "--name", "starter"], capture_output=True, text=True)
+    assert clash.returncode == 2 and "already has a profile of that name" in clash.stderr
+    missing = subprocess.run([*cmd, "--base", "nope"], capture_output=True, text=True)
+    assert missing.returncode == 2 and "unknown base profile 'nope'" in missing.stderr

