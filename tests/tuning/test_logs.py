@@ -37,17 +37,25 @@ def logged(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, Path]:
     folder = tmp_path_factory.mktemp("logs")
     data, npz = locomo_fixture.write(folder)
     path = folder / "decisions.jsonl"
+    replay(data, npz, path, "default", 1)
+    return data, npz, path
+
+
+def replay(data: Path, npz: Path, path: Path, profile: str, grade: float, profiles: Any = None) -> None:
+    """Every fixture question ranked under ``profile`` by a live server logging to ``path``, the gold evidence
+    sent back as feedback with ``grade``; ``profiles`` (a config's) replace the built-in ones when given."""
     s = loopback_settings()
+    if profiles is not None:
+        s = replace(s, profiles=profiles)
     running = create_server(replace(s, decision_log=DecisionLogSettings(enabled=True, sink="file", path=str(path))))
     try:
         with RankingClient(f"127.0.0.1:{running.port}") as c:
             for conv in load_conversations(data, npz):
-                for q, req in requests(conv, "default"):
+                for q, req in requests(conv, profile):
                     req.request_id = q.key
-                    c.record_feedback(c.rank(req), dict.fromkeys(q.evidence, 1))
+                    c.record_feedback(c.rank(req), dict.fromkeys(q.evidence, grade))
     finally:
         running.stop(5)
-    return data, npz, path
 
 
 def test_the_log_gives_the_dataset_and_the_fit_of_the_labelled_requests(logged: tuple[Path, Path, Path]) -> None:
@@ -210,19 +218,9 @@ def test_tune_log_from_a_config_profile(tmp_path: Path) -> None:
     config.write_text(STARTER)
     data, npz = locomo_fixture.write(tmp_path)
     path = tmp_path / "decisions.jsonl"
-    s = loopback_settings()
     settings = load_settings(str(config), env={})
     starter = base_profile(settings.profiles, "starter")
-    running = create_server(replace(s, profiles=settings.profiles,
-                                    decision_log=DecisionLogSettings(enabled=True, sink="file", path=str(path))))
-    try:
-        with RankingClient(f"127.0.0.1:{running.port}") as c:
-            for conv in load_conversations(data, npz):
-                for q, req in requests(conv, "starter"):
-                    req.request_id = q.key
-                    c.record_feedback(c.rank(req), dict.fromkeys(q.evidence, 2))
-    finally:
-        running.stop(5)
+    replay(data, npz, path, "starter", 2, settings.profiles)
     first = json.loads(path.read_text().splitlines()[0])
     assert first["profile"] == "starter"
     assert list(first["candidates"]["signals"]) == [sig.name for sig in starter.signals]  # all nine, weight 0 too
