@@ -1,0 +1,82 @@
+"""``python -m bench.instructions SERVER_DIR [SERVER_DIR ...]``: instructions per in-process call, counted by
+valgrind (cachegrind), so that a change can be judged on a loaded machine.
+
+Thread CPU time on a shared VM moves by 10-30 % from one second to the next (host steal counts as running), more
+than most single changes gain; the instruction count of a call does not move with load. For each tree and
+workload, a child process makes the same call ``--few`` and then ``--many`` times under
+``valgrind --tool=cachegrind``; the difference over the difference in calls is one call's instructions, start-up
+and imports cancelled out. Slow (valgrind runs Python ~50x slower): about a minute per tree and workload.
+
+    PYTHONPATH=server:. python -m bench.instructions /tmp/base/server server --sizes 1,100,400
+
+Fewer instructions is not the same as less time (cache misses, branch mispredictions, system calls are not in it),
+so a change that matters is confirmed by ``bench.ab_trees`` or ``python -m bench`` as well.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+_CHILD = r"""
+import sys
+from bench.data import workload
+from memrank._gen.v1 import ranking_pb2 as pb
+from memrank.api.handle import Call, handle_rank
+from memrank.config import load_settings
+settings = load_settings()
+n, dim, calls = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3])
+data = workload(n, dim).request.SerializeToString()
+handle_rank(pb.RankRequest.FromString(data), settings, Call(0.0)).SerializeToString()  # warm: caches, lazy imports
+for _ in range(calls):
+    handle_rank(pb.RankRequest.FromString(data), settings, Call(0.0)).SerializeToString()
+"""
+
+
+def instructions(tree: str, n: int, dim: int, calls: int) -> int:
+    """Instructions (Ir) of a child process that makes ``calls`` calls after one warm-up call."""
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(Path(tree).resolve()), str(Path.cwd())]),
+               OPENBLAS_NUM_THREADS="1", PYTHONHASHSEED="0")
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(tmp) / "cg.out"
+        run = subprocess.run(["valgrind", "--tool=cachegrind", "--cache-sim=no", f"--cachegrind-out-file={out}",
+                              sys.executable, "-c", _CHILD, str(n), str(dim), str(calls)],
+                             capture_output=True, text=True, env=env, check=False)
+        if run.returncode:
+            raise SystemExit(f"valgrind failed for {tree} ({n}x{dim}):\n{run.stderr[-2000:]}")
+        m = re.search(r"^summary:\s+(\d+)", out.read_text(), re.M)
+        if not m:
+            raise SystemExit(f"no summary line in cachegrind's output for {tree}")
+        return int(m.group(1))
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m bench.instructions", description=__doc__.split("\n\n")[0])
+    ap.add_argument("trees", nargs="+", help="server/ directories (what is on PYTHONPATH for memrank)")
+    ap.add_argument("--sizes", default="1,100,400", help="candidate counts (default 1,100,400)")
+    ap.add_argument("--dim", type=int, default=384, help="embedding dimension (default 384)")
+    ap.add_argument("--few", type=int, default=2, help="calls in the short run (default 2)")
+    ap.add_argument("--many", type=int, default=6, help="calls in the long run (default 6)")
+    opts = ap.parse_args(argv)
+    if shutil.which("valgrind") is None:
+        raise SystemExit("valgrind is not installed (Debian: apt-get install valgrind)")
+    base: dict[int, float] = {}
+    for tree in opts.trees:
+        for n in (int(s) for s in opts.sizes.split(",")):
+            few = instructions(tree, n, opts.dim, opts.few)
+            many = instructions(tree, n, opts.dim, opts.many)
+            per = (many - few) / (opts.many - opts.few)
+            ratio = f", x{per / base[n]:.3f} the first tree" if n in base else ""
+            base.setdefault(n, per)
+            print(f"{tree} {n}x{opts.dim}: {per / 1e6:.2f} M instructions per call{ratio}", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
