@@ -235,4 +235,6 @@ class WordIndex:
     def opens_with(self, phrase: Sequence[str]) -> np.ndarray:
         """(n,) mask: the candidate's words begin with the phrase."""
         at = self.phrase_positions(phrase)
+        if not at.size:
+            return np.zeros(self.n, dtype=bool)
         return self.holders(at[at == self.first[self.owner[at]]])
