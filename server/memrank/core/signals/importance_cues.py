@@ -90,7 +90,7 @@ def cue_importance(batch: Batch) -> RawSignal:
     index = padded_index(batch)
     kinds = [k.lower() for k in batch.kinds]
     given = ~np.isnan(batch.importance)
-    base = np.clip(np.nan_to_num(batch.importance, nan=0.0), 0.0, 1.0)
+    base = np.clip(np.where(given, batch.importance, 0.0), 0.0, 1.0)  # as nan_to_num then clip, in fewer calls
     by_kind = {name: np.fromiter((k in KINDS[name] for k in kinds), dtype=bool, count=n) for name in PHRASES}
     phrase_at = {name: p.first_found(index, ~by_kind[name]) for name, p in PHRASES.items()}
     found = {name: by_kind[name] | (phrase_at[name] >= 0) for name in PHRASES}

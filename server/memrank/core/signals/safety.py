@@ -80,6 +80,11 @@ PRESCAN_WORDS = (*PRESCAN_ALL_OF[0], *PRESCAN_ALL_OF[1], *PRESCAN_ANY)
 _PRESCAN_GROUP = np.repeat([0, 1, 2], [len(PRESCAN_ALL_OF[0]), len(PRESCAN_ALL_OF[1]), len(PRESCAN_ANY)])
 
 
+# Up to this many memories, all are scanned with the patterns: the pre-scan's fixed cost (a word index lookup,
+# a few dozen numpy calls) is more than scanning a few memories' text.
+TINY_BATCH = 8
+
+
 def prescan(index: WordIndex) -> np.ndarray:
     """(n,) mask of the candidates whose words could make a pattern match (see PRESCAN_ANY)."""
     ids = index.word_ids(PRESCAN_WORDS)
@@ -106,9 +111,10 @@ def safety(batch: Batch, ctx: ScoringContext, profile: Profile, population: np.n
     """1 safe, 0.5 review needed, 0 blocked status or injection-like content."""
     status = batch.safety
     blocked = (status == Safety.UNSAFE) | (status == Safety.QUARANTINED) | (status == Safety.PENDING)
-    suspect = ~short_ascii(batch)  # long or non-ASCII content: always the exact scan
-    if batch.n:
-        suspect |= prescan(token_index(batch))
+    if batch.n <= TINY_BATCH:  # every memory scanned: what the pre-scan would rule out cannot match
+        suspect = np.ones(batch.n, dtype=bool)
+    else:
+        suspect = ~short_ascii(batch) | prescan(token_index(batch))  # long or non-ASCII: always the exact scan
     found = {i: name for i in np.flatnonzero(suspect & ~blocked).tolist()
              if (name := injection_match(batch.contents[i])) is not None}
     values = np.where(status == Safety.REVIEW_NEEDED, 0.5, 1.0)

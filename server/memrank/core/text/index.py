@@ -15,7 +15,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from memrank.core.text.hashing import P, word_hash, word_key, word_table
+from memrank.core.text.hashing import P, WordTable, word_hash, word_key, word_table
 
 _VECTOR_CHUNKS = 8  # words of up to 64 bytes are hashed column-wise; longer ones (rare) in Python
 # _LOW[k] keeps the low k bytes of a little-endian 8-byte chunk (k = 0..8).
@@ -121,6 +121,17 @@ class WordIndex:
         self._seen.update(zip(keys, present.tolist(), strict=True))
         return present
 
+    def present_listed(self, table: WordTable) -> np.ndarray:
+        """Per word of a ``word_table``, whether some word of the batch has its hash (a superset of the words
+        present, as ``present_words``): one lookup of every word's hash in the constant table, no table built
+        per call and no bucket shared by two listed words."""
+        present = np.zeros(table.hashes.size, dtype=bool)
+        slot = table.slots[(self.hashes * table.multiplier) >> table.shift]
+        at = slot >= 0
+        k = slot[at]
+        present[k[table.hashes[k] == self.hashes[at]]] = True
+        return present
+
     def _verified(self, at: np.ndarray, word: bytes) -> np.ndarray:
         """The word positions in ``at`` (where the hash is ``word``'s) whose bytes are exactly ``word``."""
         at = at[self.lengths[at] == len(word)]
@@ -224,4 +235,6 @@ class WordIndex:
     def opens_with(self, phrase: Sequence[str]) -> np.ndarray:
         """(n,) mask: the candidate's words begin with the phrase."""
         at = self.phrase_positions(phrase)
+        if not at.size:
+            return np.zeros(self.n, dtype=bool)
         return self.holders(at[at == self.first[self.owner[at]]])

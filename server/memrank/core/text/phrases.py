@@ -19,6 +19,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from memrank.core.text.hashing import word_table
 from memrank.core.text.index import WordIndex
 
 # first_found follows this many candidate phrases or fewer one at a time, more all at once. Measured on
@@ -112,8 +113,9 @@ class _Matcher:
     def __init__(self, phrases: Sequence[tuple[str, ...]], ranks: Iterable[int]) -> None:
         self.split = tuple(phrases)
         self.ranks = np.array(list(ranks), dtype=np.int64)
-        self.order = np.argsort(self.ranks, kind="stable").tolist()
+        self.order = np.argsort(self.ranks, kind="stable")
         self.words = tuple({w: None for p in self.split for w in p})
+        self._table = word_table(self.words)  # constant: built once (None when two words share a hash)
         at = {w: k for k, w in enumerate(self.words)}
         width = max((len(p) for p in self.split), default=0)
         self.table = np.full((len(self.split), width), len(self.words), dtype=np.int64)
@@ -142,9 +144,10 @@ class _Matcher:
         open_ = np.ones(index.n, dtype=bool) if rows is None else rows.copy()
         if not open_.any() or not self.split:
             return best
-        present = np.append(index.present_words(self.words), True)
+        listed = index.present_words(self.words) if self._table is None else index.present_listed(self._table)
+        present = np.append(listed, True)
         viable = np.asarray(present[self.table].all(axis=1))  # every word of the phrase occurs somewhere
-        left = [k for k in self.order if viable[k]]
+        left = self.order[viable[self.order]].tolist()  # in rank order
         if len(left) <= FEW_PHRASES:
             for k in left:
                 hit = index.has(self.split[k]) & open_

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 from unittest import mock
 
 from hypothesis import given, settings
@@ -13,6 +14,8 @@ from memrank.core.signals.base import ScoringContext
 from memrank.core.signals.importance import CONSTRAINT_PREF, CORRECTION, DECISION_FACT, OUTCOME, rule_importance
 from memrank.core.text import phrases as phrases_module
 from memrank.profiles.builtin import BUILTIN_PROFILES
+
+importance_module = importlib.import_module("memrank.core.signals.importance")  # the package re-exports the function
 
 PHRASE_WORDS = sorted({w for p in (*CORRECTION.items, *CONSTRAINT_PREF.items, *DECISION_FACT.items,
                                     *OUTCOME.items) for w in p.split()})
@@ -28,12 +31,15 @@ importances = st.none() | st.floats(0.0, 1.0)
 def test_batch_importance_equals_rule_importance(rows: list[tuple[str, str, float | None]]) -> None:
     for few in (0, 100):  # rule phrases all at once, or the few that can match one by one
         _check(_importance(rows, few), rows)
+    _check(_importance(rows, 0, tiny=len(rows)), rows)  # a small batch: memory by memory
 
 
-def _importance(rows: list[tuple[str, str, float | None]], few: int) -> RawSignal:
+def _importance(rows: list[tuple[str, str, float | None]], few: int, tiny: int = 0) -> RawSignal:
+    """The signal column-wise (``tiny`` 0) or, for batches of up to ``tiny`` memories, memory by memory."""
     batch = batch_from_rows([CandidateInput(id=f"m{i}", content=c, kind=k, importance=imp)
                              for i, (c, k, imp) in enumerate(rows)])
-    with mock.patch.object(phrases_module, "FEW_PHRASES", few):
+    with mock.patch.object(phrases_module, "FEW_PHRASES", few), \
+            mock.patch.object(importance_module, "TINY_BATCH", tiny):
         return get_signal("importance")(batch, ScoringContext("", 0.0), BUILTIN_PROFILES["default"], None)  # type: ignore[arg-type]
 
 
@@ -61,8 +67,8 @@ CROSSED = [  # (content, kind, the rule that must win): an earlier rule's openin
 
 def test_an_earlier_rule_beats_a_later_kind() -> None:
     rows = [(content, kind, None) for content, kind, _ in CROSSED]
-    for few in (0, 100):
-        got = _importance(rows, few)
+    for few, tiny in ((0, 0), (100, 0), (0, len(rows))):
+        got = _importance(rows, few, tiny)
         _check(got, rows)
         assert [r[0].split(":")[0].removeprefix("importance rule ") for r in got.reasons] == \
             [rule for _, _, rule in CROSSED]

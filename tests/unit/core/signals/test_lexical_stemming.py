@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import importlib
 import math
+from unittest import mock
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from memrank.core.errors import ConfigError
@@ -17,6 +19,8 @@ from memrank.core.text.stem import LANGUAGES, matching, stem
 from memrank.core.text.stopwords import BY_LANGUAGE
 from memrank.profiles.model import profile_from_mapping
 from tests.support.build import batch, ctx, profile, run
+
+lexical_module = importlib.import_module("memrank.core.signals.lexical")  # the package re-exports the function
 
 
 def idf(n: int, df: int) -> float:
@@ -107,3 +111,27 @@ def test_the_stemmer_language_brings_its_stop_words():
     negations = {"german": "nicht", "french": "pas", "spanish": "no", "italian": "non", "portuguese": "não",
                  "dutch": "niet"}
     assert all(word not in BY_LANGUAGE[language] for language, word in negations.items())
+
+
+# "dying" stems to "die" but does not begin with its first two bytes: the prefix rule keeps it from matching.
+REWRITTEN = st.sampled_from(["dying", "die", "died", "dyed", "lying", "lie"])
+TEXTS = st.lists(WORDS | REWRITTEN | st.sampled_from(["Paint,", "RUNS!", "the", "x_y", "\x00", "İ", "paint's"]),
+                 max_size=8).map(" ".join) | st.text(max_size=20)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(TEXTS, min_size=1, max_size=6), st.lists(WORDS | REWRITTEN, min_size=1, max_size=4).map(" ".join),
+       st.sampled_from([None, "english", "german"]))
+@example(["dying dyed"], "die dyed", "english")  # "dying" begins with the stem "dy"'s bytes, its stem is "die"
+def test_a_small_batch_read_memory_by_memory_equals_the_word_index(contents, query, stemmer):
+    # A batch of up to lexical.TINY_BATCH short memories is read from each memory's tokens in Python; the word
+    # index (forced with TINY_BATCH 0) must give the same values and reasons.
+    b, c, p = batch(*({"content": t} for t in contents)), ctx(query), profile(lexical_stemmer=stemmer)
+    got = {}
+    for tiny in (0, len(contents)):
+        with mock.patch.object(lexical_module, "TINY_BATCH", tiny):
+            b.derived.clear()
+            got[tiny] = run(lexical, b, c, p)
+    small, columns = got[len(contents)], got[0]
+    assert small.values.tolist() == columns.values.tolist()
+    assert [small.reasons[i] for i in range(b.n)] == [columns.reasons[i] for i in range(b.n)]

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import importlib
 from pathlib import Path
+from unittest import mock
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -15,6 +17,8 @@ from memrank.core.text.buffers import token_index_of
 from memrank.core.text.normalize import tokens
 from memrank.core.types import Safety
 from memrank.profiles.builtin import BUILTIN_PROFILES
+
+safety_module = importlib.import_module("memrank.core.signals.safety")  # the package re-exports the function
 
 CORPUS = Path(__file__).parents[3] / "reliability" / "data" / "prompt_injections.txt"
 # Pieces of every pattern's alternatives, glued with separators the patterns allow, plus noise.
@@ -58,6 +62,8 @@ def _slow_safety(status: int, content: str) -> float:
                 min_size=1, max_size=12))
 def test_batch_safety_equals_the_one_at_a_time_definition(rows: list[tuple[int, str]]) -> None:
     batch = batch_from_rows([CandidateInput(id=f"m{i}", content=c, safety=s) for i, (s, c) in enumerate(rows)])
-    got = get_signal("safety")(batch, ScoringContext("", 0.0), BUILTIN_PROFILES["default"], None)  # type: ignore[arg-type]
-    assert got.values.tolist() == [_slow_safety(s, c) for s, c in rows]
-    assert all(len(got.reasons[i]) == 1 for i in range(len(rows)))
+    for tiny in (0, len(rows)):  # pre-scanned, or a small batch: every memory scanned
+        with mock.patch.object(safety_module, "TINY_BATCH", tiny):
+            got = get_signal("safety")(batch, ScoringContext("", 0.0), BUILTIN_PROFILES["default"], None)  # type: ignore[arg-type]
+        assert got.values.tolist() == [_slow_safety(s, c) for s, c in rows]
+        assert all(len(got.reasons[i]) == 1 for i in range(len(rows)))

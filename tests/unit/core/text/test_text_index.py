@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from memrank.core.text import index as wordindex
 from memrank.core.text.buffers import padded_index_of, token_index_of
-from memrank.core.text.hashing import word_hash
+from memrank.core.text.hashing import word_hash, word_key, word_table
 from memrank.core.text.index import WordIndex
 from memrank.core.text.normalize import padded_words, tokens
 
@@ -91,6 +91,15 @@ def test_word_ids_give_each_position_the_listed_word_found_there(contents: list[
             with mock.patch.object(wordindex, "_FEW", few):
                 assert index.word_ids(listed).tolist() == expected
 
+
+@settings(max_examples=300, deadline=None)
+@given(batches, st.lists(probes, min_size=1, max_size=12, unique=True))
+def test_present_listed_tells_which_listed_hashes_some_word_has(contents: list[str], listed: list[str]) -> None:
+    table = word_table(tuple(listed))
+    assert table is not None
+    for index in (token_index_of(contents), padded_index_of(contents)):
+        stored = set(index.hashes.tolist())
+        assert index.present_listed(table).tolist() == [word_key(w)[1] in stored for w in listed]
 
 
 def _colliding_long_word(short: bytes, seed: int = 11) -> bytes:
