@@ -57,11 +57,13 @@ class CallContext:
         self.embeddings_f32: bytes | None = None
         self._metadata = tuple(metadata)
         self._deadline = None if time_remaining is None else time.monotonic() + time_remaining
-        self.ended = threading.Event()  # set by the loop when the call is over (cancelled, deadline, server stop)
+        # True once the loop is done with the call (cancelled, deadline, server stop): a flag the handler thread
+        # reads, not an Event (nothing waits on it; an Event is a lock and a condition made and set per call).
+        self.ended = False
 
     def is_active(self) -> bool:
         """False once the client cancelled, its deadline passed or the server ended the call."""
-        return not self.ended.is_set() and (self._deadline is None or time.monotonic() < self._deadline)
+        return not self.ended and (self._deadline is None or time.monotonic() < self._deadline)
 
     def time_remaining(self) -> float | None:
         """Seconds until the client's deadline (None: no deadline)."""
@@ -165,7 +167,8 @@ class Intake:
 
     async def _read(self, method: str, context: grpc.aio.ServicerContext) -> bytes:
         try:  # a unary request has arrived when the client half-closes: both within the read timeout
-            data, more = await asyncio.wait_for(self._messages(context), self._read_timeout)
+            async with asyncio.timeout(self._read_timeout):  # no task of its own per call, unlike wait_for
+                data, more = await self._messages(context)
         except TimeoutError:
             log.info("rpc cut off: request not received in time",
                      extra={"method": method, "seconds": self._read_timeout})
@@ -225,5 +228,5 @@ class Intake:
         except Aborted as stop:
             await context.abort(stop.code, stop.details, stop.trailing_metadata)
         finally:
-            call.ended.set()  # a thread still working on a call that is over stops at its next stage
+            call.ended = True  # a thread still working on a call that is over stops at its next stage
         raise AssertionError("unreachable")  # abort raised

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
+from typing import TypeVar
 
 import grpc
 
@@ -27,6 +27,7 @@ from memrank.metrics.declare import Metrics
 from memrank.metrics.recorder import AfterReply, build_recorder
 
 log = logging.getLogger("memrank.rpc")
+T = TypeVar("T")
 
 
 class RankingService(pb_grpc.RankingServiceServicer):
@@ -84,12 +85,14 @@ class RankingService(pb_grpc.RankingServiceServicer):
         if self.decisions is not None:
             self.decisions.close()
 
-    @contextmanager
-    def _call(self, method: str, request_id: str, context: grpc.ServicerContext) -> Iterator[None]:
-        """Time, count and log one call; turn domain errors into statuses."""
+    def _call(self, method: str, request_id: str, context: grpc.ServicerContext, work: Callable[[], T]) -> T:
+        """Time, count and log one call of ``work``; turn domain errors into statuses.
+
+        A method, not a context manager: a generator and its manager per call cost more than the call's
+        bookkeeping itself."""
         start = time.perf_counter()
         try:
-            yield
+            answer = work()
         except CallAbandoned as exc:
             refusal: Refusal = Abandoned("call cancelled or deadline exceeded")
             self._metrics.observe_call(method, code_of(refusal).name)
@@ -110,46 +113,46 @@ class RankingService(pb_grpc.RankingServiceServicer):
         else:
             seconds = time.perf_counter() - start
             self._metrics.observe_call(method, "OK", seconds)
-            log.debug("rpc ok", extra={"method": method, "request_id": request_id, "ms": round(seconds * 1e3, 3)})
+            if log.isEnabledFor(logging.DEBUG):
+                log.debug("rpc ok", extra={"method": method, "request_id": request_id, "ms": round(seconds * 1e3, 3)})
+            return answer
+        raise AssertionError("unreachable")  # abort raised
 
     def Rank(self, request: pb.RankRequest, context: grpc.ServicerContext) -> pb.RankResponse:
         """Rank candidate memories."""
-        with self._call("Rank", request.request_id, context):
-            call = Call(self._clock(), self._provenance_key, self._receipt_key, self._record, context.is_active,
-                        self._decide, self._tracing, getattr(context, "embeddings_f32", None))
-            return handle_rank(request, self._settings, call)
-        raise AssertionError("unreachable")  # abort raised
+        return self._call("Rank", request.request_id, context, lambda: handle_rank(request, self._settings, Call(
+            self._clock(), self._provenance_key, self._receipt_key, self._record, context.is_active, self._decide,
+            self._tracing, getattr(context, "embeddings_f32", None))))
 
     def ScoreAdmission(
         self, request: pb.ScoreAdmissionRequest, context: grpc.ServicerContext
     ) -> pb.ScoreAdmissionResponse:
         """Score one memory for admission."""
-        with self._call("ScoreAdmission", request.request_id, context):
-            return handle_admission(request, self._settings, Call(self._clock(), self._provenance_key))
-        raise AssertionError("unreachable")
+        return self._call("ScoreAdmission", request.request_id, context,
+                          lambda: handle_admission(request, self._settings, Call(self._clock(), self._provenance_key)))
 
     def ListProfiles(
         self, request: pb.ListProfilesRequest, context: grpc.ServicerContext
     ) -> pb.ListProfilesResponse:
         """List the configured profiles."""
-        with self._call("ListProfiles", "", context):
-            return encode.profiles_to_proto(self._settings.profiles, self._settings.policy_version)
-        raise AssertionError("unreachable")
+        return self._call("ListProfiles", "", context,
+                          lambda: encode.profiles_to_proto(self._settings.profiles, self._settings.policy_version))
 
     def RecordFeedback(
         self, request: pb.RecordFeedbackRequest, context: grpc.ServicerContext
     ) -> pb.RecordFeedbackResponse:
         """Validate feedback on a logged decision and queue its memrank.feedback.v1 record."""
-        with self._call("RecordFeedback", request.request_id, context):
-            if self.decisions is None:
-                raise NotEnabled("decision_log.enabled is false on this server: feedback would be recorded "
-                                 "nowhere (see the README's decision log section)")
-            validate_feedback(request, self._settings.limits)
-            fid = feedback_id(request)
-            if not self.decisions.submit(capture_feedback(request, fid, self._clock())):
-                raise Overloaded(f"the decision log queue is full ({self._settings.decision_log.queue_size} "
-                                 "records, decision_log.queue_size); retry")
-            for label in request.labels:
-                self._metrics.feedback_labels.labels(relevance=str(label.relevance)).inc()
-            return pb.RecordFeedbackResponse(feedback_id=fid, label_count=len(request.labels))
-        raise AssertionError("unreachable")
+        return self._call("RecordFeedback", request.request_id, context, lambda: self._feedback(request))
+
+    def _feedback(self, request: pb.RecordFeedbackRequest) -> pb.RecordFeedbackResponse:
+        if self.decisions is None:
+            raise NotEnabled("decision_log.enabled is false on this server: feedback would be recorded "
+                             "nowhere (see the README's decision log section)")
+        validate_feedback(request, self._settings.limits)
+        fid = feedback_id(request)
+        if not self.decisions.submit(capture_feedback(request, fid, self._clock())):
+            raise Overloaded(f"the decision log queue is full ({self._settings.decision_log.queue_size} "
+                             "records, decision_log.queue_size); retry")
+        for label in request.labels:
+            self._metrics.feedback_labels.labels(relevance=str(label.relevance)).inc()
+        return pb.RecordFeedbackResponse(feedback_id=fid, label_count=len(request.labels))

@@ -29,6 +29,25 @@ def bin_index(values: np.ndarray, bounds: tuple[float, ...] = SIGNAL_BUCKETS) ->
     return np.searchsorted(np.asarray(bounds, dtype=np.float64), values, side="left").astype(np.int64)
 
 
+_BOUNDS = np.asarray(SIGNAL_BUCKETS, dtype=np.float64)
+# From this many values on, one comparison per bound beats a binary search per value.
+_COMPARE_FROM = 256
+
+
+def fast_bin_index(values: np.ndarray) -> np.ndarray:
+    """``bin_index`` on SIGNAL_BUCKETS for finite and infinite values (int8; a NaN's bin is unspecified).
+
+    A value's bin is the number of bounds below it, which is where Prometheus places it (first bound >= value);
+    counted with one vectorised comparison per bound on large arrays (fewer instructions than a binary search per
+    value), searched on small ones (fewer numpy calls)."""
+    if values.size < _COMPARE_FROM:
+        return np.searchsorted(_BOUNDS, values, side="left").astype(np.int8)
+    out = np.zeros(values.shape, np.int8)
+    for bound in SIGNAL_BUCKETS:
+        out += values > bound
+    return out
+
+
 def bin_counts(values: np.ndarray, bounds: tuple[float, ...] = SIGNAL_BUCKETS) -> np.ndarray:
     """Non-cumulative counts per bin (len(bounds) + 1 of them); NaN values are ignored."""
     values = np.asarray(values, dtype=np.float64)
@@ -45,8 +64,12 @@ def shares(counts: np.ndarray) -> np.ndarray:
 
 def psi(reference: np.ndarray, current: np.ndarray, floor: float = PSI_FLOOR) -> float:
     """Population stability index of ``current`` against ``reference`` (bin counts or shares)."""
-    p = np.maximum(shares(reference), floor)
-    q = np.maximum(shares(current), floor)
+    return psi_of_shares(np.maximum(shares(reference), floor), shares(current), floor)
+
+
+def psi_of_shares(p: np.ndarray, q: np.ndarray, floor: float = PSI_FLOOR) -> float:
+    """``psi`` from the reference's shares already floored (``p``) and the current shares (``q``)."""
+    q = np.maximum(q, floor)
     return float(np.sum((q - p) * np.log(q / p)))
 
 
@@ -57,7 +80,10 @@ def _kl2(a: np.ndarray, b: np.ndarray) -> float:
 
 def js(reference: np.ndarray, current: np.ndarray) -> float:
     """Jensen-Shannon divergence (base 2, in [0, 1]) between two binned distributions."""
-    p = shares(reference)
-    q = shares(current)
+    return js_of_shares(shares(reference), shares(current))
+
+
+def js_of_shares(p: np.ndarray, q: np.ndarray) -> float:
+    """``js`` from the two distributions' shares."""
     m = (p + q) / 2.0
     return min(1.0, max(0.0, 0.5 * _kl2(p, m) + 0.5 * _kl2(q, m)))

@@ -13,7 +13,7 @@ from memrank.config import Settings
 from memrank.core.explain.outcome import RankOutcome
 from memrank.core.types import DropReason
 from memrank.metrics.declare import Metrics
-from memrank.metrics.drift import BIN_COUNT, bin_index
+from memrank.metrics.drift import BIN_COUNT, fast_bin_index
 from memrank.metrics.measured import drift_population
 from memrank.metrics.reference import load_reference
 from memrank.metrics.window import DriftTracker
@@ -21,6 +21,7 @@ from memrank.metrics.window import DriftTracker
 log = logging.getLogger("memrank.metrics")
 OTHER = "other"
 FORMS = ("raw", "normalized")
+_REASONS = {reason.value: reason.name.lower() for reason in DropReason}  # the ``reason`` label of a drop code
 
 
 class Recorder:
@@ -42,6 +43,7 @@ class Recorder:
         self._stale_lock = threading.Lock()
         # signal_value children by (signal, form, profile, layer): labels() costs more than the observation.
         self._signal_children: dict[tuple[str, str, str, str], Any] = {}
+        self._children: dict[tuple[Any, tuple[str, ...]], Any] = {}  # the other families' (``_child``)
 
     def record(self, outcome: RankOutcome) -> None:
         """Record one Rank outcome; never raises (metrics must not fail a call)."""
@@ -56,44 +58,64 @@ class Recorder:
     def _layer(self, name: str) -> str:
         return name if name in self.layers else OTHER
 
+    def _child(self, family: Any, *labels: str) -> Any:
+        """``family.labels(*labels)``, kept: labels() costs more than the update, and is never undone here."""
+        child = self._children.get((family, labels))
+        if child is None:
+            child = self._children.setdefault((family, labels), family.labels(*labels))
+        return child
+
     def _record(self, outcome: RankOutcome) -> None:
         profile = self._profile(outcome)
         self.metrics.request_candidates.observe(outcome.n)
-        binned = self._binned(outcome)
-        self._record_layers(outcome, profile, binned)
+        values, bins = self._binned(outcome)
+        # Which values count: finite ones (histograms) or non-NaN raw ones (drift) of measured candidates. None:
+        # every value counts (no gated candidate, no NaN, no infinity), the common case, with no masking at all.
+        measured = drift_population(outcome)
+        finite = np.isfinite(values)
+        counted = None if finite.all() and measured.all() else finite & measured
+        self._record_layers(outcome, profile, values, bins, counted)
         self._record_drops(outcome)
         self._record_selection(outcome, profile)
         self._record_budgets(outcome)
-        self._record_drift(outcome, profile, binned)
+        self._record_drift(outcome, profile, values, bins, measured if counted is not None else None)
 
-    def _record_layers(self, outcome: RankOutcome, profile: str, binned: tuple[np.ndarray, np.ndarray]) -> None:
+    def _record_layers(self, outcome: RankOutcome, profile: str, values: np.ndarray, bins: np.ndarray,
+                       counted: np.ndarray | None) -> None:
         """Candidates, selections and signal values, per (bounded) layer: a few numpy passes per call.
 
-        Every signal, raw and normalized, is binned in one searchsorted over a (2 x signals, n) matrix
-        and counted per (row, layer, bucket) in one bincount, so the cost is a handful of array
-        operations plus one ``inc`` per non-empty bucket, whatever the batch size.
+        Every signal, raw and normalized, is binned in one pass over a (2 x signals, n) matrix and counted
+        per (row, layer, bucket) in one bincount, so the cost is a handful of array operations plus one
+        ``inc`` per non-empty bucket, whatever the batch size. ``counted``: the values that count (None: all).
         """
-        m = self.metrics
         n = outcome.n
-        labels = sorted({self._layer(name) for name in set(outcome.layer_of)})
-        slot = {name: labels.index(self._layer(name)) for name in set(outcome.layer_of)}
-        layer = np.fromiter(map(slot.__getitem__, outcome.layer_of), dtype=np.int64, count=n)
+        present = set(outcome.layer_of)
+        labels = sorted({self._layer(name) for name in present})
         width = len(labels)
-        received = np.bincount(layer, minlength=width).tolist()
-        picked = np.bincount(layer[np.asarray(outcome.drop) == 0], minlength=width).tolist()
+        if width == 1:
+            layer = np.zeros(n, np.int64)
+            received = [n]
+            picked = [int(np.count_nonzero(outcome.drop == 0))]
+        else:
+            slot = {name: labels.index(self._layer(name)) for name in present}
+            layer = np.fromiter(map(slot.__getitem__, outcome.layer_of), dtype=np.int64, count=n)
+            received = np.bincount(layer, minlength=width).tolist()
+            picked = np.bincount(layer[outcome.drop == 0], minlength=width).tolist()
         for j, name in enumerate(labels):
-            m.candidates.labels(profile=profile, layer=name).inc(received[j])
-            m.selected.labels(profile=profile, layer=name).inc(picked[j])
+            self._child(self.metrics.candidates, profile, name).inc(received[j])
+            self._child(self.metrics.selected, profile, name).inc(picked[j])
         columns = outcome.scores.signals
-        values, bins = binned
         if not values.size:
             return
         rows = len(columns) * len(FORMS)
-        counted = np.isfinite(values) & drift_population(outcome)
-        cell = (np.arange(rows)[:, None] * width + layer[None, :])[counted]
         nbins = BIN_COUNT
-        counts = np.bincount(cell * nbins + bins[counted], minlength=rows * width * nbins).reshape(rows, width, nbins)
-        sums = np.bincount(cell, weights=values[counted], minlength=rows * width).reshape(rows, width)
+        cell = np.arange(0, rows * width, width)[:, None] + layer
+        if counted is None:
+            cell, bins, values = cell.ravel(), bins.ravel(), values.ravel()
+        else:
+            cell, bins, values = cell[counted], bins[counted], values[counted]
+        counts = np.bincount(cell * nbins + bins, minlength=rows * width * nbins).reshape(rows, width, nbins)
+        sums = np.bincount(cell, weights=values, minlength=rows * width).reshape(rows, width)
         series = (profile, tuple(labels), tuple(c.name for c in columns))
         if self.publish_on_scrape:  # kept until the scrape (publish): one array addition per call
             with self._stale_lock:
@@ -124,12 +146,17 @@ class Recorder:
 
     @staticmethod
     def _binned(outcome: RankOutcome) -> tuple[np.ndarray, np.ndarray]:
-        """(values, bucket index) of every signal: rows raw_1, normalized_1, raw_2, ...; NaN bins last."""
-        values = np.empty((len(outcome.scores.signals) * len(FORMS), outcome.n))
-        for s, column in enumerate(outcome.scores.signals):
-            values[s * len(FORMS)] = column.raw
-            values[s * len(FORMS) + 1] = column.normalized
-        return values, bin_index(values)
+        """(values, bucket index) of every signal: rows raw_1, normalized_1, raw_2, ...
+
+        The bucket of a finite or infinite value is where Prometheus places it (``drift.bin_index``); a NaN's
+        is meaningless (never read: NaN values are left out of the histograms and the drift windows)."""
+        signals = outcome.scores.signals
+        values = np.empty((len(signals) * len(FORMS), outcome.n))
+        if not signals:
+            return values, values.astype(np.int8)
+        values[0::2] = [column.raw for column in signals]
+        values[1::2] = [column.normalized for column in signals]
+        return values, fast_bin_index(values)
 
     def _record_selection(self, outcome: RankOutcome, profile: str) -> None:
         """Empty answers and the winner's margin."""
@@ -145,27 +172,33 @@ class Recorder:
         for alloc in outcome.allocations:
             if alloc.budget_tokens > 0:
                 ratio = alloc.used_tokens / alloc.budget_tokens
-                self.metrics.layer_utilization.labels(layer=self._layer(alloc.layer)).observe(ratio)
+                self._child(self.metrics.layer_utilization, self._layer(alloc.layer)).observe(ratio)
 
     def _record_drops(self, outcome: RankOutcome) -> None:
-        drops = np.asarray(outcome.drop, dtype=np.int64)
-        for value, count in enumerate(np.bincount(drops[drops > 0]).tolist()):
-            if count:
-                self.metrics.dropped.labels(reason=DropReason(value).name.lower()).inc(count)
+        for value, count in enumerate(np.bincount(outcome.drop).tolist()):
+            if count and value:
+                self._child(self.metrics.dropped, _REASONS[value]).inc(count)
 
-    def _record_drift(self, outcome: RankOutcome, profile: str, binned: tuple[np.ndarray, np.ndarray]) -> None:
-        values, bins = binned
+    def _record_drift(self, outcome: RankOutcome, profile: str, values: np.ndarray, bins: np.ndarray,
+                      measured: np.ndarray | None) -> None:
+        """Each signal's raw buckets into its drift window: those of the measured candidates whose raw value is not
+        NaN (``measured`` None: every candidate is measured and no value is NaN)."""
         if self.drift is None or not values.size:
             return
-        measured = drift_population(outcome)
-        for s, column in enumerate(outcome.scores.signals):
-            raw = values[s * len(FORMS)]
-            self.drift.add_bins(profile, column.name, bins[s * len(FORMS)][measured & ~np.isnan(raw)])
-            if self.publish_on_scrape:
-                with self._stale_lock:
-                    self._stale.add((profile, column.name))
-            else:
-                self._set_drift(profile, column.name)
+        raw = bins[0::2]
+        if measured is None:
+            rows = list(raw)
+        else:
+            kept = measured & ~np.isnan(values[0::2])
+            rows = [row[mask] for row, mask in zip(raw, kept, strict=True)]
+        names = [column.name for column in outcome.scores.signals]
+        self.drift.add_rows(profile, names, rows)
+        if self.publish_on_scrape:
+            with self._stale_lock:
+                self._stale.update((profile, name) for name in names)
+        else:
+            for name in names:
+                self._set_drift(profile, name)
 
     def publish(self) -> None:
         """Move the signal values kept since the last call into their histograms, and set the drift gauges

@@ -29,10 +29,11 @@ def _generator() -> ModuleType:
 
 def _known_series() -> set[str]:
     names: set[str] = set()
-    for family in Metrics(CollectorRegistry()).__dict__.values():
-        for metric in family.describe():
-            names.add(metric.name)
-            names.update(f"{metric.name}{suffix}" for suffix in ("_total", "_bucket", "_count", "_sum"))
+    registry = CollectorRegistry()
+    Metrics(registry)
+    for metric in registry.collect():  # every family declared
+        names.add(metric.name)
+        names.update(f"{metric.name}{suffix}" for suffix in ("_total", "_bucket", "_count", "_sum"))
     rules = yaml.safe_load(RULES.read_text())
     names.update(r["record"] for g in rules["groups"] for r in g["rules"] if "record" in r)
     return names

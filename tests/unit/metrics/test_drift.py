@@ -7,7 +7,16 @@ import math
 import numpy as np
 import pytest
 
-from memrank.metrics.drift import BIN_COUNT, PSI_FLOOR, SIGNAL_BUCKETS, bin_counts, bin_index, js, psi
+from memrank.metrics.drift import (
+    BIN_COUNT,
+    PSI_FLOOR,
+    SIGNAL_BUCKETS,
+    bin_counts,
+    bin_index,
+    fast_bin_index,
+    js,
+    psi,
+)
 
 
 def test_bins_follow_prometheus_le_placement() -> None:
@@ -61,3 +70,14 @@ def test_empty_inputs_give_defined_values() -> None:
     zeros = np.zeros(BIN_COUNT)
     assert math.isfinite(psi(zeros, zeros))
     assert js(zeros, zeros) == 0.0
+
+
+@pytest.mark.parametrize("shape", [(3,), (2, 40), (20, 400)])  # below and above the size that switches method
+def test_fast_bins_count_the_bounds_below_each_value(shape: tuple[int, ...]) -> None:
+    rng = np.random.default_rng(2)
+    values = rng.choice([*SIGNAL_BUCKETS, -0.5, 0.0, 1.7, math.inf, -math.inf], size=shape)
+    mixed = rng.uniform(size=shape) < 0.5
+    values[mixed] = rng.uniform(-0.2, 1.2, size=int(mixed.sum()))
+    want = np.vectorize(lambda v: sum(1 for b in SIGNAL_BUCKETS if b < v))(values)
+    assert fast_bin_index(values).tolist() == want.tolist()
+    assert fast_bin_index(values).shape == shape

@@ -245,3 +245,34 @@ def test_histograms_and_drift_gauges_published_at_scrape_equal_the_per_call_ones
     assert deferred._recorder._pending_values
     inline.record(o)
     assert _series(registry) == pytest.approx(_series(inline_registry), rel=1e-12)
+
+
+def _poisoned(o: RankOutcome, rng: np.random.Generator) -> RankOutcome:
+    """The outcome with NaN, +inf and -inf written into some raw and normalized signal values."""
+    columns = []
+    for column in o.scores.signals:
+        raw, normalized = column.raw.copy(), column.normalized.copy()
+        for values in (raw, normalized):
+            values[rng.integers(0, o.n, 3)] = rng.choice([np.nan, np.inf, -np.inf], 3)
+        columns.append(replace(column, raw=raw, normalized=normalized))
+    return replace(o, scores=replace(o.scores, signals=tuple(columns)))
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_non_finite_signal_values_are_recorded_as_observing_each_value(seed: int) -> None:
+    """NaN is in no histogram and no drift window; an infinity is in no histogram but in the drift window."""
+    rng = np.random.default_rng(seed)
+    fast_registry, fast = fresh(_drift_settings(window=30, reference=25))
+    slow_registry = CollectorRegistry()
+    slow_metrics = Metrics(slow_registry)
+    slow_drift = build_recorder(slow_metrics, _drift_settings(window=30, reference=25)).drift
+    for call in range(4):
+        unsafe = [{"id": "bad", "safety": "SAFETY_STATUS_UNSAFE", "retrievalScore": 0.9}] if call % 2 else []
+        o = _poisoned(outcome([*cands(rng.uniform(0, 1, 20).tolist()), *unsafe]), rng)
+        fast.record(o)
+        _one_by_one(slow_metrics, slow_drift, o, o.profile.name)
+    got, want = _series(fast_registry), _series(slow_registry)
+    assert got.keys() == want.keys()
+    for key, value in want.items():
+        assert got[key] == (pytest.approx(value, rel=1e-12, abs=1e-12) if key[0].endswith("_sum") else value), key
+    assert any(key[0] == "memrank_signal_drift_psi" for key in want)  # the windows filled: drift was compared

@@ -73,3 +73,49 @@ def test_keys_are_independent() -> None:
 def test_sizes_must_be_positive() -> None:
     with pytest.raises(ValueError, match="window_size"):
         DriftTracker(0, 5)
+
+
+def test_any_chunking_keeps_the_reference_and_window_of_a_plain_list() -> None:
+    """Chunks of every size (empty, wrapping the ring, longer than it) against the definition: the first
+    reference_size values are the reference, the last window_size after them the window."""
+    rng = np.random.default_rng(11)
+    t = DriftTracker(window_size=7, reference_size=9)
+    seen: list[float] = []
+    for size in (0, 3, 4, 1, 0, 6, 7, 2, 15, 5, 9, 1, 13):
+        chunk = rng.uniform(0, 1.2, size)
+        seen.extend(chunk.tolist())
+        reading = t.update("p", "s", chunk)
+        reference, window = np.array(seen[:9]), np.array(seen[9:][-7:])
+        assert t.reference("p", "s").tolist() == bin_counts(reference).tolist()  # type: ignore[union-attr]
+        if len(seen) < 9 + 7:
+            assert reading is None
+        else:
+            assert reading is not None
+            assert reading.psi == psi(bin_counts(reference), bin_counts(window))
+            assert reading.js == js(bin_counts(reference), bin_counts(window))
+
+
+def test_add_rows_is_add_bins_of_each_signal() -> None:
+    rng = np.random.default_rng(5)
+    one, many = DriftTracker(6, 4), DriftTracker(6, 4)
+    for _ in range(5):
+        rows = [rng.integers(0, BIN_COUNT, int(rng.integers(0, 5))) for _ in range(3)]
+        for name, row in zip("abc", rows, strict=True):
+            one.add_bins("p", name, row)
+        many.add_rows("p", list("abc"), rows)
+    for name in "abc":
+        assert one.reading("p", name) == many.reading("p", name)
+        assert one.reference("p", name).tolist() == many.reference("p", name).tolist()  # type: ignore[union-attr]
+
+
+def test_a_kept_reading_is_dropped_once_the_window_changes() -> None:
+    t = DriftTracker(window_size=4, reference_size=4)
+    t.update("p", "s", np.array([0.05, 0.15, 0.25, 0.35]))
+    first = t.update("p", "s", np.full(4, 0.05))
+    same = t.update("p", "s", np.full(3, 0.01))  # other values, same bin: the window's counts do not move
+    moved = t.update("p", "s", np.array([0.95]))
+    reference = bin_counts(np.array([0.05, 0.15, 0.25, 0.35]))
+    assert first == same and first is not None
+    assert first.psi == psi(reference, bin_counts(np.full(4, 0.05)))
+    assert moved is not None and moved.psi == psi(reference, bin_counts(np.array([0.01, 0.01, 0.01, 0.95])))
+    assert moved.js == js(reference, bin_counts(np.array([0.01, 0.01, 0.01, 0.95])))
