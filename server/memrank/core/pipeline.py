@@ -102,16 +102,17 @@ def _rank_with(profile: Profile, batch: Batch, params: RankParams, layers: tuple
     drop = scores.gate.astype(np.int8, copy=True)
     notes: dict[int, tuple[str, ...]] = {}  # drop notes written after scoring; else the gate's reasons
     logs: list[StagePass] = []
-    fused = fusion_log(batch, scores, profile, drop == 0)
+    gated_in = drop == 0  # ``drop`` is not written before the min-score gate: one mask for the stages and the gate
+    fused = fusion_log(batch, scores, profile, gated_in)
     if fused is not None:
         logs.append(fused)
     current = scores.combined.copy()
-    for log in blend_stage_scores(batch, profile, current, drop == 0):
+    for log in blend_stage_scores(batch, profile, current, gated_in):
         logs.append(log)
         current = log.output
     min_score = profile.min_score if params.min_score is None else params.min_score
     layer_min = {layer.name: layer.min_score for layer in layers if layer.min_score is not None}
-    for i, note in min_score_gate(min_score, layer_min, layer_of, current, drop == 0).items():
+    for i, note in min_score_gate(min_score, layer_min, layer_of, current, gated_in).items():
         drop[i] = DropReason.BELOW_MIN_SCORE
         notes[i] = (note,)
     eligible_after_gates = drop == 0
@@ -122,7 +123,8 @@ def _rank_with(profile: Profile, batch: Batch, params: RankParams, layers: tuple
                  SelectParams(layers, params.max_tokens, params.max_items, profile.diversity_lambda,
                               profile.dedupe_threshold))
     rest, rest_reason, rest_cover = sel.rest, sel.rest_reason, sel.rest_cover
-    covered_by = np.full(batch.n, -1, dtype=np.int64)
+    covered_by = np.empty(batch.n, dtype=np.int64)
+    covered_by.fill(-1)
     drop[rest] = rest_reason
     covered_by[rest] = rest_cover
     rest_at = {i: k for k, i in enumerate(rest.tolist())}
@@ -167,7 +169,7 @@ def _stage_records(logs: list[StagePass], ranked: np.ndarray, final: np.ndarray,
     """Per ranked memory: one record per stage (position = rank in the stage's population), then calibration."""
     positions = []
     for log in logs:
-        idx = np.flatnonzero(eligible if log.population is None else log.population)
+        idx = (eligible if log.population is None else log.population).nonzero()[0]
         order = idx[np.lexsort((tie_rank[idx], -log.output[idx]))]
         pos = np.empty(len(log.output), dtype=np.int64)
         pos[order] = np.arange(order.size)

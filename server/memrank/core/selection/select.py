@@ -73,7 +73,7 @@ def select(batch: Batch, pool: Pool, params: SelectParams) -> Selection:
     index = {name: k for k, name in enumerate(names)}
     layer = np.fromiter(map(index.__getitem__, layer_of), dtype=np.int64, count=len(layer_of))
     lam = diversity_lambda
-    sim = Similarity(batch) if lam < 1.0 and eligible.any() else None
+    sim = Similarity(batch) if lam < 1.0 and np.count_nonzero(eligible) else None
     items = np.array([layer_spec.max_items or NO_CAP for layer_spec in layers], dtype=np.int64)
     specs = [budget.LayerBudget(x.name, x.share, x.floor_tokens) for x in layers]
     alloc = budget.allocate(specs, max_tokens) if max_tokens else [NO_CAP] * len(layers)
@@ -84,29 +84,31 @@ def select(batch: Batch, pool: Pool, params: SelectParams) -> Selection:
         caps = Caps(np.array(alloc, dtype=np.int64), items, max_items)
         open_ = eligible.copy()
         floors = np.array([min(x.floor_tokens, a) for x, a in zip(layers, alloc, strict=True)], dtype=np.int64)
-        if max_tokens and floors.any():
+        if max_tokens and np.count_nonzero(floors):
             # Floors first: a floored layer's best memories are picked before anyone else can crowd it out.
             floor_pool = open_ & (floors[layer] > 0)
             run_phase(state, floor_pool, current, tie_rank, layer, tokens, replace(caps, layer_tokens=floors),
                       sim, lam, dedupe_threshold)
             open_[state.picked] = False
         run_phase(state, open_, current, tie_rank, layer, tokens, caps, sim, lam, dedupe_threshold)
-        rest = np.flatnonzero(open_)
+        rest = open_.nonzero()[0]
         reason, cover = classify_rest(state, rest, layer, tokens, caps, dedupe_threshold, sim is not None)
         if not max_tokens:
             break
-        starved = [bool(((reason == DropReason.OVER_BUDGET) & (layer[rest] == k)).any()) for k in range(len(layers))]
+        over = np.bincount(layer[rest[reason == DropReason.OVER_BUDGET]], minlength=len(layers))
+        starved = (over > 0).tolist()
         new_alloc, released, received = budget.release(specs, alloc, state.used_tokens.tolist(), starved)
         if not any(received):
             break
         released_total = [a + b for a, b in zip(released_total, released, strict=True)]
         received_total = [a + b for a, b in zip(received_total, received, strict=True)]
         alloc = new_alloc
+    candidates = np.bincount(layer, minlength=len(layers)).tolist()
     allocations = tuple(
         Allocation(
             layer=x.name, budget_tokens=0 if not max_tokens else int(alloc[k]),
             used_tokens=int(state.used_tokens[k]), floor_tokens=x.floor_tokens,
-            candidate_count=int((layer == k).sum()), selected_count=int(state.used_items[k]),
+            candidate_count=candidates[k], selected_count=int(state.used_items[k]),
             released_tokens=released_total[k], received_tokens=received_total[k],
         )
         for k, x in enumerate(layers)
