@@ -127,11 +127,13 @@ def _rank_with(profile: Profile, batch: Batch, params: RankParams, layers: tuple
     covered_by.fill(-1)
     drop[rest] = rest_reason
     covered_by[rest] = rest_cover
-    rest_at = {i: k for k, i in enumerate(rest.tolist())}
+    rest_at: dict[int, int] = {}  # filled when a note is first read: most responses read none of them
 
     def note_of(i: int) -> tuple[str, ...]:
         if i in notes:
             return notes[i]
+        if not rest_at:
+            rest_at.update(zip(rest.tolist(), range(rest.size), strict=True))
         k = rest_at.get(i)
         if k is not None:
             return (selection_note(int(rest_reason[k]), int(rest_cover[k]), batch, int(tokens[i])),)
@@ -174,12 +176,15 @@ def _stage_records(logs: list[StagePass], ranked: np.ndarray, final: np.ndarray,
         pos = np.empty(len(log.output), dtype=np.int64)
         pos[order] = np.arange(order.size)
         positions.append(pos)
+    # Each stage's numbers of the ranked memories as Python lists (one conversion per column, not per number).
+    columns = [(log, log.input[ranked].tolist(), pos[ranked].tolist(), log.output[ranked].tolist())
+               for log, pos in zip(logs, positions, strict=True)]
     out = []
-    for r, i in enumerate(ranked.tolist()):
-        recs = [StageRecord(log.stage, log.objective, log.provenance, float(log.input[i]), int(pos[i]),
-                            float(log.output[i])) for log, pos in zip(logs, positions, strict=True)]
+    for r, (prior, shown) in enumerate(zip(final[ranked].tolist(), public.tolist(), strict=True)):
+        recs = [StageRecord(log.stage, log.objective, log.provenance, ins[r], at[r], outs[r])
+                for log, ins, at, outs in columns]
         recs.append(StageRecord("calibration", "non-overlapping score bucket per rank position",
-                                CALIBRATION_SCHEME, float(final[i]), r, float(public[r])))
+                                CALIBRATION_SCHEME, prior, r, shown))
         out.append(tuple(recs))
     return tuple(out)
 

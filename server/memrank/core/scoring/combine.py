@@ -53,7 +53,8 @@ def score(batch: Batch, ctx: ScoringContext, profile: Profile) -> Scores:
 def score_gated(batch: Batch, ctx: ScoringContext, profile: Profile, skip: frozenset[DropReason]) -> Scores:
     """Like ``score``, with the gates named in ``skip`` not applied (admission skips two)."""
     gates = GateSet(batch.n)
-    everyone = np.ones(batch.n, dtype=bool)
+    everyone = np.empty(batch.n, dtype=bool)
+    everyone.fill(True)
     safe = get_signal("safety")(batch, ctx, profile, everyone)
     safety_gate(gates, safe.values, safe.reasons)
     temporal_gates(gates, batch, ctx.reference_time, skip)

@@ -110,12 +110,15 @@ def run_phase(
     # a near-duplicate or does not fit now never will: the candidate list only shrinks. The candidates'
     # layers, tokens and weighted scores are gathered once and shrink with it.
     cand = pool.nonzero()[0]
+    if cand.size == 0:
+        return
     c_layer, c_tokens, c_weighted = layer[cand], tokens[cand], lam * score[cand]
     penalty = 1.0 - lam
+    # The tokens each layer still takes; none (below any count) once its item cap is reached. Only the layer
+    # of a pick changes, so only its entry is written after one.
+    room = np.where(caps.layer_items > state.used_items, caps.layer_tokens - state.used_tokens, _NONE)
     last = -1  # where the previous pick is in ``cand``
     while not caps.max_items or len(state.picked) < caps.max_items:
-        # The tokens each layer still takes; none (below any count) once its item cap is reached.
-        room = np.where(caps.layer_items > state.used_items, caps.layer_tokens - state.used_tokens, _NONE)
         c_sim = state.max_sim[cand]
         keep = (c_sim < dedupe) & (c_tokens <= room[c_layer])
         if last >= 0:
@@ -129,9 +132,10 @@ def run_phase(
         best_gain = np.maximum.reduce(gain)  # gain.max() without its Python wrapper
         ties = (gain == best_gain).nonzero()[0]
         last = int(ties[np.argmin(tie_rank[cand[ties]])]) if ties.size > 1 else int(ties[0])
-        i = int(cand[last])
+        i, k = int(cand[last]), int(c_layer[last])
         _take(state, i, float(best_gain), layer, tokens, sim, True)
         pool[i] = False
+        room[k] = caps.layer_tokens[k] - state.used_tokens[k] if caps.layer_items[k] > state.used_items[k] else _NONE
 
 
 def classify_rest(

@@ -7,7 +7,8 @@ candidate was not picked, and how each layer's budget was used.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
+from functools import lru_cache
 
 import numpy as np
 
@@ -19,6 +20,7 @@ from memrank.core.selection.similarity import Similarity
 from memrank.core.types import DropReason
 
 CATCH_ALL_LAYER = "other"
+_OVER_BUDGET = int(DropReason.OVER_BUDGET)  # a plain int: numpy compares with an IntEnum slowly
 
 
 @dataclass(frozen=True)
@@ -74,9 +76,8 @@ def select(batch: Batch, pool: Pool, params: SelectParams) -> Selection:
     layer = np.fromiter(map(index.__getitem__, layer_of), dtype=np.int64, count=len(layer_of))
     lam = diversity_lambda
     sim = Similarity(batch) if lam < 1.0 and np.count_nonzero(eligible) else None
-    items = np.array([layer_spec.max_items or NO_CAP for layer_spec in layers], dtype=np.int64)
-    specs = [budget.LayerBudget(x.name, x.share, x.floor_tokens) for x in layers]
-    alloc = budget.allocate(specs, max_tokens) if max_tokens else [NO_CAP] * len(layers)
+    specs, items, first_alloc = _plan(layers, max_tokens)
+    alloc = list(first_alloc)
     released_total = [0] * len(layers)
     received_total = [0] * len(layers)
     for _ in range(budget.MAX_ROUNDS):
@@ -87,7 +88,7 @@ def select(batch: Batch, pool: Pool, params: SelectParams) -> Selection:
         if max_tokens and np.count_nonzero(floors):
             # Floors first: a floored layer's best memories are picked before anyone else can crowd it out.
             floor_pool = open_ & (floors[layer] > 0)
-            run_phase(state, floor_pool, current, tie_rank, layer, tokens, replace(caps, layer_tokens=floors),
+            run_phase(state, floor_pool, current, tie_rank, layer, tokens, Caps(floors, items, max_items),
                       sim, lam, dedupe_threshold)
             open_[state.picked] = False
         run_phase(state, open_, current, tie_rank, layer, tokens, caps, sim, lam, dedupe_threshold)
@@ -95,7 +96,7 @@ def select(batch: Batch, pool: Pool, params: SelectParams) -> Selection:
         reason, cover = classify_rest(state, rest, layer, tokens, caps, dedupe_threshold, sim is not None)
         if not max_tokens:
             break
-        over = np.bincount(layer[rest[reason == DropReason.OVER_BUDGET]], minlength=len(layers))
+        over = np.bincount(layer[rest[reason == _OVER_BUDGET]], minlength=len(layers))
         starved = (over > 0).tolist()
         new_alloc, released, received = budget.release(specs, alloc, state.used_tokens.tolist(), starved)
         if not any(received):
@@ -115,6 +116,21 @@ def select(batch: Batch, pool: Pool, params: SelectParams) -> Selection:
     )
     return Selection(np.array(state.picked, dtype=np.int64), state.gain, rest, reason, cover, allocations,
                      sim.kind if sim is not None else "none")
+
+
+@lru_cache(maxsize=64)
+def _plan(layers: tuple[LayerSpec, ...], max_tokens: int) -> tuple[tuple[budget.LayerBudget, ...], np.ndarray,
+                                                                   tuple[int, ...]]:
+    """The layers as the allocator sees them, their item caps and the first allocation.
+
+    A function of the layer policies and the budget alone, which repeat from call to call (the configured
+    layers, a client's budget): computed once per distinct pair. The caps array is read-only.
+    """
+    items = np.array([layer.max_items or NO_CAP for layer in layers], dtype=np.int64)
+    items.setflags(write=False)
+    specs = tuple(budget.LayerBudget(x.name, x.share, x.floor_tokens) for x in layers)
+    alloc = budget.allocate(specs, max_tokens) if max_tokens else [NO_CAP] * len(layers)
+    return specs, items, tuple(alloc)
 
 
 def drop_note(reason: int, cover: int, batch: Batch, tokens: int) -> str:

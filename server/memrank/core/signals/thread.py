@@ -35,6 +35,8 @@ def thread_codes(batch: Batch) -> np.ndarray:
     """A small integer per distinct thread (first-appearance order); -1 for a candidate with no thread."""
     seen: dict[str, int] = {}
     out = np.full(batch.n, -1, dtype=np.int64)
+    if not any(batch.threads) and np.count_nonzero(np.isnan(batch.positions)) == batch.n:
+        return out  # no thread named and no position (the usual request): a check in C, not a loop
     for i, (t, p) in enumerate(zip(batch.threads, batch.positions.tolist(), strict=True)):
         if t or p == p:  # a named thread, or the empty-named one of a candidate with a position (p == p: not NaN)
             out[i] = seen.setdefault(t, len(seen))
