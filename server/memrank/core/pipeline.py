@@ -102,16 +102,17 @@ def _rank_with(profile: Profile, batch: Batch, params: RankParams, layers: tuple
     drop = scores.gate.astype(np.int8, copy=True)
     notes: dict[int, tuple[str, ...]] = {}  # drop notes written after scoring; else the gate's reasons
     logs: list[StagePass] = []
-    fused = fusion_log(batch, scores, profile, drop == 0)
+    gated_in = drop == 0  # ``drop`` is not written before the min-score gate: one mask for the stages and the gate
+    fused = fusion_log(batch, scores, profile, gated_in)
     if fused is not None:
         logs.append(fused)
     current = scores.combined.copy()
-    for log in blend_stage_scores(batch, profile, current, drop == 0):
+    for log in blend_stage_scores(batch, profile, current, gated_in):
         logs.append(log)
         current = log.output
     min_score = profile.min_score if params.min_score is None else params.min_score
     layer_min = {layer.name: layer.min_score for layer in layers if layer.min_score is not None}
-    for i, note in min_score_gate(min_score, layer_min, layer_of, current, drop == 0).items():
+    for i, note in min_score_gate(min_score, layer_min, layer_of, current, gated_in).items():
         drop[i] = DropReason.BELOW_MIN_SCORE
         notes[i] = (note,)
     eligible_after_gates = drop == 0
@@ -122,14 +123,17 @@ def _rank_with(profile: Profile, batch: Batch, params: RankParams, layers: tuple
                  SelectParams(layers, params.max_tokens, params.max_items, profile.diversity_lambda,
                               profile.dedupe_threshold))
     rest, rest_reason, rest_cover = sel.rest, sel.rest_reason, sel.rest_cover
-    covered_by = np.full(batch.n, -1, dtype=np.int64)
+    covered_by = np.empty(batch.n, dtype=np.int64)
+    covered_by.fill(-1)
     drop[rest] = rest_reason
     covered_by[rest] = rest_cover
-    rest_at = {i: k for k, i in enumerate(rest.tolist())}
+    rest_at: dict[int, int] = {}  # filled when a note is first read: most responses read none of them
 
     def note_of(i: int) -> tuple[str, ...]:
         if i in notes:
             return notes[i]
+        if not rest_at:
+            rest_at.update(zip(rest.tolist(), range(rest.size), strict=True))
         k = rest_at.get(i)
         if k is not None:
             return (selection_note(int(rest_reason[k]), int(rest_cover[k]), batch, int(tokens[i])),)
@@ -167,17 +171,20 @@ def _stage_records(logs: list[StagePass], ranked: np.ndarray, final: np.ndarray,
     """Per ranked memory: one record per stage (position = rank in the stage's population), then calibration."""
     positions = []
     for log in logs:
-        idx = np.flatnonzero(eligible if log.population is None else log.population)
+        idx = (eligible if log.population is None else log.population).nonzero()[0]
         order = idx[np.lexsort((tie_rank[idx], -log.output[idx]))]
         pos = np.empty(len(log.output), dtype=np.int64)
         pos[order] = np.arange(order.size)
         positions.append(pos)
+    # Each stage's numbers of the ranked memories as Python lists (one conversion per column, not per number).
+    columns = [(log, log.input[ranked].tolist(), pos[ranked].tolist(), log.output[ranked].tolist())
+               for log, pos in zip(logs, positions, strict=True)]
     out = []
-    for r, i in enumerate(ranked.tolist()):
-        recs = [StageRecord(log.stage, log.objective, log.provenance, float(log.input[i]), int(pos[i]),
-                            float(log.output[i])) for log, pos in zip(logs, positions, strict=True)]
+    for r, (prior, shown) in enumerate(zip(final[ranked].tolist(), public.tolist(), strict=True)):
+        recs = [StageRecord(log.stage, log.objective, log.provenance, ins[r], at[r], outs[r])
+                for log, ins, at, outs in columns]
         recs.append(StageRecord("calibration", "non-overlapping score bucket per rank position",
-                                CALIBRATION_SCHEME, float(final[i]), r, float(public[r])))
+                                CALIBRATION_SCHEME, prior, r, shown))
         out.append(tuple(recs))
     return tuple(out)
 

@@ -41,7 +41,7 @@ from memrank.core.scoring.constant import constant_columns, shared_weights
 from memrank.core.scoring.gates import GateSet, safety_gate, temporal_gates, threshold_gate, zero_importance_gate
 from memrank.core.signals import RawSignal, get_signal
 from memrank.core.signals.base import Reasons, ScoringContext
-from memrank.core.signals.normalize import normalize
+from memrank.core.signals.normalize import normalize_columns
 from memrank.core.types import DropReason
 
 
@@ -53,7 +53,8 @@ def score(batch: Batch, ctx: ScoringContext, profile: Profile) -> Scores:
 def score_gated(batch: Batch, ctx: ScoringContext, profile: Profile, skip: frozenset[DropReason]) -> Scores:
     """Like ``score``, with the gates named in ``skip`` not applied (admission skips two)."""
     gates = GateSet(batch.n)
-    everyone = np.ones(batch.n, dtype=bool)
+    everyone = np.empty(batch.n, dtype=bool)
+    everyone.fill(True)
     safe = get_signal("safety")(batch, ctx, profile, everyone)
     safety_gate(gates, safe.values, safe.reasons)
     temporal_gates(gates, batch, ctx.reference_time, skip)
@@ -87,24 +88,24 @@ def _combine(batch: Batch, profile: Profile, raws: dict[str, RawSignal], gates: 
     eligible = gates.kept
     blend = profile.formula == "blend"
     scale = 1.0 - profile.retrieval_blend
-    columns: list[SignalColumn] = []
-    combined = np.zeros(batch.n)
-    quality = np.zeros(batch.n)
-    normalized = [normalize(spec.normalization, raws[spec.name].values, eligible) for spec in profile.signals]
-    weights = [_clean(scale * spec.weight) if blend else spec.weight for spec in profile.signals]
-    reasons = [raws[spec.name].reasons for spec in profile.signals]
+    specs = profile.signals
+    # One matrix, a row per signal: normalised columns, contributions, and their running sum in profile order.
+    normalized = normalize_columns([spec.normalization for spec in specs], [raws[spec.name].values for spec in specs],
+                                   eligible)
+    weights = [_clean(scale * spec.weight) if blend else spec.weight for spec in specs]
+    reasons = [raws[spec.name].reasons for spec in specs]
     if profile.share_constant_weight and profile.formula == "weighted_sum":
         weights, reasons = _share(profile, normalized, eligible, reasons)
-    for spec, norm, weight, why in zip(profile.signals, normalized, weights, reasons, strict=True):
-        contribution = weight * norm
-        combined = combined + contribution
-        if blend:
-            quality = quality + spec.weight * norm
-        columns.append(SignalColumn(spec.name, weight, spec.normalization, raws[spec.name].values, norm,
-                                    contribution, why))
+    contributions = np.array(weights, dtype=np.float64).reshape(-1, 1) * normalized
+    combined = _running_sum(contributions)
+    quality = _running_sum(np.array([spec.weight for spec in specs], dtype=np.float64).reshape(-1, 1) * normalized) \
+        if blend else np.zeros(batch.n)
+    columns = tuple(SignalColumn(spec.name, weight, spec.normalization, raws[spec.name].values, norm, contribution, why)
+                    for spec, norm, contribution, weight, why
+                    in zip(specs, normalized, contributions, weights, reasons, strict=True))
     blend_term = np.where(eligible, profile.retrieval_blend * batch.retrieval, 0.0) if blend else np.zeros(batch.n)
     return Scores(
-        signals=tuple(columns),
+        signals=columns,
         combined=combined + blend_term,
         blend_term=blend_term,
         quality=quality,
@@ -114,7 +115,15 @@ def _combine(batch: Batch, profile: Profile, raws: dict[str, RawSignal], gates: 
     )
 
 
-def _share(profile: Profile, normalized: list[np.ndarray], eligible: np.ndarray,
+def _running_sum(rows: np.ndarray) -> np.ndarray:
+    """((0 + rows[0]) + rows[1]) + ..., elementwise in row order (the combined identity's order; no pairwise sum)."""
+    acc = np.zeros((rows.shape[0] + 1, rows.shape[1]))
+    acc[1:] = rows
+    total: np.ndarray = np.add.accumulate(acc, axis=0)[-1]
+    return total
+
+
+def _share(profile: Profile, normalized: np.ndarray, eligible: np.ndarray,
            reasons: list[Reasons]) -> tuple[list[float], list[Reasons]]:
     """Effective weights with constant columns' weight shared, and each affected signal's reasons noting it."""
     weights = [spec.weight for spec in profile.signals]

@@ -26,15 +26,13 @@ from collections.abc import Sequence
 import numpy as np
 
 
-def constant_columns(normalized: Sequence[np.ndarray], eligible: np.ndarray) -> list[bool]:
-    """For each column, True when its values are all equal over the eligible candidates (two or more)."""
-    if int(np.count_nonzero(eligible)) < 2:
+def constant_columns(normalized: Sequence[np.ndarray] | np.ndarray, eligible: np.ndarray) -> list[bool]:
+    """For each column (or matrix row), True when its values are equal over the eligible candidates (two or more)."""
+    if int(np.count_nonzero(eligible)) < 2 or not len(normalized):
         return [False] * len(normalized)
-    out = []
-    for column in normalized:
-        values = column[eligible]
-        out.append(bool((values == values[0]).all()))
-    return out
+    values = np.asarray(normalized)[:, eligible]  # a row per column (no copy of a matrix's rows)
+    same: list[bool] = (values == values[:, :1]).all(axis=1).tolist()
+    return same
 
 
 def shared_weights(weights: Sequence[float], constant: Sequence[bool]) -> list[float]:

@@ -30,6 +30,7 @@ from memrank.core.reasons import Lazy, Reasons
 from memrank.core.types import DropReason
 
 SECONDS_PER_HOUR = 3600.0
+_KEPT = int(DropReason.KEPT)  # plain ints: numpy takes an IntEnum operand through a slow conversion
 
 
 class GateSet:
@@ -47,15 +48,16 @@ class GateSet:
     def add(self, reason: DropReason, mask: np.ndarray, texts: Sequence[str] | Callable[[int], str]) -> None:
         """Gate the masked candidates; texts holds one explanation per candidate, or makes candidate i's."""
         mask = np.asarray(mask, dtype=bool)
-        if not mask.any():
+        if not np.count_nonzero(mask):
             return
-        self.codes[mask & (self.codes == DropReason.KEPT)] = reason
+        self.codes[mask & (self.codes == _KEPT)] = int(reason)
         self._gates.append((mask, texts if callable(texts) else texts.__getitem__))
 
     @property
     def kept(self) -> np.ndarray:
         """Mask of candidates no gate removed so far."""
-        return np.asarray(self.codes == DropReason.KEPT)
+        kept: np.ndarray = self.codes == _KEPT
+        return kept
 
     def frozen_reasons(self) -> Reasons:
         """The reasons per candidate, as immutable tuples (empty for a candidate no gate removed)."""
@@ -74,9 +76,9 @@ def _hours(delta: float) -> str:
 # Explanations are formatted only for the candidates a gate removes: most pass every gate.
 
 
-def _formatter(template: str, delta: np.ndarray) -> Callable[[int], str]:
+def _formatter(template: str, delta: Callable[[int], float]) -> Callable[[int], str]:
     def text(i: int) -> str:
-        return template.format(_hours(float(delta[i])))
+        return template.format(_hours(delta(i)))
 
     return text
 
@@ -88,17 +90,17 @@ def safety_gate(gates: GateSet, safety_values: np.ndarray, safety_reasons: Seque
 
 def temporal_gates(gates: GateSet, batch: Batch, reference_time: float, skip: frozenset[DropReason]) -> None:
     """Gate future events and memories outside their validity window at the reference time."""
-    checks = (
-        (DropReason.FUTURE_EVENT, batch.event_time > reference_time, batch.event_time - reference_time,
-         "future event: event_time is {} after the reference time"),
-        (DropReason.NOT_YET_VALID, reference_time < batch.valid_from, batch.valid_from - reference_time,
-         "not yet valid: valid_from is {} after the reference time"),
-        (DropReason.EXPIRED, reference_time >= batch.valid_to, reference_time - batch.valid_to,
-         "expired: valid_to is {} before or at the reference time"),
-    )
-    for reason, mask, delta, template in checks:
-        if reason not in skip:
-            gates.add(reason, mask, _formatter(template, delta))
+    # The time differences are taken per gated candidate, when its reason is read (the same float64 subtraction).
+    event, start, end = batch.event_time, batch.valid_from, batch.valid_to
+    if DropReason.FUTURE_EVENT not in skip:
+        gates.add(DropReason.FUTURE_EVENT, event > reference_time, _formatter(
+            "future event: event_time is {} after the reference time", lambda i: float(event[i] - reference_time)))
+    if DropReason.NOT_YET_VALID not in skip:
+        gates.add(DropReason.NOT_YET_VALID, reference_time < start, _formatter(
+            "not yet valid: valid_from is {} after the reference time", lambda i: float(start[i] - reference_time)))
+    if DropReason.EXPIRED not in skip:
+        gates.add(DropReason.EXPIRED, reference_time >= end, _formatter(
+            "expired: valid_to is {} before or at the reference time", lambda i: float(reference_time - end[i])))
 
 
 def threshold_gate(gates: GateSet, retrieval: np.ndarray, threshold: float | None) -> None:
@@ -127,6 +129,8 @@ def min_score_gate(min_score: float, layer_min: Mapping[str, float], layer_of: S
     """
     # Column at a time: the bar of each candidate, then one comparison (same values as max() per candidate).
     bar_of = {name: max(min_score, layer_min.get(name, 0.0) or 0.0) for name in set(layer_of)}
+    if not any(bar > 0.0 for bar in bar_of.values()):  # no minimum anywhere (the usual case): nothing to check
+        return {}
     bars = np.fromiter(map(bar_of.__getitem__, layer_of), dtype=np.float64, count=len(layer_of))
     return {i: f"score {current[i]:.6g} below the minimum {bars[i]:.6g}"
-            for i in np.flatnonzero(eligible & (bars > 0.0) & (current < bars)).tolist()}
+            for i in (eligible & (bars > 0.0) & (current < bars)).nonzero()[0].tolist()}

@@ -44,6 +44,6 @@ def calibrate(prior_in_rank_order: np.ndarray) -> Buckets:
     # 1 - r/k as written (1 - r x (1/k) differs in the last bit for some r and k, and receipts bind the bits).
     upper = 1.0 - idx / k
     lower = 1.0 - (idx + 1.0) / k
-    p = np.clip(prior_in_rank_order, 0.0, 1.0)
+    p = prior_in_rank_order.clip(0.0, 1.0)
     score = lower + width * (MARGIN + (1.0 - 2.0 * MARGIN) * p)
     return Buckets(lower, upper, prior_in_rank_order.astype(np.float64), score)

@@ -21,6 +21,8 @@ from memrank.core.selection.similarity import Similarity
 from memrank.core.types import DropReason
 
 NO_CAP = np.iinfo(np.int64).max
+_NONE = np.iinfo(np.int64).min  # no token count is at most this
+_OVER_BUDGET = int(DropReason.OVER_BUDGET)  # a plain int: numpy converts an IntEnum fill value slowly
 
 
 @dataclass
@@ -37,9 +39,11 @@ class SelectState:
     used_items: np.ndarray = field(init=False)
 
     def __post_init__(self) -> None:
-        self.gain = np.full(self.n, np.nan)
+        self.gain = np.empty(self.n)
+        self.gain.fill(np.nan)
         self.max_sim = np.zeros(self.n)
-        self.cover = np.full(self.n, -1, dtype=np.int64)
+        self.cover = np.empty(self.n, dtype=np.int64)
+        self.cover.fill(-1)
         self.used_tokens = np.zeros(self.n_layers, dtype=np.int64)
         self.used_items = np.zeros(self.n_layers, dtype=np.int64)
 
@@ -53,12 +57,32 @@ class Caps:
     max_items: int  # 0 = none
 
 
-def _fits(state: SelectState, cand: np.ndarray, layer: np.ndarray, tokens: np.ndarray, caps: Caps) -> np.ndarray:
-    li = layer[cand]
-    room_tokens = caps.layer_tokens[li] - state.used_tokens[li]
-    room_items = caps.layer_items[li] - state.used_items[li]
-    fits: np.ndarray = (tokens[cand] <= room_tokens) & (room_items > 0)
-    return fits
+def _scan(state: SelectState, pool: np.ndarray, score: np.ndarray, tie_rank: np.ndarray, layer: np.ndarray,
+          tokens: np.ndarray, caps: Caps) -> None:
+    """Without diversity: take the pool in tie order, each candidate that still fits (gain = its score).
+
+    The room left per layer is kept in Python ints (exact, as the int64 counts): a pass costs a few
+    operations per candidate instead of a handful of numpy calls each.
+    """
+    order = np.argsort(tie_rank)  # a permutation: every sort gives the same order
+    cand = order[pool[order]]
+    room_tokens = (caps.layer_tokens - state.used_tokens).tolist()
+    room_items = (caps.layer_items - state.used_items).tolist()
+    left = caps.max_items - len(state.picked) if caps.max_items else cand.size
+    taken: list[int] = []
+    for i, k, t in zip(cand.tolist(), layer[cand].tolist(), tokens[cand].tolist(), strict=True):
+        if len(taken) >= left:
+            break
+        if t <= room_tokens[k] and room_items[k] > 0:
+            room_tokens[k] -= t
+            room_items[k] -= 1
+            taken.append(i)
+    picks = np.array(taken, dtype=np.int64)
+    state.picked.extend(taken)
+    state.gain[picks] = score[picks]
+    state.used_tokens[:] = caps.layer_tokens - np.array(room_tokens, dtype=np.int64)
+    state.used_items[:] = caps.layer_items - np.array(room_items, dtype=np.int64)
+    pool[picks] = False
 
 
 def _take(state: SelectState, i: int, g: float, layer: np.ndarray, tokens: np.ndarray, sim: Similarity | None,
@@ -80,32 +104,38 @@ def run_phase(
     """Pick from ``pool`` (bool mask of undecided eligible candidates) until nothing fits; updates state."""
     diversity = lam < 1.0 and sim is not None
     if not diversity:
-        for i in np.argsort(tie_rank):  # a permutation: every sort gives the same order
-            if not pool[i] or (caps.max_items and len(state.picked) >= caps.max_items):
-                continue
-            if _fits(state, np.array([i]), layer, tokens, caps)[0]:
-                _take(state, int(i), float(score[i]), layer, tokens, sim, False)
-                pool[i] = False
+        _scan(state, pool, score, tie_rank, layer, tokens, caps)
         return
     # Within a phase the room left in a layer only shrinks and max_sim only grows, so a candidate that is
-    # a near-duplicate or does not fit now never will: the candidate list only shrinks.
-    cand = np.flatnonzero(pool)
-    weighted = lam * score
+    # a near-duplicate or does not fit now never will: the candidate list only shrinks. The candidates'
+    # layers, tokens and weighted scores are gathered once and shrink with it.
+    cand = pool.nonzero()[0]
+    if cand.size == 0:
+        return
+    c_layer, c_tokens, c_weighted = layer[cand], tokens[cand], lam * score[cand]
+    penalty = 1.0 - lam
+    # The tokens each layer still takes; none (below any count) once its item cap is reached. Only the layer
+    # of a pick changes, so only its entry is written after one.
+    room = np.where(caps.layer_items > state.used_items, caps.layer_tokens - state.used_tokens, _NONE)
+    last = -1  # where the previous pick is in ``cand``
     while not caps.max_items or len(state.picked) < caps.max_items:
-        li = layer[cand]
-        room_tokens = caps.layer_tokens - state.used_tokens
-        has_room = caps.layer_items > state.used_items
-        cand = cand[(state.max_sim[cand] < dedupe) & (tokens[cand] <= room_tokens[li]) & has_room[li]]
+        c_sim = state.max_sim[cand]
+        keep = (c_sim < dedupe) & (c_tokens <= room[c_layer])
+        if last >= 0:
+            keep[last] = False
+        if np.count_nonzero(keep) < keep.size:
+            cand, c_layer, c_tokens, c_weighted, c_sim = cand[keep], c_layer[keep], c_tokens[keep], \
+                c_weighted[keep], c_sim[keep]
         if cand.size == 0:
             return
-        gain = weighted[cand] - (1.0 - lam) * state.max_sim[cand]
-        best_gain = gain.max()
-        ties = np.flatnonzero(gain == best_gain)
-        k = int(ties[np.argmin(tie_rank[cand[ties]])]) if ties.size > 1 else int(ties[0])
-        i = int(cand[k])
+        gain = c_weighted - penalty * c_sim
+        best_gain = np.maximum.reduce(gain)  # gain.max() without its Python wrapper
+        ties = (gain == best_gain).nonzero()[0]
+        last = int(ties[np.argmin(tie_rank[cand[ties]])]) if ties.size > 1 else int(ties[0])
+        i, k = int(cand[last]), int(c_layer[last])
         _take(state, i, float(best_gain), layer, tokens, sim, True)
         pool[i] = False
-        cand = cand[cand != i]
+        room[k] = caps.layer_tokens[k] - state.used_tokens[k] if caps.layer_items[k] > state.used_items[k] else _NONE
 
 
 def classify_rest(
@@ -113,8 +143,10 @@ def classify_rest(
     diversity: bool,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Drop reason (int8) and covering pick (-1 = none) for each candidate index in ``rest``."""
-    reason = np.full(rest.size, DropReason.OVER_BUDGET, dtype=np.int8)
-    cover = np.full(rest.size, -1, dtype=np.int64)
+    reason = np.empty(rest.size, dtype=np.int8)
+    reason.fill(_OVER_BUDGET)
+    cover = np.empty(rest.size, dtype=np.int64)
+    cover.fill(-1)
     if rest.size == 0:
         return reason, cover
     li = layer[rest]

@@ -10,8 +10,8 @@ from memrank.core.types import Placement
 def tie_order(final: np.ndarray, event_time: np.ndarray, ingested_at: np.ndarray, ids: tuple[str, ...]) -> np.ndarray:
     """Indices sorted by final desc, event time desc, ingestion time desc, id asc (unset times last)."""
     n = len(ids)
-    if n == 0:
-        return np.zeros(0, dtype=np.int64)
+    if n <= 1:  # nothing to order
+        return np.zeros(n, dtype=np.int64)
     id_rank = np.empty(n, dtype=np.int64)
     id_rank[sorted(range(n), key=ids.__getitem__)] = np.arange(n)
     # Negating puts larger values first; an unset (NaN) time sorts after every set one.

@@ -7,7 +7,8 @@ candidate was not picked, and how each layer's budget was used.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
+from functools import lru_cache
 
 import numpy as np
 
@@ -19,6 +20,7 @@ from memrank.core.selection.similarity import Similarity
 from memrank.core.types import DropReason
 
 CATCH_ALL_LAYER = "other"
+_OVER_BUDGET = int(DropReason.OVER_BUDGET)  # a plain int: numpy compares with an IntEnum slowly
 
 
 @dataclass(frozen=True)
@@ -73,10 +75,9 @@ def select(batch: Batch, pool: Pool, params: SelectParams) -> Selection:
     index = {name: k for k, name in enumerate(names)}
     layer = np.fromiter(map(index.__getitem__, layer_of), dtype=np.int64, count=len(layer_of))
     lam = diversity_lambda
-    sim = Similarity(batch) if lam < 1.0 and eligible.any() else None
-    items = np.array([layer_spec.max_items or NO_CAP for layer_spec in layers], dtype=np.int64)
-    specs = [budget.LayerBudget(x.name, x.share, x.floor_tokens) for x in layers]
-    alloc = budget.allocate(specs, max_tokens) if max_tokens else [NO_CAP] * len(layers)
+    sim = Similarity(batch) if lam < 1.0 and np.count_nonzero(eligible) else None
+    specs, items, first_alloc = _plan(layers, max_tokens)
+    alloc = list(first_alloc)
     released_total = [0] * len(layers)
     received_total = [0] * len(layers)
     for _ in range(budget.MAX_ROUNDS):
@@ -84,35 +85,52 @@ def select(batch: Batch, pool: Pool, params: SelectParams) -> Selection:
         caps = Caps(np.array(alloc, dtype=np.int64), items, max_items)
         open_ = eligible.copy()
         floors = np.array([min(x.floor_tokens, a) for x, a in zip(layers, alloc, strict=True)], dtype=np.int64)
-        if max_tokens and floors.any():
+        if max_tokens and np.count_nonzero(floors):
             # Floors first: a floored layer's best memories are picked before anyone else can crowd it out.
             floor_pool = open_ & (floors[layer] > 0)
-            run_phase(state, floor_pool, current, tie_rank, layer, tokens, replace(caps, layer_tokens=floors),
+            run_phase(state, floor_pool, current, tie_rank, layer, tokens, Caps(floors, items, max_items),
                       sim, lam, dedupe_threshold)
             open_[state.picked] = False
         run_phase(state, open_, current, tie_rank, layer, tokens, caps, sim, lam, dedupe_threshold)
-        rest = np.flatnonzero(open_)
+        rest = open_.nonzero()[0]
         reason, cover = classify_rest(state, rest, layer, tokens, caps, dedupe_threshold, sim is not None)
         if not max_tokens:
             break
-        starved = [bool(((reason == DropReason.OVER_BUDGET) & (layer[rest] == k)).any()) for k in range(len(layers))]
+        over = np.bincount(layer[rest[reason == _OVER_BUDGET]], minlength=len(layers))
+        starved = (over > 0).tolist()
         new_alloc, released, received = budget.release(specs, alloc, state.used_tokens.tolist(), starved)
         if not any(received):
             break
         released_total = [a + b for a, b in zip(released_total, released, strict=True)]
         received_total = [a + b for a, b in zip(received_total, received, strict=True)]
         alloc = new_alloc
+    candidates = np.bincount(layer, minlength=len(layers)).tolist()
     allocations = tuple(
         Allocation(
             layer=x.name, budget_tokens=0 if not max_tokens else int(alloc[k]),
             used_tokens=int(state.used_tokens[k]), floor_tokens=x.floor_tokens,
-            candidate_count=int((layer == k).sum()), selected_count=int(state.used_items[k]),
+            candidate_count=candidates[k], selected_count=int(state.used_items[k]),
             released_tokens=released_total[k], received_tokens=received_total[k],
         )
         for k, x in enumerate(layers)
     )
     return Selection(np.array(state.picked, dtype=np.int64), state.gain, rest, reason, cover, allocations,
                      sim.kind if sim is not None else "none")
+
+
+@lru_cache(maxsize=64)
+def _plan(layers: tuple[LayerSpec, ...], max_tokens: int) -> tuple[tuple[budget.LayerBudget, ...], np.ndarray,
+                                                                   tuple[int, ...]]:
+    """The layers as the allocator sees them, their item caps and the first allocation.
+
+    A function of the layer policies and the budget alone, which repeat from call to call (the configured
+    layers, a client's budget): computed once per distinct pair. The caps array is read-only.
+    """
+    items = np.array([layer.max_items or NO_CAP for layer in layers], dtype=np.int64)
+    items.setflags(write=False)
+    specs = tuple(budget.LayerBudget(x.name, x.share, x.floor_tokens) for x in layers)
+    alloc = budget.allocate(specs, max_tokens) if max_tokens else [NO_CAP] * len(layers)
+    return specs, items, tuple(alloc)
 
 
 def drop_note(reason: int, cover: int, batch: Batch, tokens: int) -> str:

@@ -15,6 +15,7 @@ import itertools
 import numpy as np
 
 from memrank.core.batch import Batch
+from memrank.core.signals.vectors import squared_norms
 from memrank.core.text.buffers import token_index
 from memrank.core.text.index import WordIndex
 from memrank.core.text.normalize import tokens
@@ -64,13 +65,13 @@ class Similarity:
         self._unit: np.ndarray | None = None
         if batch.embeddings is not None and self.n:
             emb = batch.embeddings
-            # Squared norms accumulated in float64 (a float32 sum of tiny values could underflow to 0),
-            # then each row scaled in float32: no float64 copy of the whole matrix.
-            squares = np.einsum("ij,ij->i", emb, emb, dtype=np.float64)
-            if (squares > 0).all():
+            # Squared norms accumulated in float64 (a float32 sum of tiny values could underflow to 0; computed
+            # once per batch, ``signals.vectors``, as ``hop`` reads them too), then each row scaled in float32.
+            squares = squared_norms(batch)
+            if np.count_nonzero(squares > 0) == squares.size:
                 with np.errstate(over="ignore"):
                     scale = (1.0 / np.sqrt(squares)).astype(np.float32)
-                if np.isfinite(scale).all():
+                if np.count_nonzero(np.isfinite(scale)) == scale.size:
                     self._unit = emb * scale[:, None]
                 else:  # rows so small that 1 / norm overflows float32: divide in float64
                     self._unit = (emb / np.sqrt(squares)[:, None]).astype(np.float32)
@@ -126,7 +127,7 @@ class Similarity:
             # the values do not depend on the BLAS thread count; `memrank serve` runs BLAS on one thread per
             # process (memrank._process), since several threads spin against the other workers on a busy host.
             dots = self._unit @ self._unit[i]
-            cos: np.ndarray = np.clip(dots, 0.0, 1.0, out=dots).astype(np.float64)
+            cos: np.ndarray = dots.clip(0.0, 1.0, out=dots).astype(np.float64)  # np.clip without its wrappers
             return cos
         mine = self._ids[self._offsets[i]:self._offsets[i + 1]]
         if mine.size == 0:

@@ -66,8 +66,8 @@ def neighbours(batch: Batch, value: np.ndarray, eligible: np.ndarray) -> tuple[n
     n = batch.n
     best = np.zeros(n)
     who = np.full(n, -1, dtype=np.int64)
-    placed = np.flatnonzero(~np.isnan(batch.positions))
-    if placed.size == 0 or not eligible[placed].any():
+    placed = (~np.isnan(batch.positions)).nonzero()[0]
+    if placed.size == 0 or not np.count_nonzero(eligible[placed]):
         return best, who
     thread = _codes([batch.threads[i] for i in placed.tolist()])
     pos = batch.positions[placed]
@@ -105,11 +105,11 @@ def _codes(values: list[str]) -> np.ndarray:
 
 def context(batch: Batch, ctx: ScoringContext, profile: Profile, population: np.ndarray) -> RawSignal:
     """The best query match among each memory's neighbours (same thread, position +/- 1)."""
-    if batch.n == 0 or np.isnan(batch.positions).all():
+    if batch.n == 0 or np.count_nonzero(np.isnan(batch.positions)) == batch.n:
         return RawSignal(np.zeros(batch.n), Same(batch.n, "no position: no neighbours"))
     m = match(batch, ctx, profile, population)
     best, who = neighbours(batch, m, population)
-    return RawSignal(np.clip(best, 0.0, 1.0), Lazy(batch.n, lambda i: _reason(batch, best, who, i)))
+    return RawSignal(best.clip(0.0, 1.0), Lazy(batch.n, lambda i: _reason(batch, best, who, i)))
 
 
 def _reason(batch: Batch, best: np.ndarray, who: np.ndarray, i: int) -> tuple[str, ...]:

@@ -48,6 +48,7 @@ _MONTHS["sept"] = 9
 _M = "|".join(sorted(_MONTHS, key=len, reverse=True))
 _DAY_MONTH_YEAR = re.compile(rf"\b(\d{{1,2}})(?:st|nd|rd|th)?\s+({_M})\.?,?\s+(\d{{4}})\b", re.IGNORECASE)
 _MONTH_DAY_YEAR = re.compile(rf"\b({_M})\.?\s+(\d{{1,2}})(?:st|nd|rd|th)?,?\s+(\d{{4}})\b", re.IGNORECASE)
+_DIGIT = re.compile(r"\d")
 _ISO = re.compile(r"\b(\d{4})-(\d{2})-(\d{2})\b")
 _MONTH_YEAR = re.compile(rf"\b({_M})\.?,?\s+(\d{{4}})\b", re.IGNORECASE)
 
@@ -62,6 +63,8 @@ def _epoch(year: int, month: int, day: int) -> float | None:
 def query_spans(query: str) -> list[tuple[float, float, str]]:
     """The dates the query names, as (start, end, as written) in epoch seconds, in order of appearance."""
     text = sample(query)
+    if _DIGIT.search(text) is None:  # every form has a digit: a query with none names no date
+        return []
     out: list[tuple[int, float, float, str]] = []
     taken: list[tuple[int, int]] = []
     for rx, order in ((_DAY_MONTH_YEAR, "dmy"), (_MONTH_DAY_YEAR, "mdy"), (_ISO, "iso")):

@@ -25,25 +25,26 @@ from memrank.core.profile import Profile
 from memrank.core.reasons import Lazy, Same
 from memrank.core.signals.base import RawSignal, ScoringContext
 from memrank.core.signals.context import match
+from memrank.core.signals.vectors import float64_embeddings, float64_squares
 
 SEEDS = 3
 
 
 def seeds(value: np.ndarray, population: np.ndarray, k: int = SEEDS) -> np.ndarray:
     """The k population candidates with the largest value, ties to the lower index (fewer when there are fewer)."""
-    rows = np.flatnonzero(population)
+    rows = population.nonzero()[0]
     order = rows[np.lexsort((rows, -value[rows]))]
     return order[:k]
 
 
 def hop(batch: Batch, ctx: ScoringContext, profile: Profile, population: np.ndarray) -> RawSignal:
     """The largest cosine between each memory and one of the request's best matches (not itself)."""
-    if batch.embeddings is None or batch.n < 2 or int(population.sum()) < 2:
+    if batch.embeddings is None or batch.n < 2 or np.count_nonzero(population) < 2:
         return RawSignal(np.zeros(batch.n), Same(batch.n, "no embeddings or fewer than two candidates: no hop"))
     m = match(batch, ctx, profile, population)
     top = seeds(m, population)
-    e = batch.embeddings.astype(np.float64)
-    norms = np.sqrt(np.einsum("ij,ij->i", e, e))
+    e = float64_embeddings(batch)
+    norms = np.sqrt(float64_squares(batch))
     cos = np.full((batch.n, top.size), -np.inf)
     for k, s in enumerate(top.tolist()):
         # One BLAS matvec per seed, as the covering set's similarity rows: with one BLAS thread (the memrank
@@ -55,7 +56,7 @@ def hop(batch: Batch, ctx: ScoringContext, profile: Profile, population: np.ndar
         cos[s, k] = -np.inf  # a seed is not its own hop
     at = np.argmax(cos, axis=1)
     best = cos[np.arange(batch.n), at]
-    values = np.clip(np.where(np.isfinite(best), best, 0.0), 0.0, 1.0)
+    values = np.where(np.isfinite(best), best, 0.0).clip(0.0, 1.0)
     return RawSignal(values, Lazy(batch.n, lambda i: _reason(batch, top, at, values, i)))
 
 

@@ -31,9 +31,9 @@ FULL_TOKENS = 200
 def token_counts(batch: Batch) -> np.ndarray:
     """token_count where set, else ceil(characters / 4), as int64."""
     sent = batch.token_count.astype(np.int64)
-    if (sent > 0).all():
+    if np.count_nonzero(sent > 0) == sent.size:
         return sent
-    chars = np.fromiter((len(c) for c in batch.contents), dtype=np.int64, count=batch.n)
+    chars = np.fromiter(map(len, batch.contents), dtype=np.int64, count=batch.n)
     return np.where(sent > 0, sent, estimated_tokens(chars))
 
 

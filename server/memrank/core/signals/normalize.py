@@ -9,7 +9,8 @@ Empty in, empty out; a constant population maps to 0.5; never NaN.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+import math
+from collections.abc import Callable, Mapping, Sequence
 from types import MappingProxyType
 
 import numpy as np
@@ -28,7 +29,7 @@ _HUGE = 1e150
 
 def _finite(values: np.ndarray) -> np.ndarray:
     v = np.asarray(values, dtype=np.float64)
-    if np.isfinite(v).all():  # the usual case: one pass, no copy (nothing here writes into it)
+    if np.count_nonzero(np.isfinite(v)) == v.size:  # the usual case: one pass, no copy (nothing here writes into it)
         return v
     return np.nan_to_num(v, nan=0.0, posinf=1e300, neginf=-1e300)
 
@@ -38,7 +39,7 @@ def _tame(values: np.ndarray) -> np.ndarray:
     # Statistics (max - min, squares) of values this large overflow; the
     # normalised result does not depend on the scale, so shrink them first.
     # Ordinary values are left untouched, bit for bit.
-    peak = float(np.abs(v).max()) if v.size else 0.0
+    peak = float(np.maximum.reduce(np.abs(v))) if v.size else 0.0
     return v / peak if peak > _HUGE else v
 
 
@@ -50,30 +51,31 @@ def none(values: np.ndarray, population: np.ndarray) -> np.ndarray:
 def min_max(values: np.ndarray, population: np.ndarray) -> np.ndarray:
     """(v - min) / (max - min) over the population; a constant population gives 0.5."""
     v = _tame(values)
-    out = np.zeros_like(v)
-    if not population.any():
+    out = np.zeros(v.shape)
+    if not np.count_nonzero(population):
         return out
-    lo, hi = float(v[population].min()), float(v[population].max())
+    pop = v[population]
+    lo, hi = float(np.minimum.reduce(pop)), float(np.maximum.reduce(pop))
     span = hi - lo
-    if not span > 0.0 or not np.isfinite(span):
+    if not span > 0.0 or not math.isfinite(span):
         out[population] = 0.5
         return out
-    out[population] = np.clip((v[population] - lo) / span, 0.0, 1.0)
+    out[population] = ((pop - lo) / span).clip(0.0, 1.0)
     return out
 
 
 def z_score(values: np.ndarray, population: np.ndarray) -> np.ndarray:
     """Logistic of the population z-score, 1 / (1 + exp(-z)); zero spread gives 0.5."""
     v = _tame(values)
-    out = np.zeros_like(v)
-    if not population.any():
+    out = np.zeros(v.shape)
+    if not np.count_nonzero(population):
         return out
     pop = v[population]
     std = float(pop.std())
-    if not std > 0.0 or not np.isfinite(std):
+    if not std > 0.0 or not math.isfinite(std):
         out[population] = 0.5
         return out
-    z = np.clip((pop - pop.mean()) / std, -_Z_CLIP, _Z_CLIP)
+    z = ((pop - pop.mean()) / std).clip(-_Z_CLIP, _Z_CLIP)
     out[population] = 1.0 / (1.0 + np.exp(-z))
     return out
 
@@ -109,3 +111,23 @@ def normalize(name: str, values: np.ndarray, population: np.ndarray) -> np.ndarr
     except KeyError:
         raise ConfigError(f"unknown normalization {name!r} (known: {', '.join(NORMALIZERS)})") from None
     return fn(values, np.asarray(population, dtype=bool))
+
+
+def normalize_columns(names: Sequence[str], columns: Sequence[np.ndarray], population: np.ndarray) -> np.ndarray:
+    """Each column by its named normaliser, as the rows of one float64 matrix (one row per name).
+
+    Row j is ``normalize(names[j], columns[j], population)`` bit for bit. The ``none`` columns (most of a
+    profile's) are taken together: one finiteness check and one ``where`` over the matrix instead of four
+    numpy calls a column, a fixed cost that dominates at a few candidates.
+    """
+    population = np.asarray(population, dtype=bool)
+    if not names:
+        return np.zeros((0, population.shape[0]))
+    raw = np.array(columns, dtype=np.float64)
+    if np.count_nonzero(np.isfinite(raw)) < raw.size:
+        raw = np.nan_to_num(raw, nan=0.0, posinf=1e300, neginf=-1e300)
+    out: np.ndarray = np.where(population, raw, 0.0)
+    for j, name in enumerate(names):
+        if name != "none":
+            out[j] = normalize(name, columns[j], population)
+    return out

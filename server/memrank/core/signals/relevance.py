@@ -48,7 +48,7 @@ def _parts(batch: Batch, profile: Profile, population: np.ndarray) -> np.ndarray
     if profile.fusion == "max":
         # Facets on a [0, 1] scale are compared as they are; beyond it clipped, so relevance stays in [0, 1]
         # (an unbounded score such as raw BM25 wants weighted or rrf).
-        return np.asarray(np.clip(raw, 0.0, 1.0), dtype=np.float64)
+        return np.asarray(raw.clip(0.0, 1.0), dtype=np.float64)
     parts = np.full(raw.shape, np.nan)
     for j, name in enumerate(names):
         pop = population & has[:, j]

@@ -35,6 +35,8 @@ def thread_codes(batch: Batch) -> np.ndarray:
     """A small integer per distinct thread (first-appearance order); -1 for a candidate with no thread."""
     seen: dict[str, int] = {}
     out = np.full(batch.n, -1, dtype=np.int64)
+    if not any(batch.threads) and np.count_nonzero(np.isnan(batch.positions)) == batch.n:
+        return out  # no thread named and no position (the usual request): a check in C, not a loop
     for i, (t, p) in enumerate(zip(batch.threads, batch.positions.tolist(), strict=True)):
         if t or p == p:  # a named thread, or the empty-named one of a candidate with a position (p == p: not NaN)
             out[i] = seen.setdefault(t, len(seen))
@@ -50,14 +52,14 @@ def best_other(codes: np.ndarray, value: np.ndarray, member: np.ndarray) -> tupl
     n = codes.shape[0]
     best = np.zeros(n)
     who = np.full(n, -1, dtype=np.int64)
-    rows = np.flatnonzero(member & (codes >= 0))
+    rows = (member & (codes >= 0)).nonzero()[0]
     if rows.size == 0:
         return best, who
     order = rows[np.lexsort((rows, -value[rows], codes[rows]))]  # by group, value desc, index asc
     g = codes[order]
     first = np.ones(order.size, dtype=bool)
     first[1:] = g[1:] != g[:-1]
-    starts = np.flatnonzero(first)
+    starts = first.nonzero()[0]
     size = np.diff(np.append(starts, order.size))
     groups = int(codes.max()) + 1
     top = np.full(groups, -1, dtype=np.int64)
@@ -65,7 +67,7 @@ def best_other(codes: np.ndarray, value: np.ndarray, member: np.ndarray) -> tupl
     top[g[starts]] = order[starts]
     two = starts[size >= 2]
     second[g[two]] = order[two + 1]
-    placed = np.flatnonzero(codes >= 0)
+    placed = (codes >= 0).nonzero()[0]
     c = codes[placed]
     pick = np.where(top[c] == placed, second[c], top[c])
     has = pick >= 0
@@ -77,11 +79,11 @@ def best_other(codes: np.ndarray, value: np.ndarray, member: np.ndarray) -> tupl
 def thread(batch: Batch, ctx: ScoringContext, profile: Profile, population: np.ndarray) -> RawSignal:
     """The best query match among the other memories of each memory's thread."""
     codes = thread_codes(batch)
-    if batch.n == 0 or int(codes.max(initial=-1)) + 1 == int((codes >= 0).sum()):
+    if batch.n == 0 or int(codes.max(initial=-1)) + 1 == np.count_nonzero(codes >= 0):
         return RawSignal(np.zeros(batch.n), Same(batch.n, "no other memory shares its thread"))
     m = match(batch, ctx, profile, population)
     best, who = best_other(codes, m, population)
-    return RawSignal(np.clip(best, 0.0, 1.0), Lazy(batch.n, lambda i: _reason(batch, codes, best, who, i)))
+    return RawSignal(best.clip(0.0, 1.0), Lazy(batch.n, lambda i: _reason(batch, codes, best, who, i)))
 
 
 def _reason(batch: Batch, codes: np.ndarray, best: np.ndarray, who: np.ndarray, i: int) -> tuple[str, ...]:

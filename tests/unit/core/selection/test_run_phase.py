@@ -90,3 +90,46 @@ def test_run_phase_picks_what_the_definition_picks(case: dict[str, object]) -> N
     assert np.array_equal(fast.max_sim, slow.max_sim) and np.array_equal(fast.cover, slow.cover)
     assert np.array_equal(fast.used_tokens, slow.used_tokens) and np.array_equal(fast.used_items, slow.used_items)
     assert np.array_equal(pools[0], pools[1])
+
+
+def _reference_scan(state: SelectState, pool: np.ndarray, score: np.ndarray, tie_rank: np.ndarray,
+                    layer: np.ndarray, tokens: np.ndarray, lim: Caps) -> None:
+    """Without diversity, the definition: every candidate in tie order, taken when it still fits."""
+    for i in np.argsort(tie_rank):
+        if not pool[i] or (lim.max_items and len(state.picked) >= lim.max_items):
+            continue
+        k = layer[i]
+        if tokens[i] <= lim.layer_tokens[k] - state.used_tokens[k] and lim.layer_items[k] > state.used_items[k]:
+            state.picked.append(int(i))
+            state.gain[i] = score[i]
+            state.used_tokens[k] += tokens[i]
+            state.used_items[k] += 1
+            pool[i] = False
+
+
+@settings(max_examples=300, deadline=None)
+@given(phases(), st.booleans())
+def test_run_phase_without_diversity_scans_in_tie_order(case: dict[str, object], with_sim: bool) -> None:
+    batch = case["batch"]
+    assert not isinstance(batch, dict)
+    sim = Similarity(batch) if with_sim else None  # type: ignore[arg-type]
+    states, pools = [], []
+    for fast in (True, False):
+        state = SelectState(batch.n, case["n_layers"])  # type: ignore[attr-defined, arg-type]
+        state.used_tokens[0] = 5  # a phase can start with tokens already used (floors first)
+        pool = case["pool"].copy()  # type: ignore[attr-defined]
+        if fast:
+            run_phase(state, pool, case["score"], case["tie_rank"], case["layer"], case["tokens"], case["lim"],
+                      sim, 1.0, case["dedupe"])  # type: ignore[arg-type]
+        else:
+            _reference_scan(state, pool, case["score"], case["tie_rank"], case["layer"], case["tokens"],
+                            case["lim"])  # type: ignore[arg-type]
+        states.append(state)
+        pools.append(pool)
+    fast_state, slow_state = states
+    assert fast_state.picked == slow_state.picked
+    assert np.array_equal(fast_state.gain, slow_state.gain, equal_nan=True)
+    assert not fast_state.max_sim.any() and (fast_state.cover == -1).all()
+    assert np.array_equal(fast_state.used_tokens, slow_state.used_tokens)
+    assert np.array_equal(fast_state.used_items, slow_state.used_items)
+    assert np.array_equal(pools[0], pools[1])

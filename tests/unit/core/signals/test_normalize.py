@@ -6,7 +6,15 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from memrank.core.errors import ConfigError
-from memrank.core.signals.normalize import NORMALIZERS, min_max, none, normalize, percentile_rank, z_score
+from memrank.core.signals.normalize import (
+    NORMALIZERS,
+    min_max,
+    none,
+    normalize,
+    normalize_columns,
+    percentile_rank,
+    z_score,
+)
 
 ALL = np.ones(3, dtype=bool)
 
@@ -78,3 +86,24 @@ def test_min_max_and_rank_keep_the_order(xs):
             for j in range(len(xs)):
                 if xs[i] < xs[j]:
                     assert out[i] <= out[j]
+
+
+@given(st.integers(0, 6).flatmap(lambda n: st.tuples(
+    st.lists(st.tuples(st.sampled_from(sorted(NORMALIZERS)),
+                       st.lists(st.floats(allow_nan=True, allow_infinity=True, width=64), min_size=n, max_size=n)),
+             max_size=5),
+    st.lists(st.booleans(), min_size=n, max_size=n))))
+def test_normalize_columns_is_each_column_normalised_alone(case):
+    columns, population = case
+    mask = np.array(population, dtype=bool)
+    names = [name for name, _ in columns]
+    values = [np.array(v, dtype=np.float64) for _, v in columns]
+    out = normalize_columns(names, values, mask)
+    assert out.shape == (len(names), len(population)) and out.dtype == np.float64
+    for row, name, v in zip(out, names, values, strict=True):
+        assert row.tobytes() == normalize(name, v, mask).tobytes()
+
+
+def test_normalize_columns_names_an_unknown_normalizer():
+    with pytest.raises(ConfigError, match="nope"):
+        normalize_columns(["none", "nope"], [np.zeros(2), np.zeros(2)], np.ones(2, dtype=bool))

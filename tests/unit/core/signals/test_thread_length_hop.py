@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from memrank.core.signals.hop import hop
 from memrank.core.signals.length import FULL_TOKENS, length
-from memrank.core.signals.thread import thread
+from memrank.core.signals.thread import thread, thread_codes
 from tests.support.build import batch, ctx, profile, run
 
 
@@ -38,6 +38,12 @@ def test_thread_is_zero_for_all_when_no_two_candidates_share_one():
     got = run(thread, b)
     assert got.values.tolist() == [0.0, 0.0, 0.0]
     assert got.reasons[0] == ("no other memory shares its thread",)
+
+
+def test_thread_codes_number_threads_in_first_appearance_order() -> None:
+    assert thread_codes(batch(_rel(0.1), _rel(0.2))).tolist() == [-1, -1]  # no thread, no position
+    b = batch(_rel(0.1, thread="b"), _rel(0.2), _rel(0.3, thread="a"), _rel(0.4, thread="b"), _rel(0.5, position=3))
+    assert thread_codes(b).tolist() == [0, -1, 1, 0, 2]  # a position alone puts it in the unnamed thread
 
 
 def test_thread_gated_members_lend_nothing_and_positions_make_an_unnamed_thread():
