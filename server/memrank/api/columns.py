@@ -14,12 +14,12 @@ is built once (or, packed, viewed in place).
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from functools import cached_property
 from itertools import compress
 from operator import attrgetter
 from types import MappingProxyType
+from typing import Any, Generic, TypeVar, overload
 
 import numpy as np
 
@@ -28,6 +28,42 @@ from memrank.core.batch import Batch
 
 TIME_FIELDS = ("created_at", "last_accessed_at", "event_time", "ingested_at", "valid_from", "valid_to")
 _NO_METADATA: Mapping[str, str] = MappingProxyType({})
+T = TypeVar("T")
+
+
+class _once(Generic[T]):
+    """``functools.cached_property`` without its lock: Python 3.11's takes an RLock on every first read (a few
+    thousand instructions a column, most of a column's cost at one candidate). A column is computed once, on
+    first read, into the instance's ``__dict__``, which later reads find first (a non-data descriptor)."""
+
+    def __init__(self, fn: Callable[[Any], T]) -> None:
+        self.fn = fn
+        self.name = fn.__name__
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.name = name
+
+    @overload
+    def __get__(self, obj: None, owner: type | None = None) -> _once[T]: ...
+
+    @overload
+    def __get__(self, obj: object, owner: type | None = None) -> T: ...
+
+    def __get__(self, obj: object | None, owner: type | None = None) -> T | _once[T]:
+        if obj is None:
+            return self
+        value = obj.__dict__[self.name] = self.fn(obj)
+        return value
+
+
+
+def _nans(shape: int | tuple[int, int]) -> np.ndarray:
+    """A float64 array of NaN (``np.full`` is a Python-level ``empty`` and ``copyto``: a few times the cost)."""
+    out = np.empty(shape)
+    out.fill(np.nan)
+    return out
+
+
 
 
 @dataclass(frozen=True)
@@ -67,89 +103,89 @@ class CandidateColumns:
         """The columns of a request, its packed embeddings included."""
         return cls(req.candidates, req.embeddings_f32, req.embedding_dim)
 
-    @cached_property
+    @_once
     def ids(self) -> list[str]:
         return [c.id for c in self.cands]
 
-    @cached_property
+    @_once
     def layers(self) -> list[str]:
         return [c.layer for c in self.cands]
 
-    @cached_property
+    @_once
     def kinds(self) -> list[str]:
         return [c.kind for c in self.cands]
 
-    @cached_property
+    @_once
     def contents(self) -> list[str]:
         return [c.content for c in self.cands]
 
-    @cached_property
+    @_once
     def provenance(self) -> list[str]:
         return [c.provenance for c in self.cands]
 
-    @cached_property
+    @_once
     def retrieval(self) -> np.ndarray:
         return np.array([c.retrieval_score for c in self.cands], dtype=np.float64)
 
-    @cached_property
+    @_once
     def importance_set(self) -> list[bool]:
         return ["importance" in c for c in self.cands]
 
-    @cached_property
+    @_once
     def importance_values(self) -> np.ndarray:
         """The importance of the candidates that set one, in candidate order."""
         return np.array([c.importance for c in compress(self.cands, self.importance_set)], dtype=np.float64)
 
-    @cached_property
+    @_once
     def importance(self) -> np.ndarray:
         """Float64 importance, NaN where unset."""
-        out = np.full(self.n, np.nan)
+        out = _nans(self.n)
         if len(self.importance_values):
             out[np.array(self.importance_set, dtype=bool)] = self.importance_values
         return out
 
-    @cached_property
+    @_once
     def threads(self) -> list[str]:
         return [c.thread for c in self.cands]
 
-    @cached_property
+    @_once
     def speakers(self) -> list[str]:
         return [c.speaker for c in self.cands]
 
-    @cached_property
+    @_once
     def position_set(self) -> list[bool]:
         return ["position" in c for c in self.cands]
 
-    @cached_property
+    @_once
     def position_values(self) -> np.ndarray:
         """The int64 position of the candidates that set one, in candidate order (exact, for validation)."""
         return np.array([c.position for c in compress(self.cands, self.position_set)], dtype=np.int64)
 
-    @cached_property
+    @_once
     def positions(self) -> np.ndarray:
         """Float64 positions, NaN where unset (exact for the valid range, [0, 2^53])."""
-        out = np.full(self.n, np.nan)
+        out = _nans(self.n)
         if len(self.position_values):
             out[np.array(self.position_set, dtype=bool)] = self.position_values
         return out
 
-    @cached_property
+    @_once
     def access_count(self) -> list[int]:
         return [c.access_count for c in self.cands]
 
-    @cached_property
+    @_once
     def token_count(self) -> list[int]:
         return [c.token_count for c in self.cands]
 
-    @cached_property
+    @_once
     def source(self) -> list[int]:
         return [c.source for c in self.cands]
 
-    @cached_property
+    @_once
     def safety(self) -> list[int]:
         return [c.safety for c in self.cands]
 
-    @cached_property
+    @_once
     def times(self) -> dict[str, TimeColumn | None]:
         """Every Timestamp field; None for a field no candidate sets."""
         return {name: self._time(name) for name in TIME_FIELDS}
@@ -168,17 +204,17 @@ class CandidateColumns:
         nanos[mask] = [t.nanos for t in stamps]
         return TimeColumn(mask, seconds, nanos)
 
-    @cached_property
+    @_once
     def maps(self) -> list[MapRow]:
         """The map fields of the candidates that have any (most have none: one length test each)."""
         return [MapRow(i, dict(c.facet_scores), dict(c.stage_scores), dict(c.metadata))
                 for i, c in enumerate(self.cands) if len(c.facet_scores) or len(c.stage_scores) or len(c.metadata)]
 
-    @cached_property
+    @_once
     def embedding_lengths(self) -> list[int]:
         return [len(c.embedding) for c in self.cands]
 
-    @cached_property
+    @_once
     def embeddings(self) -> np.ndarray | None:
         """Float32 (n, dim): the packed matrix viewed in place, else the candidates' embeddings (zero rows
         where one is missing), or None when no candidate has one."""
@@ -199,9 +235,11 @@ class CandidateColumns:
 
     def _keyed(self, name: str) -> dict[str, np.ndarray]:
         """A map<string, double> field as one float64 column per key (sorted), NaN where a candidate lacks it."""
+        if not self.maps:
+            return {}
         rows = [(r.index, getattr(r, name)) for r in self.maps]
         rows = [(i, m) for i, m in rows if m]
-        columns = {key: np.full(self.n, np.nan) for key in sorted({k for _, m in rows for k in m})}
+        columns = {key: _nans(self.n) for key in sorted({k for _, m in rows for k in m})}
         for i, m in rows:
             for k, v in m.items():
                 columns[k][i] = v
@@ -213,7 +251,7 @@ class CandidateColumns:
         for r in self.maps:
             if r.metadata:
                 metadata[r.index] = MappingProxyType(r.metadata)
-        times = {name: (np.full(self.n, np.nan) if t is None else t.epoch()) for name, t in self.times.items()}
+        times = {name: (_nans(self.n) if t is None else t.epoch()) for name, t in self.times.items()}
         return Batch(
             ids=tuple(self.ids),
             layers=tuple(self.layers),

@@ -7,6 +7,8 @@ hostile and ordinary batches).
 
 from __future__ import annotations
 
+from itertools import chain
+
 import numpy as np
 
 from memrank._gen.v1 import ranking_pb2 as pb
@@ -24,9 +26,18 @@ from memrank.api.columns import CandidateColumns
 from memrank.config import Limits
 
 
-def _in_unit(values: np.ndarray) -> bool:
-    """Every value in [0, 1] (NaN fails both comparisons, infinities one)."""
-    return not values.size or bool(values.min() >= 0.0 and values.max() <= 1.0)
+def _in_unit(values: np.ndarray | list[float]) -> bool:
+    """Every value in [0, 1] (NaN fails both comparisons, infinities one).
+
+    A few values are compared in Python: two numpy reductions cost more than that up to a dozen or so.
+    """
+    if len(values) <= _FEW:
+        return all(0.0 <= v <= 1.0 for v in (values.tolist() if isinstance(values, np.ndarray) else values))
+    a = np.asarray(values, dtype=np.float64)
+    return bool(a.min() >= 0.0 and a.max() <= 1.0)
+
+
+_FEW = 8
 
 
 def clearly_valid(cols: CandidateColumns, limits: Limits, retrieval: tuple[float, float] = UNIT) -> bool:
@@ -38,16 +49,16 @@ def clearly_valid(cols: CandidateColumns, limits: Limits, retrieval: tuple[float
     if not cols.n:
         return True
     ids = cols.ids
-    if not all(ids) or len(set(ids)) != len(ids) or not utf8_within(ids, limits.max_id_bytes):
+    if not all(ids) or len(set(ids)) != len(ids):
         return False
-    if not utf8_within(cols.layers, MAX_LAYER_NAME_BYTES) or \
-            not utf8_within(cols.contents, limits.max_content_bytes):
+    short = (ids, cols.layers, cols.threads, cols.speakers, cols.kinds, cols.provenance)
+    bounds = (limits.max_id_bytes, MAX_LAYER_NAME_BYTES, limits.max_thread_bytes, limits.max_speaker_bytes,
+              limits.max_kind_bytes, limits.max_provenance_bytes)
+    # One pass over the short texts: when the longest fits the smallest limit at 4 bytes a character, all fit
+    # (each column against its own limit only otherwise).
+    if max(map(len, chain(*short))) * 4 > min(bounds) and not all(map(utf8_within, short, bounds)):
         return False
-    if not utf8_within(cols.threads, limits.max_thread_bytes) or \
-            not utf8_within(cols.speakers, limits.max_speaker_bytes):
-        return False
-    if not utf8_within(cols.kinds, limits.max_kind_bytes) or \
-            not utf8_within(cols.provenance, limits.max_provenance_bytes):
+    if not utf8_within(cols.contents, limits.max_content_bytes):
         return False
     in_range = _in_unit(cols.retrieval) if retrieval == UNIT else bool(np.isfinite(cols.retrieval).all())
     if not in_range or not _in_unit(cols.importance_values):

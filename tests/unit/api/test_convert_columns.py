@@ -130,3 +130,15 @@ def test_a_call_reads_each_timestamp_field_once(monkeypatch: pytest.MonkeyPatch)
                                                valid_from=1.6e9, valid_to=1.8e9)) for i in range(5)]
     handle_rank(pb.RankRequest(query="kafka", candidates=cands), load_settings(env={}), Call(1.7e9))
     assert sorted(read) == sorted(TIME_FIELDS)
+
+
+@pytest.mark.parametrize("size", [1, 8, 9, 40])  # both sides of the Python / numpy switch
+@pytest.mark.parametrize("bad", [None, -0.1, 1.0000001, float("nan"), float("inf"), -float("inf")])
+def test_the_unit_range_check_is_the_same_for_few_and_many_values(size: int, bad: float | None) -> None:
+    from memrank.api.fastpath import _in_unit
+
+    values = [i / (size - 1) if size > 1 else 0.5 for i in range(size)]  # 0 and 1 included: in range
+    if bad is not None:
+        values[size // 2] = bad
+    assert _in_unit(values) is (bad is None)
+    assert _in_unit(np.array(values)) is (bad is None)
