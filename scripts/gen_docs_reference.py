@@ -175,6 +175,8 @@ def metrics_page() -> str:
     metrics = Metrics(CollectorRegistry())
     rows = []
     for attr, m in vars(metrics).items():
+        if attr.startswith("_"):  # private state (cached label children), not a metric
+            continue
         name = m._name + ("_total" if m._type == "counter" else "")
         labels = ", ".join(f"`{x}`" for x in m._labelnames) or "–"
         extra = ""
