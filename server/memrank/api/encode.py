@@ -16,6 +16,7 @@ from memrank.core.batch import Batch, RankParams
 from memrank.core.explain import receipt
 from memrank.core.explain.outcome import SCORING_SCHEMA, RankOutcome
 from memrank.core.profile import Profile
+from memrank.core.reasons import Reasons
 from memrank.core.scoring.columns import Scores
 from memrank.core.text.normalize import CHARS_PER_TOKEN
 from memrank.core.types import ExplainLevel
@@ -48,7 +49,9 @@ class Breakdowns:
         def take(a: np.ndarray) -> Sequence[Any] | Mapping[int, Any]:
             return a.tolist() if rows is None else dict(zip(rows, a[at].tolist(), strict=True))
 
-        self.signals = [(c.name, take(c.raw), take(c.normalized), c.weight, take(c.contribution), c.reasons)
+        # A lazily formatted column is read through its ``row`` (no indexing checks: i is always a candidate).
+        self.signals = [(c.name, take(c.raw), take(c.normalized), c.weight, take(c.contribution),
+                         c.reasons.row if isinstance(c.reasons, Reasons) else c.reasons.__getitem__)
                         for c in scores.signals]
         self.retrieval = take(batch.retrieval)
         self.quality, self.combined = take(scores.quality), take(scores.combined)
@@ -76,7 +79,7 @@ class Breakdowns:
         add = out.signals.add
         for name, raw, normalized, weight, contribution, reasons in self.signals:
             add(name=name, raw=raw[i], normalized=normalized[i], weight=weight, contribution=contribution[i],
-                reasons=reasons[i])
+                reasons=reasons(i))
         out.retrieval_score = self.retrieval[i]
         out.quality_score = self.quality[i]
         out.combined_score = self.combined[i]
@@ -115,22 +118,20 @@ def outcome_to_proto(o: RankOutcome, batch: Batch, params: RankParams, request_i
     resp = pb.RankResponse(
         request_id=request_id, weights=weights_to_proto(o.profile),
         scoring_schema=SCORING_SCHEMA, policy_version=policy_version, profile=o.profile.name,
-        allocations=[pb.LayerAllocation(**vars(a)) for a in o.allocations],
-        importance_suggestions=[pb.ImportanceSuggestion(id=batch.ids[i], suggested_importance=v)
-                                for i, v in o.suggestions],
+        # Plain dicts: the constructor fills every entry in C (an Allocation's fields are LayerAllocation's).
+        allocations=list(map(vars, o.allocations)),
+        importance_suggestions=[{"id": batch.ids[i], "suggested_importance": v} for i, v in o.suggestions],
         dropped=dropped,
     )
     # Positions are a permutation of 0..k-1: adding in position order is the placement order.
+    add_selected = resp.selected.add
     for r in sorted(range(len(ranked)), key=positions.__getitem__):
         i = ranked[r]
-        m = resp.selected.add(id=batch.ids[i], layer=o.layer_of[i], rank=r + 1, position=positions[r],
-                              score=public[r])
+        # A StageRecord's fields are RankingStage's: the stages are added in C from their dicts.
+        m = add_selected(id=batch.ids[i], layer=o.layer_of[i], rank=r + 1, position=positions[r], score=public[r],
+                         stages=list(map(vars, o.stages[r])))
         if explain != ExplainLevel.NONE:
             ex.fill(m.breakdown, i, r)
-        add_stage = m.stages.add
-        for st in o.stages[r]:
-            add_stage(stage=st.stage, objective=st.objective, provenance=st.provenance, input_score=st.input_score,
-                      position=st.position, output_score=st.output_score)
     if full:
         add_dropped = resp.dropped.add
         for i in range(o.n):

@@ -89,12 +89,25 @@ def _opt_hexes(col: np.ndarray) -> list[str]:
 _SMALL = [str(i) for i in range(1024)]
 
 
-def _ints(col: np.ndarray) -> list[str]:
-    """Decimal strings of an integer column (small values from a table: most counts are)."""
-    values = col.tolist()
-    if not values or (col.min() >= 0 and col.max() < len(_SMALL)):
+def _ints(col: np.ndarray) -> Iterable[str]:
+    """Decimal strings of an integer column (small values from a table: most counts are; one repeated string when
+    every value is the same)."""
+    values: list[int] = col.tolist()
+    if not values:
+        return []
+    low, high = min(values), max(values)
+    if low == high:
+        return repeat(str(low))
+    if low >= 0 and high < len(_SMALL):
         return list(map(_SMALL.__getitem__, values))
     return list(map(str, values))
+
+
+def _quoted(values: Sequence[str]) -> Iterable[str]:
+    """q of each value (one repeated literal when they are all the same, as "" for unset threads often is)."""
+    if values and values.count(values[0]) == len(values):
+        return repeat(q(values[0]))
+    return list(map(q, values))
 
 
 def _sha(text: str) -> str:
@@ -123,12 +136,14 @@ def _extras(batch: Batch) -> dict[int, list[str]]:
 
 def _candidates(batch: Batch, ids: Sequence[str]) -> list[str]:
     """The candidate lines, each followed by its facet, stage and metadata lines."""
-    positions = ["-" if p != p else str(int(p)) for p in batch.positions.tolist()]
+    pos = batch.positions
+    positions: Iterable[str] = (repeat("-") if np.isnan(pos).all() else
+                                ["-" if p != p else str(int(p)) for p in pos.tolist()])
     columns: list[Iterable[str]] = [
-        repeat("candidate"), ids, map(q, batch.layers), map(q, batch.kinds), _shas(batch.contents),
+        repeat("candidate"), ids, _quoted(batch.layers), _quoted(batch.kinds), _shas(batch.contents),
         _hexes(batch.retrieval), _opt_hexes(batch.importance), _ints(batch.access_count), _ints(batch.token_count),
         _ints(batch.source), _ints(batch.safety),
-        map(q, batch.provenance), map(q, batch.threads), positions, map(q, batch.speakers),
+        _quoted(batch.provenance), _quoted(batch.threads), positions, _quoted(batch.speakers),
         *(_opt_hexes(getattr(batch, name)) for name in TIMES),
     ]
     lines = list(map(" ".join, zip(*columns, strict=False)))  # strict: repeat() is endless
@@ -173,25 +188,53 @@ def canonical(batch: Batch, o: RankOutcome, params: RankParams, ref_seconds: int
         lines += map(" ".join, zip(repeat("drop"), [ids[i] for i in dropped], [quoted[layer[i]] for i in dropped],
                                    _ints(o.drop[dropped]), _hexes(o.final[dropped]),
                                    [ids[c] if c >= 0 else EMPTY for c in cover], strict=False))
-    return ("\n".join(lines) + "\n").encode()
+    lines.append("")  # the last line's "\n"
+    return "\n".join(lines).encode()
+
+
+_TEMPLATES: dict[tuple[str, ...], str] = {}
+
+
+def _memory_template(names: tuple[str, ...]) -> str:
+    """The %-template of a memory line and its signal lines for these signal names (kept per name tuple)."""
+    tpl = _TEMPLATES.get(names)
+    if tpl is None:
+        tpl = "memory %d %s %s %d %s %s %s %s" + "".join(
+            f"\nsignal {q(name).replace('%', '%%')} %s %s %s %s" for name in names)
+        if len(_TEMPLATES) >= 64:  # names come from profiles: a handful, but never unbounded
+            _TEMPLATES.clear()
+        _TEMPLATES[names] = tpl
+    return tpl
 
 
 def _selected(o: RankOutcome, ids: Sequence[str], quoted: dict[str, str]) -> list[str]:
-    """The selected count line, then each memory's line and its signal lines, in rank order."""
+    """The selected count line, then each memory's line and its signal lines, in rank order.
+
+    Every number of a memory's lines is one row of a (k, 4 + 4 x signals) matrix in line order (public score,
+    combined, final, blend, then raw, normalized, weight, contribution per signal), written as hex in one
+    conversion; each memory is then one %-format of its row (the lines of a memory are one string).
+    """
     ranked = o.ranked.tolist()
-    s = o.scores
-    out = [f"selected {len(ranked)}"]
-    if not ranked:
+    k = len(ranked)
+    out = [f"selected {k}"]
+    if not k:
         return out
-    at = o.ranked
-    numbers = zip(o.positions.tolist(), _hexes(o.public_score), _hexes(s.combined[at]), _hexes(o.final[at]),
-                  _hexes(s.blend_term[at]), strict=True)
-    signals = [(f"signal {q(c.name)} ", _hexes(c.raw[at]), _hexes(c.normalized[at]), f(c.weight),
-                _hexes(c.contribution[at])) for c in s.signals]
-    for r, (i, (position, score, combined, final, blend)) in enumerate(zip(ranked, numbers, strict=True)):
-        out.append(f"memory {r + 1} {ids[i]} {quoted[o.layer_of[i]]} {position} {score} {combined} {final} {blend}")
-        out += [f"{head}{raw[r]} {normalized[r]} {weight} {contribution[r]}"
-                for head, raw, normalized, weight, contribution in signals]
+    s = o.scores
+    signals = s.signals
+    width = 4 + 4 * len(signals)
+    # Per-candidate columns in line order (each weight's slot holds a stand-in column, overwritten below).
+    columns = [s.combined, o.final, s.blend_term]
+    for c in signals:
+        columns += (c.raw, c.normalized, c.raw, c.contribution)
+    rows = np.empty((width, k))
+    rows[0] = o.public_score
+    np.take(np.array(columns, dtype=np.float64), o.ranked, axis=1, out=rows[1:])
+    rows[6::4] = [[c.weight] for c in signals]
+    values = rows.T.astype(">f8").tobytes().hex(" ", 8).split(" ")
+    tpl = _memory_template(tuple(c.name for c in signals))
+    layer, positions = o.layer_of, o.positions.tolist()
+    out += [tpl % (r + 1, ids[i], quoted[layer[i]], positions[r], *values[r * width:(r + 1) * width])
+            for r, i in enumerate(ranked)]
     return out
 
 
