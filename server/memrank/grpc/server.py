@@ -36,7 +36,7 @@ from memrank.grpc.service import RankingService
 from memrank.grpc.tls import server_credentials
 from memrank.grpc.tracing import Tracing, build_tracing
 from memrank.metrics.declare import Metrics
-from memrank.metrics.recorder import FlushFirst
+from memrank.metrics.deferred import FlushFirst
 from memrank.metrics.registry import Registry, new_registry
 
 log = logging.getLogger("memrank.server")

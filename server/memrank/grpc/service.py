@@ -24,7 +24,8 @@ from memrank.decisions.writer import DecisionLog
 from memrank.grpc.errors import Abandoned, Internal, Refusal, abort_with, code_of
 from memrank.grpc.tracing import Tracing
 from memrank.metrics.declare import Metrics
-from memrank.metrics.recorder import AfterReply, build_recorder
+from memrank.metrics.deferred import AfterReply
+from memrank.metrics.recorder import build_recorder
 
 log = logging.getLogger("memrank.rpc")
 T = TypeVar("T")

@@ -18,7 +18,8 @@ from memrank.core.explain.outcome import RankOutcome
 from memrank.core.pipeline import rank
 from memrank.core.types import DropReason
 from memrank.metrics.declare import Metrics
-from memrank.metrics.recorder import AfterReply, FlushFirst, Recorder, build_recorder
+from memrank.metrics.deferred import AfterReply, FlushFirst
+from memrank.metrics.recorder import Recorder, build_recorder
 
 SETTINGS = load_settings(env={})
 
