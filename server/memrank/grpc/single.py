@@ -8,6 +8,7 @@ import os
 import signal
 import sys
 import threading
+import time
 from collections.abc import Callable
 from types import FrameType
 
@@ -19,17 +20,22 @@ from memrank.metrics.http import serve_metrics
 from memrank.metrics.registry import new_registry
 
 log = logging.getLogger("memrank.server")
+SIGNAL_POLL_SECONDS = 0.05  # how often the main thread looks for a stop signal (a signal also ends the sleep)
 
 
 def _wait_for_signal(reloader: ProfileReloader | None = None) -> int:
     """Block until SIGTERM or SIGINT; return the signal number. SIGHUP meanwhile reloads the profiles
-    (on a thread of its own: a signal handler does no work)."""
+    (on a thread of its own: a signal handler does no work).
+
+    The handlers only append to a list, and the main thread looks at it between short sleeps (a signal cuts a
+    sleep short): a handler that set a ``threading.Event`` deadlocked the worker forever when a second signal
+    came while the first handler was inside ``Event.set`` (SIGTERM from the supervisor and, say, SIGINT from a
+    terminal's Ctrl-C or ``timeout`` signalling the whole process group), because the Event's lock is not
+    reentrant."""
     got: list[int] = []
-    done = threading.Event()
 
     def handler(signum: int, _frame: FrameType | None) -> None:
         got.append(signum)
-        done.set()
 
     def hangup(_signum: int, _frame: FrameType | None) -> None:
         if reloader is not None:
@@ -38,7 +44,8 @@ def _wait_for_signal(reloader: ProfileReloader | None = None) -> int:
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, handler)
     signal.signal(signal.SIGHUP, hangup)
-    done.wait()
+    while not got:
+        time.sleep(SIGNAL_POLL_SECONDS)
     return got[0]
 
 

@@ -18,7 +18,6 @@ import signal
 import tempfile
 import threading
 import time
-from collections.abc import Callable
 from dataclasses import replace
 from types import FrameType
 
@@ -171,25 +170,28 @@ def _supervise(settings: Settings, source: SettingsSource) -> None:
         start(i)
     log.info("supervising", extra={"workers": settings.server.workers, "address": settings.server.address,
                                    "metrics_dir": mp_dir})
-    stopping, hangups, wake = threading.Event(), threading.Event(), threading.Event()
+    # The signal handlers only append to a list (a handler that set a threading.Event could deadlock on its lock
+    # when a second signal came while the first was inside Event.set); the loop reads it between short sleeps,
+    # which a signal cuts short.
+    signals: list[int] = []
+    stopping = threading.Event()  # set by the loop only (also when workers keep dying)
 
-    def on_signal(event: threading.Event) -> Callable[[int, FrameType | None], None]:
-        def handler(_signum: int, _frame: FrameType | None) -> None:
-            event.set()
-            wake.set()
-        return handler
+    def on_signal(signum: int, _frame: FrameType | None) -> None:
+        signals.append(signum)
 
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        signal.signal(sig, on_signal(stopping))
-    signal.signal(signal.SIGHUP, on_signal(hangups))
+    for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+        signal.signal(sig, on_signal)
     serving: set[int] | None = set()  # None once "ready" is logged: every worker answered
     while not stopping.is_set():
-        wake.wait(0.5 if serving is None else 0.05)
-        wake.clear()
-        if stopping.is_set():
+        if not signals:
+            time.sleep(0.1 if serving is None else 0.05)
+        taken = len(signals)  # a signal arriving meanwhile stays for the next turn
+        got = signals[:taken]
+        del signals[:taken]
+        if signal.SIGTERM in got or signal.SIGINT in got:
+            stopping.set()
             break
-        if hangups.is_set():  # SIGHUP: every worker reloads its profiles
-            hangups.clear()
+        if got:  # SIGHUP: every worker reloads its profiles
             for p in procs.values():
                 if p.pid is not None and p.is_alive():
                     os.kill(p.pid, signal.SIGHUP)
@@ -224,6 +226,12 @@ def _supervise(settings: Settings, source: SettingsSource) -> None:
     deadline = time.monotonic() + settings.server.grace_period_seconds + 5
     for p in procs.values():
         p.join(max(0.0, deadline - time.monotonic()))
+    for p in procs.values():  # past the grace period: a worker still alive would keep this process from exiting
+        if p.is_alive():
+            log.error("worker did not stop within the grace period; killed",
+                      extra={"pid": p.pid, "grace_seconds": settings.server.grace_period_seconds})
+            p.kill()
+            p.join(5)
     if exposition is not None:
         exposition[0].shutdown()
     ports.release(holds)
