@@ -73,3 +73,33 @@ def test_workers_exit_within_two_seconds_of_a_killed_supervisor_and_free_the_por
         proc.handle.close()
         if stale.exists():
             stale.rmdir()
+
+
+def test_a_worker_that_does_not_stop_is_killed_past_the_grace_period_and_the_supervisor_exits(tmp_path: Path) -> None:
+    # One worker is stopped (SIGSTOP): it cannot act on the supervisor's SIGTERM, as a worker wedged in a
+    # native call could not. The supervisor must kill it once grace + 5 s have passed, say so, and exit.
+    port = free_port()
+    proc = start_serve(tmp_path, "--address", f"127.0.0.1:{port}", "--metrics-port", "0", "--workers", "2",
+                       env={"MEMRANK_GRACE_PERIOD_SECONDS": "0"})
+    wedged = 0
+    try:
+        workers = [int(str(x["pid"])) for x in proc.lines() if x["msg"] == "worker starting"]
+        assert len(workers) == 2
+        wedged = workers[0]
+        os.kill(wedged, signal.SIGSTOP)
+        asked = time.monotonic()
+        proc.popen.send_signal(signal.SIGTERM)
+        code = proc.popen.wait(20)
+        took = time.monotonic() - asked
+        assert code == 0
+        assert 5.0 <= took < 12.0, took  # not before grace (0) + 5 s, and not hanging after
+        assert not _alive(wedged)
+        killed = [x for x in proc.lines() if x["msg"] == "worker did not stop within the grace period; killed"]
+        assert [(x["level"], x["pid"]) for x in killed] == [("error", wedged)]
+        assert proc.lines()[-1]["msg"] == "stopped"
+    finally:
+        if wedged and _alive(wedged):
+            os.kill(wedged, signal.SIGKILL)
+        if proc.popen.poll() is None:
+            stop(proc, signal.SIGKILL)
+        proc.handle.close()
