@@ -1,7 +1,9 @@
 """Profile data: which signals a ranking uses, how each is normalised and weighed.
 
 A profile is plain frozen data that the scoring core reads. Reading one from
-config data, and checking it, is ``memrank.profiles.model``'s job; the
+config data, and checking it, is ``memrank.profiles.model``'s job (a Profile
+itself refuses only an unknown formula, fusion or importance_rules, which
+would silently run another path); the
 built-in profiles are ``memrank.profiles.builtin``.
 """
 
@@ -18,6 +20,11 @@ from memrank.core.types import Placement
 WEIGHT_RANGE = (0.0, 10.0)  # a signal's weight: in a profile, or a request's weight_overrides
 THRESHOLD_RANGE = (0.0, 1.0)  # relevance_threshold, on retrieval_score's [0, 1] scale
 SHARE_RANGE = (0.0, 1.0)  # min_score (profile and request), diversity_lambda, blends, thresholds
+# The names that choose a code path. A Profile refuses any other at construction (an unknown fusion would
+# otherwise run as rrf, the branch the others fall through to); profiles.model names the key for config data.
+FORMULAS = ("weighted_sum", "agent_observer", "blend")
+FUSIONS = ("max", "weighted", "rrf")
+IMPORTANCE_RULES = ("category", "cues")  # core.signals.importance, core.signals.importance_cues
 
 
 @dataclass(frozen=True)
@@ -98,6 +105,12 @@ class Profile:
     lexical_stemmer: str | None = None  # a Snowball language (core.text.stem.LANGUAGES); None: exact words
     share_constant_weight: bool = False  # weighted_sum: a constant signal's weight goes to the others
     importance_rules: str = "category"  # "category" (core.signals.importance) or "cues" (importance_cues)
+
+    def __post_init__(self) -> None:
+        for name, known in (("formula", FORMULAS), ("fusion", FUSIONS), ("importance_rules", IMPORTANCE_RULES)):
+            if getattr(self, name) not in known:
+                raise ValueError(f"profile {self.name!r}: {name} {getattr(self, name)!r} is not one of "
+                                 f"{', '.join(known)}")
 
     def weight_of(self, signal: str) -> float:
         """The weight of a signal, 0 when the profile does not use it."""

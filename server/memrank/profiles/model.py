@@ -12,15 +12,22 @@ from types import MappingProxyType
 from typing import Any
 
 from memrank.core.errors import ConfigError
-from memrank.core.profile import SHARE_RANGE, THRESHOLD_RANGE, WEIGHT_RANGE, Profile, RecencySpec, SignalSpec
+from memrank.core.profile import (
+    FORMULAS,
+    FUSIONS,
+    IMPORTANCE_RULES,
+    SHARE_RANGE,
+    THRESHOLD_RANGE,
+    WEIGHT_RANGE,
+    Profile,
+    RecencySpec,
+    SignalSpec,
+)
 from memrank.core.signals import SIGNALS
 from memrank.core.text.stem import LANGUAGES
 from memrank.core.types import Placement
 
 NORMALIZATIONS = ("none", "min_max", "z_score", "rank")
-FUSIONS = ("max", "weighted", "rrf")
-FORMULAS = ("weighted_sum", "agent_observer", "blend")
-IMPORTANCE_RULES = ("category", "cues")  # core.signals.importance, core.signals.importance_cues
 
 
 def one_of(key: str, value: Any, known: Iterable[str], what: str = "") -> str:

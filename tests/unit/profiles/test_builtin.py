@@ -60,3 +60,16 @@ def test_share_constant_weight_is_a_strict_boolean_profile_key():
     assert not profile_from_mapping("profiles.x", {"signals": signals}).share_constant_weight
     with pytest.raises(ConfigError, match=r"profiles\.x\.share_constant_weight: expected true or false, got 'yes'"):
         profile_from_mapping("profiles.x", {"signals": signals, "share_constant_weight": "yes"})
+
+
+@pytest.mark.parametrize(("field", "value"), [("fusion", "rrF"), ("formula", "sum"), ("importance_rules", "rules")])
+def test_a_profile_built_in_code_refuses_an_unknown_path_name(field, value):
+    # Before, Profile(fusion="rrF") ran as rrf (the branch max and weighted fall through to), and the config
+    # reader's check was the only one.
+    from memrank.core.profile import Profile, SignalSpec
+
+    with pytest.raises(ValueError, match=f"profile 'p': {field} '{value}' is not one of"):
+        Profile(name="p", description="", signals=(SignalSpec("relevance", 1.0),), **{field: value})
+    with pytest.raises(ValueError, match=field):
+        from dataclasses import replace
+        replace(BUILTIN_PROFILES["default"], **{field: value})
