@@ -189,14 +189,31 @@ def _series(registry: CollectorRegistry) -> dict[tuple[str, tuple[tuple[str, str
             if s.name.startswith(families) and not s.name.endswith("_created")}
 
 
-@pytest.mark.parametrize("seed", range(6))
-def test_column_recording_equals_observing_every_value_by_itself(seed: int) -> None:
-    """Buckets, counts, counters and drift gauges agree exactly with per-value observe(); sums to rounding."""
-    rng = np.random.default_rng(seed)
+def _fast_and_slow() -> tuple[CollectorRegistry, Recorder, CollectorRegistry, Metrics, Any]:
+    """A recorder under test, and a registry with its drift tracker for the one-value-at-a-time reference."""
     fast_registry, fast = fresh(_drift_settings(window=30, reference=25))
     slow_registry = CollectorRegistry()
     slow_metrics = Metrics(slow_registry)
     slow_drift = build_recorder(slow_metrics, _drift_settings(window=30, reference=25)).drift
+    return fast_registry, fast, slow_registry, slow_metrics, slow_drift
+
+
+def _assert_same_series(fast_registry: CollectorRegistry, slow_registry: CollectorRegistry) -> None:
+    """The same series with the same values (histogram sums to rounding: they add in another order)."""
+    got, want = _series(fast_registry), _series(slow_registry)
+    assert got.keys() == want.keys()
+    for key, value in want.items():
+        if key[0].endswith("_sum"):
+            assert got[key] == pytest.approx(value, rel=1e-12, abs=1e-12), key
+        else:
+            assert got[key] == value, key
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_column_recording_equals_observing_every_value_by_itself(seed: int) -> None:
+    """Buckets, counts, counters and drift gauges agree exactly with per-value observe(); sums to rounding."""
+    rng = np.random.default_rng(seed)
+    fast_registry, fast, slow_registry, slow_metrics, slow_drift = _fast_and_slow()
     layer_names = ("session", "durable", "knowledge", "x-1", "x-2")
     for call in range(4):
         n = int(rng.integers(0, 40))
@@ -208,13 +225,7 @@ def test_column_recording_equals_observing_every_value_by_itself(seed: int) -> N
         o = outcome(rows, profile=str(rng.choice(["default", "lians-recall", "generative-agents"])))
         fast.record(o)
         _one_by_one(slow_metrics, slow_drift, o, o.profile.name)
-    got, want = _series(fast_registry), _series(slow_registry)
-    assert got.keys() == want.keys()
-    for key, value in want.items():
-        if key[0].endswith("_sum"):
-            assert got[key] == pytest.approx(value, rel=1e-12, abs=1e-12), key
-        else:
-            assert got[key] == value, key
+    _assert_same_series(fast_registry, slow_registry)
 
 
 def test_histograms_and_drift_gauges_published_at_scrape_equal_the_per_call_ones() -> None:
@@ -263,17 +274,12 @@ def _poisoned(o: RankOutcome, rng: np.random.Generator) -> RankOutcome:
 def test_non_finite_signal_values_are_recorded_as_observing_each_value(seed: int) -> None:
     """NaN is in no histogram and no drift window; an infinity is in no histogram but in the drift window."""
     rng = np.random.default_rng(seed)
-    fast_registry, fast = fresh(_drift_settings(window=30, reference=25))
-    slow_registry = CollectorRegistry()
-    slow_metrics = Metrics(slow_registry)
-    slow_drift = build_recorder(slow_metrics, _drift_settings(window=30, reference=25)).drift
+    fast_registry, fast, slow_registry, slow_metrics, slow_drift = _fast_and_slow()
     for call in range(4):
         unsafe = [{"id": "bad", "safety": "SAFETY_STATUS_UNSAFE", "retrievalScore": 0.9}] if call % 2 else []
         o = _poisoned(outcome([*cands(rng.uniform(0, 1, 20).tolist()), *unsafe]), rng)
         fast.record(o)
         _one_by_one(slow_metrics, slow_drift, o, o.profile.name)
-    got, want = _series(fast_registry), _series(slow_registry)
-    assert got.keys() == want.keys()
-    for key, value in want.items():
-        assert got[key] == (pytest.approx(value, rel=1e-12, abs=1e-12) if key[0].endswith("_sum") else value), key
-    assert any(key[0] == "memrank_signal_drift_psi" for key in want)  # the windows filled: drift was compared
+    _assert_same_series(fast_registry, slow_registry)
+    # The windows filled: drift was compared.
+    assert any(key[0] == "memrank_signal_drift_psi" for key in _series(slow_registry))
