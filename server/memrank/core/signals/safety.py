@@ -23,6 +23,7 @@ from memrank.core.profile import Profile
 from memrank.core.reasons import Lazy
 from memrank.core.signals.base import RawSignal, ScoringContext
 from memrank.core.text.buffers import short_ascii, token_index
+from memrank.core.text.hashing import word_table
 from memrank.core.text.index import WordIndex
 from memrank.core.text.normalize import fold
 from memrank.core.text.phrases import Cue
@@ -78,6 +79,7 @@ PRESCAN_ANY = (
 PRESCAN_WORDS = (*PRESCAN_ALL_OF[0], *PRESCAN_ALL_OF[1], *PRESCAN_ANY)
 # Which list each of PRESCAN_WORDS comes from: 0 and 1 the two PRESCAN_ALL_OF lists, 2 PRESCAN_ANY.
 _PRESCAN_GROUP = np.repeat([0, 1, 2], [len(PRESCAN_ALL_OF[0]), len(PRESCAN_ALL_OF[1]), len(PRESCAN_ANY)])
+_PRESCAN_TABLE = word_table(PRESCAN_WORDS)
 
 
 # Up to this many memories, all are scanned with the patterns: the pre-scan's fixed cost (a word index lookup,
@@ -87,14 +89,15 @@ TINY_BATCH = 8
 
 def prescan(index: WordIndex) -> np.ndarray:
     """(n,) mask of the candidates whose words could make a pattern match (see PRESCAN_ANY)."""
-    ids = index.word_ids(PRESCAN_WORDS)
-    at = np.flatnonzero(ids >= 0)
-    group = _PRESCAN_GROUP[ids[at]]
-
-    def holds_any(g: int) -> np.ndarray:
-        return index.holders(at[group == g])
-
-    suspect: np.ndarray = holds_any(2) | (holds_any(0) & holds_any(1))
+    if _PRESCAN_TABLE is None:  # two prescan words sharing a hash (not the case): one table pass per word
+        ids = index.word_ids(PRESCAN_WORDS)
+        at = np.flatnonzero(ids >= 0)
+        k = ids[at]
+    else:  # one pass of the word hashes over the constant table
+        at, k = index.listed_hits(_PRESCAN_TABLE)
+    held = np.zeros((3, index.n), dtype=bool)  # per PRESCAN_ALL_OF list and PRESCAN_ANY: a candidate holds one
+    held[_PRESCAN_GROUP[k], index.owner[at]] = True
+    suspect: np.ndarray = held[2] | (held[0] & held[1])
     return suspect
 
 

@@ -55,6 +55,7 @@ class WordTable:
     hashes: np.ndarray  # uint64 per listed word
     sizes: np.ndarray  # int64 byte length per listed word (0: never matches)
     raws: tuple[bytes, ...]
+    words: tuple[str, ...]  # the listed words, in order
 
 
 # Odd 64-bit multipliers tried in turn for a table without two words in one slot.
@@ -79,5 +80,5 @@ def word_table(words: tuple[str, ...]) -> WordTable | None:
                 slots = np.full(1 << bits, -1, dtype=np.int32)
                 slots[slot] = np.arange(len(words))
                 return WordTable(np.uint64(m), np.uint64(64 - bits), slots, table, sizes,
-                              tuple(raw for raw, _ in keys))
+                                 tuple(raw for raw, _ in keys), words)
         bits += 1

@@ -49,9 +49,11 @@ class WordIndex:
         self.starts, self.lengths = starts, lengths
         chunks = self._chunks()
         hashes = chunks[starts] & _LOW[np.minimum(lengths, 8)]
+        self._long = np.flatnonzero(lengths > 8)  # the words whose hash is not their first 8 bytes
+        self._long_heads = hashes[self._long]
         with np.errstate(over="ignore"):
             for chunk in range(1, _VECTOR_CHUNKS):
-                longer = np.flatnonzero(lengths > 8 * chunk)
+                longer = self._long if chunk == 1 else np.flatnonzero(lengths > 8 * chunk)
                 if not longer.size:
                     break
                 rest = np.minimum(lengths[longer] - 8 * chunk, 8)
@@ -66,6 +68,7 @@ class WordIndex:
         self._owner: np.ndarray | None = None
         self._heads: np.ndarray | None = None
         self._positions: dict[str, np.ndarray] = {}
+        self._listed: dict[str, tuple[tuple[np.ndarray, np.ndarray], int]] = {}  # word -> present_listed's hits
         self._seen: dict[int, bool] = {}  # hash -> some word has it
         self.same_as_padded = False  # a tokens index whose words are also the padded words (``token_index``)
 
@@ -82,9 +85,15 @@ class WordIndex:
 
     @property
     def heads(self) -> np.ndarray:
-        """Each word's first 8 bytes, little-endian, zero past its end (made on first use)."""
+        """Each word's first 8 bytes, little-endian, zero past its end (made on first use).
+
+        A word of at most 8 bytes is its own hash; only the longer words' first chunks, kept when the hashes
+        were made, differ (one copy, not a second gather of every word's bytes).
+        """
         if self._heads is None:
-            self._heads = self._chunks()[self.starts] & _LOW[np.minimum(self.lengths, 8)]
+            heads = self.hashes.copy()
+            heads[self._long] = self._long_heads
+            self._heads = heads
         return self._heads
 
     def present_hashes(self, hashes: np.ndarray) -> np.ndarray:
@@ -122,17 +131,21 @@ class WordIndex:
         return present
 
     def present_listed(self, table: WordTable) -> np.ndarray:
-        """Per word of a ``word_table``, whether some word of the batch has its hash (a superset of the words
-        present, as ``present_words``): one lookup of every word's hash in the constant table, no table built
-        per call and no bucket shared by two listed words."""
+        """Per word of a ``word_table``, whether the batch holds it (exactly: hash, length and bytes): one
+        lookup of every word's hash in the constant table, no table built per call.
+
+        The positions found are kept: the ``positions`` of a listed word asked next (a rule's phrase words)
+        are picked from them, not from a scan of every word's hash.
+        """
+        at, k = self.listed_hits(table)
         present = np.zeros(table.hashes.size, dtype=bool)
-        slot = table.slots[(self.hashes * table.multiplier) >> table.shift]
-        at = slot >= 0
-        k = slot[at]
-        present[k[table.hashes[k] == self.hashes[at]]] = True
+        present[k] = True
+        hits = (at, k)
+        for w, word in enumerate(table.words):
+            self._listed.setdefault(word, (hits, w))
         return present
 
-    def _verified(self, at: np.ndarray, word: bytes) -> np.ndarray:
+    def verified(self, at: np.ndarray, word: bytes) -> np.ndarray:
         """The word positions in ``at`` (where the hash is ``word``'s) whose bytes are exactly ``word``."""
         at = at[self.lengths[at] == len(word)]
         # Up to 8 bytes, a word is its own hash (``word_hash``) and equal lengths leave no other word with
@@ -148,10 +161,14 @@ class WordIndex:
         found = self._positions.get(word)
         if found is None:
             raw, h = word_key(word)
-            if not raw or self._seen.get(h) is False:  # learned absent
+            listed = self._listed.get(word)
+            if listed is not None:  # among the exact hits of a listed word table
+                (at, k), w = listed
+                found = at[k == w]
+            elif not raw or self._seen.get(h) is False:  # learned absent
                 found = np.zeros(0, dtype=np.int64)
             else:  # one scan of the hashes (no sort for a few words: the scan answers absence too)
-                found = self._verified((self.hashes == np.uint64(h)).nonzero()[0], raw)
+                found = self.verified((self.hashes == np.uint64(h)).nonzero()[0], raw)
             self._positions[word] = found
         return found
 
@@ -184,9 +201,17 @@ class WordIndex:
             return out
         table = word_table(tuple(words)) if len(words) > _FEW else None
         if table is None:  # few words to find, or two share a hash: word by word
-            for k in reversed(range(len(words))):  # a word listed twice keeps its first index
-                out[self.positions(words[k])] = k
+            for j in reversed(range(len(words))):  # a word listed twice keeps its first index
+                out[self.positions(words[j])] = j
             return out
+        at, k = self.listed_hits(table)
+        out[at] = k
+        return out
+
+    def listed_hits(self, table: WordTable) -> tuple[np.ndarray, np.ndarray]:
+        """(positions, listed word index) of every position holding a word of the table, exactly: each
+        position's hash picks one slot of the collision-free table; a hit is exact when both words are at
+        most 8 bytes and of one length (``word_hash``), otherwise its bytes are compared."""
         slot = table.slots[(self.hashes * table.multiplier) >> table.shift]
         at = (slot >= 0).nonzero()[0]
         k = slot[at]
@@ -197,10 +222,9 @@ class WordIndex:
             keep = np.ones(at.size, dtype=bool)
             for w in np.unique(k[long_]).tolist():
                 mine = long_[k[long_] == w]
-                keep[mine] = np.isin(at[mine], self._verified(at[mine], table.raws[w]))
+                keep[mine] = np.isin(at[mine], self.verified(at[mine], table.raws[w]))
             at, k = at[keep], k[keep]
-        out[at] = k
-        return out
+        return at, k
 
     def word_at(self, position: int) -> str:
         """The word at a position, decoded as ``hashing.encode`` stored it."""
@@ -208,12 +232,20 @@ class WordIndex:
         raw = self.buf[start:start + int(self.lengths[position])]
         return raw.replace(b"\xff", b"\0").decode("utf-8", "surrogatepass")
 
-    def starting_with(self, prefix: bytes) -> np.ndarray:
-        """Positions of the words whose bytes begin with ``prefix`` (1 to 8 bytes)."""
-        want = np.uint64(int.from_bytes(prefix, "little"))
-        mask = _LOW[len(prefix)]
-        at = np.flatnonzero((self.heads & mask) == want)
-        return at[self.lengths[at] >= len(prefix)]
+    def starting_with_any(self, prefixes: Sequence[bytes]) -> np.ndarray:
+        """Positions of the words whose bytes begin with one of the prefixes (1 or 2 bytes each), in order.
+
+        Each word's first two bytes (``heads``; a byte past the word's end reads as 0, which no word holds)
+        are compared with each prefix: a few comparisons over a column (a table lookup per word costs more).
+        """
+        low = self.heads & np.uint64(0xFFFF)
+        hit = np.zeros(low.size, dtype=bool)
+        for prefix in dict.fromkeys(prefixes):
+            if not 1 <= len(prefix) <= 2:
+                raise ValueError(f"a prefix of 1 or 2 bytes, not {prefix!r}")
+            want = np.uint64(int.from_bytes(prefix, "little"))
+            hit |= (low if len(prefix) == 2 else low & np.uint64(0xFF)) == want
+        return np.flatnonzero(hit)
 
     def holding_digits(self) -> np.ndarray:
         """(n,) mask: some word of the candidate holds an ASCII digit."""

@@ -45,29 +45,35 @@ def stem(language: str, word: str) -> str:
 
 
 def matching(index: WordIndex, language: str, stems: list[str]) -> np.ndarray:
-    """(words,) int64: per word position of the index, the index in ``stems`` of its stem, else -1."""
+    """(words,) int64: per word position of the index, the index in ``stems`` of its stem, else -1.
+
+    One pass for all the stems: the positions that can match (in a prefix language, the words that begin
+    with some stem's first bytes; else every word) are grouped by hash, and the word at each group's first
+    position is read and stemmed (each distinct word once). A group whose word's stem is wanted (and, in a
+    prefix language, which begins with that stem's own first bytes) keeps the positions holding exactly that
+    word: of its length and, past 8 bytes, its bytes, so a word sharing its hash never matches in its place.
+    """
     out = np.full(index.hashes.size, -1, dtype=np.int64)
-    if language not in PREFIX_LANGUAGES:
-        wanted = {s: k for k, s in enumerate(stems)}
-        for word in _distinct(index, np.arange(index.hashes.size)):
-            k = wanted.get(stem(language, word), -1)
-            if k >= 0:
-                hit = index.positions(word)
-                out[hit[out[hit] < 0]] = k
+    prefixed = language in PREFIX_LANGUAGES
+    prefixes = [encode(s)[:PREFIX_BYTES] if prefixed else b"" for s in stems]
+    wanted = {s: k for k, s in enumerate(stems) if prefixes[k] or not prefixed}  # an empty stem matches nothing
+    if not wanted or not index.hashes.size:
         return out
-    for k, s in enumerate(stems):
-        prefix = encode(s)[:PREFIX_BYTES]
-        at = index.starting_with(prefix) if prefix else np.zeros(0, dtype=np.int64)
-        for word in _distinct(index, at):
-            if stem(language, word) == s:
-                hit = index.positions(word)  # verified byte for byte: a hash collision never matches
-                out[hit[out[hit] < 0]] = k
-    return out
-
-
-def _distinct(index: WordIndex, at: np.ndarray) -> set[str]:
-    """The distinct words at the given positions (one read per distinct hash)."""
+    at = index.starting_with_any([p for p in prefixes if p]) if prefixed else np.arange(index.hashes.size)
     if not at.size:
-        return set()
-    _, first = np.unique(index.hashes[at], return_index=True)
-    return {index.word_at(int(at[p])) for p in first.tolist()}
+        return out
+    _, first, group = np.unique(index.hashes[at], return_index=True, return_inverse=True)
+    words = [index.word_at(p) for p in at[first].tolist()]
+    raws = [encode(w) for w in words]
+    found = [wanted.get(stem(language, w), -1) for w in words]
+    found = [k if k >= 0 and raw.startswith(prefixes[k]) else -1 for raw, k in zip(raws, found, strict=True)]
+    if max(found) < 0:
+        return out
+    which = np.array(found, dtype=np.int64)[group]
+    sizes = np.array([len(raw) if k >= 0 else -1 for raw, k in zip(raws, found, strict=True)], dtype=np.int32)
+    exact = index.lengths[at] == sizes[group]  # a hash and a length of at most 8 bytes: the same word
+    for g in (g for g, raw in enumerate(raws) if found[g] >= 0 and len(raw) > 8):  # longer: byte for byte
+        mine = np.flatnonzero(exact & (group == g))
+        exact[mine] = np.isin(at[mine], index.verified(at[mine], raws[g]))
+    out[at[exact]] = which[exact]
+    return out

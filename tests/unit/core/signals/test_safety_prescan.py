@@ -67,3 +67,18 @@ def test_batch_safety_equals_the_one_at_a_time_definition(rows: list[tuple[int, 
             got = get_signal("safety")(batch, ScoringContext("", 0.0), BUILTIN_PROFILES["default"], None)  # type: ignore[arg-type]
         assert got.values.tolist() == [_slow_safety(s, c) for s, c in rows]
         assert all(len(got.reasons[i]) == 1 for i in range(len(rows)))
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(texts, min_size=1, max_size=6))
+def test_prescan_holds_exactly_the_candidates_with_the_listed_words(contents: list[str]) -> None:
+    # The definition, token by token: a PRESCAN_ANY word, or a word of each PRESCAN_ALL_OF list.
+    first, second = (set(words) for words in safety_module.PRESCAN_ALL_OF)
+    expected = []
+    for c in contents:
+        words = set(tokens(c))
+        expected.append(bool(words & set(safety_module.PRESCAN_ANY)) or bool(words & first and words & second))
+    index = token_index_of(contents)
+    assert prescan(index).tolist() == expected
+    with mock.patch.object(safety_module, "_PRESCAN_TABLE", None):  # the word-by-word form
+        assert prescan(token_index_of(contents)).tolist() == expected

@@ -143,3 +143,19 @@ def test_statement_is_zero_for_a_memory_that_ends_with_a_question_mark():
     assert got.values.tolist() == [0.0, 1.0, 1.0, 0.0, 0.0, 1.0]
     assert got.reasons[0] == ("ends with a question mark: asks rather than answers",)
     assert got.reasons[1] == ("a statement (no closing question mark)",)
+
+
+ENDINGS = st.sampled_from(["", "?", " ?", "? ", "?\n", "?\x1f", "?\x00", "\uff1f", "\u061f ", "a", ".", "? x", "\t"])
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(["", "why", "ok then", "what now", "é"]), ENDINGS).map("".join),
+                min_size=1, max_size=20))
+def test_statement_reads_each_contents_last_character_as_rstrip_does(contents):
+    # Batches above the tiny size read ASCII contents' last bytes at once; the definition is per content.
+    from memrank.core.signals.statement import statement
+    got = run(statement, batch(*({"content": c} for c in contents)))
+    expected = [0.0 if c.rstrip().endswith(("?", "\uff1f", "\u061f")) else 1.0 for c in contents]
+    assert got.values.tolist() == expected
+    asks, states = ("ends with a question mark: asks rather than answers",), ("a statement (no closing question mark)",)
+    assert [got.reasons[i] for i in range(len(contents))] == [asks if e == 0 else states for e in expected]

@@ -136,3 +136,38 @@ def test_a_hash_collision_never_makes_a_false_match() -> None:
             assert pair.word_ids([other.decode("ascii"), word]).tolist() == [1, 0]
             assert pair.word_ids([word, "tea"]).tolist() == [0, -1]
     assert pair.has(word).tolist() == [True, False]
+
+
+@settings(max_examples=300, deadline=None)
+@given(batches, st.lists(st.sampled_from(["i", "p", "pr", "ca", "東", "\x01", "st", "_", "t"]), min_size=1, max_size=4))
+def test_starting_with_any_finds_the_words_beginning_with_a_prefix(contents: list[str], prefixes: list[str]) -> None:
+    raw = [p.encode("utf-8")[:2] for p in prefixes]
+    for index in (token_index_of(contents), padded_index_of(contents)):
+        words = [index.word_at(k).encode("utf-8", "surrogatepass") for k in range(index.hashes.size)]
+        expected = [k for k, w in enumerate(words) if any(w.startswith(p) for p in raw)]
+        assert index.starting_with_any(raw).tolist() == expected
+
+
+@settings(max_examples=300, deadline=None)
+@given(batches, st.lists(probes, min_size=1, max_size=12, unique=True), probes)
+def test_positions_after_present_listed_are_the_scanned_positions(contents: list[str], listed: list[str],
+                                                                   asked: str) -> None:
+    table = word_table(tuple(listed))
+    assert table is not None
+    for make in (token_index_of, padded_index_of):
+        scanned = make(contents)  # positions by a scan of the hashes (no table asked before)
+        index = make(contents)
+        index.present_listed(table)
+        for word in (*listed, asked):
+            assert index.positions(word).tolist() == scanned.positions(word).tolist()
+
+
+def test_present_listed_and_its_positions_are_exact_under_a_hash_collision() -> None:
+    short = b"tea"
+    long_ = _colliding_long_word(short)
+    index = WordIndex(long_ + b"\0" + b"cup", np.array([0, len(long_) + 1]), 2)
+    table = word_table(("tea", "cup"))
+    assert table is not None
+    assert index.present_listed(table).tolist() == [False, True]  # the long word shares tea's hash only
+    assert index.positions("tea").tolist() == [] and index.positions("cup").tolist() == [1]
+    assert index.has("tea").tolist() == [False, False]
