@@ -101,11 +101,11 @@ class Cue:
 class _Matcher:
     """Phrases (as word tuples), each with a rank; per candidate, the smallest rank of a phrase in its words.
 
-    Phrases whose words do not all occur in the batch are ruled out at once (``WordIndex.learn``). With at
-    most ``FEW_PHRASES`` left, those are followed one by one in rank order, from the index's memo of each
-    word's positions. Otherwise every listed word is looked up in one pass (``WordIndex.word_ids``) and,
-    per phrase length L, the L word numbers from each position holding a listed word form one key, looked
-    up among the phrases' keys: a few array operations per length, whatever the number of phrases.
+    Phrases whose words do not all occur in the batch are ruled out at once (``WordIndex.present_listed`` over the
+    word table). With at most ``FEW_PHRASES`` left, those are followed one by one in rank order, from the index's
+    memo of each word's positions. Otherwise every listed word is looked up in one pass (``WordIndex.word_ids``)
+    and, per phrase length L, the L word numbers from each position holding a listed word form one key, looked up
+    among the phrases' keys: a few array operations per length, whatever the number of phrases.
     """
 
     _NONE = np.iinfo(np.int64).max
