@@ -189,7 +189,9 @@ def canonical(batch: Batch, o: RankOutcome, params: RankParams, ref_seconds: int
                                    _ints(o.drop[dropped]), _hexes(o.final[dropped]),
                                    [ids[c] if c >= 0 else EMPTY for c in cover], strict=False))
     lines.append("")  # the last line's "\n"
-    return "\n".join(lines).encode()
+    text = "\n".join(lines)
+    del lines  # the lines go before the text is encoded: two copies of the payload alive at once, not three
+    return text.encode()
 
 
 _TEMPLATES: dict[tuple[str, ...], str] = {}
