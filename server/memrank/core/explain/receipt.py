@@ -49,6 +49,7 @@ import struct
 from collections.abc import Iterable, Sequence
 from itertools import repeat
 from json.encoder import encode_basestring_ascii
+from typing import Any
 
 import numpy as np
 
@@ -134,24 +135,43 @@ def _extras(batch: Batch) -> dict[int, list[str]]:
     return out
 
 
+# Candidates whose lines are built at a time: every column of a block is a list of small strings (pymalloc's, in
+# arenas of their own that freed numpy memory does not refill), so a whole 1,600-candidate batch's columns were
+# about 1 MiB alive at once; a block's are a sixth of that.
+_ROWS = 256
+
+
 def _candidates(batch: Batch, ids: Sequence[str]) -> list[str]:
-    """The candidate lines, each followed by its facet, stage and metadata lines."""
-    pos = batch.positions
+    """The candidate lines, each followed by its facet, stage and metadata lines; past ``_ROWS`` candidates, as
+    one "\n"-joined string per block of ``_ROWS`` candidates (the same bytes once the payload is joined)."""
+    extras = _extras(batch)
+    if batch.n <= _ROWS:
+        return _block(batch, ids, extras, 0, batch.n)
+    return ["\n".join(_block(batch, ids, extras, start, min(start + _ROWS, batch.n)))
+            for start in range(0, batch.n, _ROWS)]
+
+
+def _block(batch: Batch, ids: Sequence[str], extras: dict[int, list[str]], start: int, end: int) -> list[str]:
+    """The lines of candidates ``start`` to ``end`` (all of them: no copies of the columns)."""
+    def cut(col: Any) -> Any:
+        return col if whole else col[start:end]
+
+    whole = start == 0 and end == batch.n
+    pos = cut(batch.positions)
     positions: Iterable[str] = (repeat("-") if np.isnan(pos).all() else
                                 ["-" if p != p else str(int(p)) for p in pos.tolist()])
     columns: list[Iterable[str]] = [
-        repeat("candidate"), ids, _quoted(batch.layers), _quoted(batch.kinds), _shas(batch.contents),
-        _hexes(batch.retrieval), _opt_hexes(batch.importance), _ints(batch.access_count), _ints(batch.token_count),
-        _ints(batch.source), _ints(batch.safety),
-        _quoted(batch.provenance), _quoted(batch.threads), positions, _quoted(batch.speakers),
-        *(_opt_hexes(getattr(batch, name)) for name in TIMES),
+        repeat("candidate"), cut(ids), _quoted(cut(batch.layers)), _quoted(cut(batch.kinds)),
+        _shas(cut(batch.contents)), _hexes(cut(batch.retrieval)), _opt_hexes(cut(batch.importance)),
+        _ints(cut(batch.access_count)), _ints(cut(batch.token_count)), _ints(cut(batch.source)),
+        _ints(cut(batch.safety)), _quoted(cut(batch.provenance)), _quoted(cut(batch.threads)), positions,
+        _quoted(cut(batch.speakers)), *(_opt_hexes(cut(getattr(batch, name))) for name in TIMES),
     ]
     lines = list(map(" ".join, zip(*columns, strict=False)))  # strict: repeat() is endless
-    extras = _extras(batch)
     if not extras:
         return lines
     out: list[str] = []
-    for i, line in enumerate(lines):
+    for i, line in enumerate(lines, start):
         out.append(line)
         out.extend(extras.get(i, ()))
     return out

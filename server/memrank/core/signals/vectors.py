@@ -69,6 +69,7 @@ def seed_dots(batch: Batch, seeds: list[int]) -> np.ndarray:
                 out[k, start:end] = e @ seed_rows[k]
             if squares is not None:
                 squares[start:end] = np.einsum("ij,ij->i", e, e)
+            del e  # before the next block's copy is made, not after
     if squares is not None:
         squares.setflags(write=False)
         batch.derived["squares_f64"] = squares
