@@ -152,20 +152,20 @@ def _candidates(batch: Batch, ids: Sequence[str]) -> list[str]:
 
 
 def _block(batch: Batch, ids: Sequence[str], extras: dict[int, list[str]], start: int, end: int) -> list[str]:
-    """The lines of candidates ``start`` to ``end`` (all of them: no copies of the columns)."""
-    def cut(col: Any) -> Any:
-        return col if whole else col[start:end]
-
-    whole = start == 0 and end == batch.n
-    pos = cut(batch.positions)
+    """The lines of candidates ``start`` to ``end`` (all of them: the columns themselves, no slices)."""
+    src: list[Any] = [ids, batch.layers, batch.kinds, batch.contents, batch.retrieval, batch.importance,
+                      batch.access_count, batch.token_count, batch.source, batch.safety, batch.provenance,
+                      batch.threads, batch.positions, batch.speakers, *(getattr(batch, name) for name in TIMES)]
+    if start or end != batch.n:
+        src = [col[start:end] for col in src]
+    (ids, layers, kinds, contents, retrieval, importance, access, tokens, source, safety, provenance, threads, pos,
+     speakers, *times) = src
     positions: Iterable[str] = (repeat("-") if np.isnan(pos).all() else
                                 ["-" if p != p else str(int(p)) for p in pos.tolist()])
     columns: list[Iterable[str]] = [
-        repeat("candidate"), cut(ids), _quoted(cut(batch.layers)), _quoted(cut(batch.kinds)),
-        _shas(cut(batch.contents)), _hexes(cut(batch.retrieval)), _opt_hexes(cut(batch.importance)),
-        _ints(cut(batch.access_count)), _ints(cut(batch.token_count)), _ints(cut(batch.source)),
-        _ints(cut(batch.safety)), _quoted(cut(batch.provenance)), _quoted(cut(batch.threads)), positions,
-        _quoted(cut(batch.speakers)), *(_opt_hexes(cut(getattr(batch, name))) for name in TIMES),
+        repeat("candidate"), ids, _quoted(layers), _quoted(kinds), _shas(contents), _hexes(retrieval),
+        _opt_hexes(importance), _ints(access), _ints(tokens), _ints(source), _ints(safety), _quoted(provenance),
+        _quoted(threads), positions, _quoted(speakers), *map(_opt_hexes, times),
     ]
     lines = list(map(" ".join, zip(*columns, strict=False)))  # strict: repeat() is endless
     if not extras:
