@@ -137,8 +137,9 @@ def _extras(batch: Batch) -> dict[int, list[str]]:
 
 # Candidates whose lines are built at a time: every column of a block is a list of small strings (pymalloc's, in
 # arenas of their own that freed numpy memory does not refill), so a whole 1,600-candidate batch's columns were
-# about 1 MiB alive at once; a block's are a sixth of that.
-_ROWS = 256
+# about 1 MiB alive at once. 512: up to the bench's 400 candidates one block, as before (each block costs its
+# column conversions again: 256 cost 0.4 % more instructions per call at 400).
+_ROWS = 512
 
 
 def _candidates(batch: Batch, ids: Sequence[str]) -> list[str]:
