@@ -12,9 +12,12 @@ error can name it. It stops at the first malformed byte and returns None.
 
 from __future__ import annotations
 
+import struct
+
 from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
 from google.protobuf.descriptor import Descriptor, FieldDescriptor
 from google.protobuf.message import DecodeError, Message
+from google.protobuf.unknown_fields import UnknownFieldSet
 
 from memrank._gen.v1 import ranking_pb2 as pb
 
@@ -139,6 +142,49 @@ def _top_level_rank_request() -> type[Message]:
 
 
 _TOP = _top_level_rank_request()
+_EMBEDDINGS = _TOP.DESCRIPTOR.fields_by_name["embeddings_f32"]
+_HEADER = bytes([_EMBEDDINGS.number << 3 | 2])  # its key: field 14, length-delimited (one byte)
+# The fields numbered after it, which a serialiser writes after it: embedding_dim (15, uint32), relevance_threshold
+# (16, optional double), log_decision (17, bool); keys as they are written (tests/unit/api checks them).
+_DIM, _THRESHOLD, _LOGGED = b"\x78", b"\x81\x01", b"\x88\x01"
+_SPLIT_FROM = 256 << 10  # bytes of request from which the matrix is cut from the wire bytes (below: a few KiB)
+
+
+def _varint_bytes(value: int) -> bytes:
+    out = bytearray()
+    while value > 0x7F:
+        out.append(value & 0x7F | 0x80)
+        value >>= 7
+    out.append(value)
+    return bytes(out)
+
+
+def _after(top: Message) -> bytes:
+    """The serialisation of ``top``'s fields numbered after the embeddings (what ends ``top``'s own)."""
+    dim: int = top.embedding_dim
+    tail = _DIM + _varint_bytes(dim) if dim else b""
+    if top.HasField("relevance_threshold"):
+        tail += _THRESHOLD + struct.pack("<d", top.relevance_threshold)
+    return tail + _LOGGED + b"\x01" if top.log_decision else tail
+
+
+def _where(data: bytes, rest: bytes, tail: bytes) -> tuple[int, int] | None:
+    """(start, end) of the embeddings bytes in ``data`` when ``data`` is ``rest`` with one embeddings field
+    inserted where a serialiser puts it (before the fields numbered after it, ``tail``), else None."""
+    if not rest.endswith(tail):
+        return None
+    at = len(rest) - len(tail)
+    room = len(data) - len(rest) - len(_HEADER)  # the field's length and its varint
+    width = next((w for w in range(1, 11) if max(1, ((room - w).bit_length() + 6) // 7) == w), 0)
+    if not width or room - width < 0:
+        return None
+    size = room - width
+    header = _HEADER + _varint_bytes(size)
+    start = at + len(header)
+    view = memoryview(rest)
+    if data.startswith(header, at) and data.startswith(view[:at]) and data.startswith(view[at:], start + size):
+        return start, start + size
+    return None
 
 
 def split_embeddings(data: bytes) -> tuple[bytes, bytes] | None:
@@ -149,12 +195,35 @@ def split_embeddings(data: bytes) -> tuple[bytes, bytes] | None:
     (into Python bytes): the matrix was held twice for the whole call. Here it is read once, and the rest of
     the request, written back field by field (candidates untouched, as bytes), parses to the same message
     without it. Only top-level fields are decoded (a parse of ``data`` with candidates as opaque bytes).
+
+    The parse still copies the matrix into its message; reading it from there too put three copies of it in
+    memory at once (``data``, the message's, the Python bytes), with the rest being written besides: the
+    largest moment of a 400 x 384 call. So when the request was written as serialisers write it (fields in
+    number order, nothing unknown), the rest is written and the parse dropped first, and the matrix is then
+    copied out of ``data`` itself: the rest with one embeddings field put back where ``_where`` finds it is
+    byte for byte ``data``, so those bytes are the field the parser would read. Any other layout reads the
+    field from the parse, as before.
     """
     try:
         top = _TOP.FromString(data)
     except DecodeError:
         return None
-    embeddings = top.embeddings_f32
+    if len(data) < _SPLIT_FROM or not top.embedding_dim or len(UnknownFieldSet(top)):
+        return _read(top)  # small, or packed embeddings without their dimension, or unknown fields
+    tail = _after(top)
+    top.ClearField("embeddings_f32")
+    rest = top.SerializeToString()
+    del top  # with its copy of the matrix, before the matrix is copied out of data
+    found = _where(data, rest, tail)
+    if found is None:
+        return _read(_TOP.FromString(data))
+    start, end = found
+    return (rest, data[start:end]) if end > start else None
+
+
+def _read(top: Message) -> tuple[bytes, bytes] | None:
+    """The split of a parsed request, the embeddings read from the parse."""
+    embeddings: bytes = top.embeddings_f32
     if not embeddings:
         return None
     top.ClearField("embeddings_f32")

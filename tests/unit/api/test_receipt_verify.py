@@ -246,3 +246,19 @@ def test_memrank_verify_command(tmp_path: Path, capsys: pytest.CaptureFixture[st
     assert capsys.readouterr().out.startswith("schema memrank.receipt.v2\nquery ")
     assert cli.main(["verify", r]) == 2  # a request is no response (unknown fields)
     assert "not a RankResponse" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("rows", [1, 2, 3, 512])
+def test_candidate_lines_built_in_blocks_are_the_verifier_s(rows: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The server builds the candidate lines a block of candidates at a time (``receipt._ROWS``); the verifier
+    builds them from the request alone: the bytes agree whichever blocks the extra lines (facets, stage
+    scores, metadata) fall in, and for a batch of several default blocks."""
+    monkeypatch.setattr(receipt, "_ROWS", rows)
+    many = [cand(f"m-{i}", f"memory number {i} about postgres", (i % 97) / 97, layer=("a", "b")[i % 2],
+                 **({"facetScores": {"bm25": i / 1100}, "metadata": {"k": str(i)}} if i % 7 == 0 else {}))
+            for i in range(1100)]
+    requests = [*REQUESTS.values(), {"query": "postgres", "referenceTime": REF, "candidates": many}]
+    for request in requests:
+        req, resp = rank(request, KEY)
+        check = verify_receipt(req, resp, KEY)
+        assert check, check.message()

@@ -4,11 +4,13 @@ the split cannot take apart is left to the ordinary parse."""
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from google.protobuf.message import DecodeError
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from memrank._gen.v1 import ranking_pb2 as pb
+from memrank.api import wire
 from memrank.api.handle import Call, handle_rank
 from memrank.api.wire import split_embeddings
 from memrank.config import load_settings
@@ -85,3 +87,86 @@ def test_a_split_request_gets_the_same_answer_bytes() -> None:
     split = handle_rank(pb.RankRequest.FromString(parts[0]), s,
                         Call(1.767e9, None, b"k", embeddings_f32=parts[1])).SerializeToString()
     assert split == direct
+
+
+def _from_the_parse_fails(monkeypatch: pytest.MonkeyPatch) -> None:
+    def refuse(_top: object) -> None:
+        raise AssertionError("the embeddings were read from the parse")
+
+    monkeypatch.setattr(wire, "_read", refuse)
+
+
+@pytest.mark.parametrize("shape", [(1, 4), (6, 4), (400, 384)])
+def test_a_serialiser_s_layout_is_cut_from_the_wire_bytes(shape: tuple[int, int],
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """Fields in number order, nothing unknown (what every serialiser writes): the matrix comes out of the request
+    bytes, not out of the parse (whose copy is gone by then), with the fields numbered after it (embedding_dim,
+    relevance_threshold, log_decision) set or not."""
+    _from_the_parse_fails(monkeypatch)
+    monkeypatch.setattr(wire, "_SPLIT_FROM", 0)
+    req = _packed(*shape)
+    for threshold in (None, 0.25):
+        if threshold is not None:
+            req.relevance_threshold = threshold
+        for logged in (True, False):
+            req.log_decision = logged
+            data = req.SerializeToString()
+            assert _joined(data) == pb.RankRequest.FromString(data) == req
+
+
+def test_other_layouts_read_the_parse(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Where the bytes are not the rest with one embeddings field where a serialiser puts it, the field is read
+    from the parse: a repeated field 14, a field written after the embeddings out of order, unknown fields."""
+    monkeypatch.setattr(wire, "_SPLIT_FROM", 0)
+    req = _packed()
+    reads: list[object] = []
+    real = wire._read
+    monkeypatch.setattr(wire, "_read", lambda top: reads.append(top) or real(top))
+    body = req.SerializeToString()
+    layouts = [pb.RankRequest(embeddings_f32=b"\x00" * 8).SerializeToString() + body,
+               body + pb.RankRequest(query="later").SerializeToString(),
+               body + b"\xf8\x06\x01",  # field 111, unknown
+               b"\xf8\x06\x01" + body]
+    for data in layouts:
+        assert _joined(data) == pb.RankRequest.FromString(data)
+    assert len(reads) == len(layouts)
+
+
+def test_a_dimension_without_a_matrix_is_no_split(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(wire, "_SPLIT_FROM", 0)
+    assert split_embeddings(pb.RankRequest(query="q", embedding_dim=4).SerializeToString()) is None
+    empty_field = pb.RankRequest(query="q").SerializeToString() + b"\x72\x00" + \
+        pb.RankRequest(embedding_dim=4).SerializeToString()
+    assert split_embeddings(empty_field) is None
+
+
+def test_the_keys_written_after_the_embeddings() -> None:
+    """wire writes the fields numbered after embeddings_f32 by hand: their keys are protobuf's own."""
+    fields = [f for f in pb.RankRequest.DESCRIPTOR.fields if f.number > 14]
+    assert [f.name for f in fields] == ["embedding_dim", "relevance_threshold", "log_decision"]
+    assert pb.RankRequest(embedding_dim=1).SerializeToString() == wire._DIM + b"\x01"
+    assert pb.RankRequest(relevance_threshold=0.0).SerializeToString() == wire._THRESHOLD + b"\x00" * 8
+    assert pb.RankRequest(log_decision=True).SerializeToString() == wire._LOGGED + b"\x01"
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.binary(max_size=24), st.binary(max_size=24), st.booleans())
+def test_bytes_around_a_request_keep_the_parser_s_meaning_when_cut_from_the_wire(head: bytes, junk: bytes,
+                                                                                  before: bool) -> None:
+    """Where the cut from the wire bytes applies (any size here), bytes before or after a request never make the
+    split disagree with the parser: it splits where the parser reads the same embeddings, or reads the parse."""
+    saved, wire._SPLIT_FROM = wire._SPLIT_FROM, 0
+    try:
+        body = _packed(3, 2).SerializeToString()
+        data = (head + body if before else body) + junk
+        try:
+            whole = pb.RankRequest.FromString(data)
+        except DecodeError:
+            return
+        parts = split_embeddings(data)
+        if whole.embeddings_f32:
+            assert _joined(data) == whole
+        else:
+            assert parts is None
+    finally:
+        wire._SPLIT_FROM = saved

@@ -25,7 +25,7 @@ from memrank.core.profile import Profile
 from memrank.core.reasons import Lazy, Same
 from memrank.core.signals.base import RawSignal, ScoringContext
 from memrank.core.signals.context import match
-from memrank.core.signals.vectors import float64_embeddings, float64_squares
+from memrank.core.signals.vectors import float64_squares, seed_dots
 
 SEEDS = 3
 
@@ -43,16 +43,17 @@ def hop(batch: Batch, ctx: ScoringContext, profile: Profile, population: np.ndar
         return RawSignal(np.zeros(batch.n), Same(batch.n, "no embeddings or fewer than two candidates: no hop"))
     m = match(batch, ctx, profile, population)
     top = seeds(m, population)
-    e = float64_embeddings(batch)
+    picked = top.tolist()
+    dots = seed_dots(batch, picked)  # e @ e[s] of the float64 embeddings, without holding their whole copy
     norms = np.sqrt(float64_squares(batch))
     cos = np.full((batch.n, top.size), -np.inf)
-    for k, s in enumerate(top.tolist()):
+    for k, s in enumerate(picked):
         # One BLAS matvec per seed, as the covering set's similarity rows: with one BLAS thread (the memrank
         # command's default, memrank._process) three matvecs take 0.20 ms at 1,600 x 384 against 0.40 ms for one
         # product against the seeds' columns. (An earlier note here blamed the product for 8 ms: that was a
         # process with several OpenBLAS threads on a busy machine, where either form costs that much.)
         den = norms * norms[s]
-        cos[:, k] = np.divide(e @ e[s], den, out=np.zeros(batch.n), where=den > 0)
+        cos[:, k] = np.divide(dots[k], den, out=np.zeros(batch.n), where=den > 0)
         cos[s, k] = -np.inf  # a seed is not its own hop
     at = np.argmax(cos, axis=1)
     best = cos[np.arange(batch.n), at]
