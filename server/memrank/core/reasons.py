@@ -139,6 +139,16 @@ class Noted(Reasons):
         return [(*r, note) for r in rows_of(self._inner, at)]
 
 
+def with_note(reasons: Sequence[Row], note: str) -> Reasons:
+    """The reasons with ``note`` after every candidate's own: a column of the same kind where the note can be
+    folded in once (the same row for everyone, a table's rows), else one ``Noted`` layer."""
+    if isinstance(reasons, Same):
+        return Same(len(reasons), *reasons.row(0), note) if len(reasons) else Same(0)
+    if isinstance(reasons, Table):
+        return Table(reasons._codes, [(*row, note) for row in reasons._table])
+    return Noted(reasons, note)
+
+
 def rows_of(reasons: Sequence[Row], at: Sequence[int]) -> list[Row]:
     """``[reasons[i] for i in at]``, a lazily formatted column's in one call (each i a candidate, 0 <= i < n)."""
     if isinstance(reasons, Reasons):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from memrank.core.reasons import Lazy, Noted, Same, Table, rows_of
+from memrank.core.reasons import Lazy, Noted, Same, Table, rows_of, with_note
 
 
 def test_lazy_formats_only_the_rows_read() -> None:
@@ -70,3 +70,14 @@ def test_noted_adds_its_line_after_every_candidates_own() -> None:
     assert noted == (("note",), ("a", "b1", "note"), ("note",), ("a", "b3", "note"))
     assert Noted((("x",), ()), "n").rows([1, 0]) == [("n",), ("x", "n")]  # over a plain sequence too
     assert Noted(Noted(Same(2, "s"), "one"), "two")[1] == ("s", "one", "two")
+
+
+def test_with_note_folds_the_note_into_same_and_table_columns() -> None:
+    same = with_note(Same(3, "s"), "n")
+    table = with_note(Table([1, 0, 1], [("zero",), ("one",)]), "n")
+    lazy = with_note(Lazy(3, lambda i: (str(i),)), "n")
+    assert isinstance(same, Same) and isinstance(table, Table) and isinstance(lazy, Noted)
+    assert same == (("s", "n"),) * 3
+    assert table == (("one", "n"), ("zero", "n"), ("one", "n"))
+    assert lazy == (("0", "n"), ("1", "n"), ("2", "n"))
+    assert with_note(Same(0, "s"), "n") == ()
