@@ -22,9 +22,10 @@ from memrank.core.text.normalize import CHARS_PER_TOKEN
 from memrank.core.types import ExplainLevel
 
 
-def weights_to_proto(profile: Profile) -> list[pb.SignalWeight]:
-    """The profile's signal weights, in profile order."""
-    return [pb.SignalWeight(signal=s.name, weight=s.weight, normalization=s.normalization) for s in profile.signals]
+def weights_to_proto(profile: Profile) -> list[dict[str, Any]]:
+    """The profile's signal weights, in profile order, as SignalWeight field dicts (a constructor fills them in C;
+    a message per weight was built and then copied into the response)."""
+    return [{"signal": s.name, "weight": s.weight, "normalization": s.normalization} for s in profile.signals]
 
 
 ESTIMATED = f"token_count estimated as ceil(characters / {CHARS_PER_TOKEN})"
@@ -126,13 +127,12 @@ def outcome_to_proto(o: RankOutcome, batch: Batch, params: RankParams, request_i
         allocations=list(map(vars, o.allocations)),
         importance_suggestions=[{"id": ids[i], "suggested_importance": v} for i, v in o.suggestions],
         selected=selected, dropped=dropped, reference_time=seconds_to_ts(params.reference_time),
+        # A ShadowResult's fields are ShadowComparison's.
+        **({} if o.shadow is None else {"shadow": vars(o.shadow)}),
     )
-    if o.shadow is not None:
-        sh = o.shadow
-        resp.shadow.CopyFrom(pb.ShadowComparison(profile=sh.profile, k=sh.k, overlap_at_k=sh.overlap_at_k,
-                                                 kendall_tau=sh.kendall_tau, selected_ids=sh.selected_ids))
     digest, signature = receipt.seal(receipt_payload(o, batch, params, resp), receipt_key)
-    resp.receipt.CopyFrom(pb.Receipt(schema=receipt.SCHEMA, digest=digest, signature=signature))
+    r = resp.receipt
+    r.schema, r.digest, r.signature = receipt.SCHEMA, digest, signature
     return resp
 
 
