@@ -83,3 +83,30 @@ def test_below_full_a_dropped_candidate_is_id_layer_reason_and_score() -> None:
             assert (d.id, d.layer, d.reason, d.score) == (f.id, f.layer, f.reason, f.score)
             assert d.reason != pb.DROP_REASON_UNSPECIFIED
         assert resp.receipt == full.receipt
+
+
+@pytest.mark.parametrize("explain", [ExplainLevel.SELECTED, ExplainLevel.FULL])
+def test_each_breakdown_holds_its_own_candidates_numbers(explain: ExplainLevel) -> None:
+    batch, o, params = _outcome()
+    resp = outcome_to_proto(o, batch, replace(params, explain=explain), "r", "v")
+    index = {cid: i for i, cid in enumerate(batch.ids)}
+    ranked = o.ranked.tolist()
+    entries = [(m.id, m.breakdown, ranked.index(index[m.id])) for m in resp.selected]
+    entries += [(d.id, d.breakdown, None) for d in resp.dropped if d.HasField("breakdown")]
+    assert len(entries) == (o.n if explain == ExplainLevel.FULL else len(ranked))
+    for cid, b, r in entries:
+        i = index[cid]
+        assert [s.name for s in b.signals] == [c.name for c in o.scores.signals]
+        for s, c in zip(b.signals, o.scores.signals, strict=True):
+            assert (s.raw, s.normalized, s.weight, s.contribution) == (c.raw[i], c.normalized[i], c.weight,
+                                                                      c.contribution[i])
+            assert tuple(s.reasons) == c.reasons[i]
+        assert (b.retrieval_score, b.combined_score, b.final_score) == (batch.retrieval[i], o.scores.combined[i],
+                                                                        o.final[i])
+        assert b.token_count == o.token_count[i] and b.token_count_estimated == o.token_estimated[i]
+        assert tuple(b.reasons[:len(o.drop_notes[i])]) == o.drop_notes[i]
+        assert b.covered_by == (batch.ids[o.covered_by[i]] if o.covered_by[i] >= 0 else "")
+        assert b.HasField("bucket") == (r is not None)
+        if r is not None:
+            assert (b.bucket.index, b.bucket.lower, b.bucket.upper, b.bucket.prior_score) == (
+                r, o.bucket_lower[r], o.bucket_upper[r], o.final[i])

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from memrank.core.reasons import Lazy, Same, Table
+from memrank.core.reasons import Lazy, Noted, Same, Table, rows_of, with_note
 
 
 def test_lazy_formats_only_the_rows_read() -> None:
@@ -36,3 +36,48 @@ def test_out_of_range_is_an_index_error_and_columns_are_unhashable() -> None:
         reasons[-3]
     with pytest.raises(TypeError):
         hash(reasons)
+
+
+def test_rows_are_the_rows_indexed_one_at_a_time() -> None:
+    asked: list[int] = []
+
+    def row(i: int) -> tuple[str, ...]:
+        asked.append(i)
+        return (f"c{i}",)
+
+    at = [4, 0, 4, 2]
+    kinds = [Lazy(5, row), Same(5, "s"), Table([1, 0, 1, 1, 0], [("zero",), ("one",)]), (("p",), ("q",)) * 3]
+    for reasons in kinds:
+        assert rows_of(reasons, at) == [reasons[i] for i in at]
+        assert rows_of(reasons, []) == []
+    assert rows_of(kinds[1], at) == [("s",)] * 4 and rows_of(kinds[2], at) == [("zero",), ("one",), ("zero",), ("one",)]
+    asked.clear()
+    assert rows_of(Lazy(5, row), [3, 1]) == [("c3",), ("c1",)] and asked == [3, 1]  # only the rows asked for
+
+
+def test_noted_adds_its_line_after_every_candidates_own() -> None:
+    asked: list[int] = []
+
+    def row(i: int) -> tuple[str, ...]:
+        asked.append(i)
+        return ("a", f"b{i}") if i % 2 else ()
+
+    noted = Noted(Lazy(4, row), "note")
+    assert asked == [] and len(noted) == 4
+    assert noted[1] == ("a", "b1", "note") and noted[2] == ("note",)
+    assert noted.rows([3, 0]) == [("a", "b3", "note"), ("note",)]
+    assert asked == [1, 2, 3, 0]
+    assert noted == (("note",), ("a", "b1", "note"), ("note",), ("a", "b3", "note"))
+    assert Noted((("x",), ()), "n").rows([1, 0]) == [("n",), ("x", "n")]  # over a plain sequence too
+    assert Noted(Noted(Same(2, "s"), "one"), "two")[1] == ("s", "one", "two")
+
+
+def test_with_note_folds_the_note_into_same_and_table_columns() -> None:
+    same = with_note(Same(3, "s"), "n")
+    table = with_note(Table([1, 0, 1], [("zero",), ("one",)]), "n")
+    lazy = with_note(Lazy(3, lambda i: (str(i),)), "n")
+    assert isinstance(same, Same) and isinstance(table, Table) and isinstance(lazy, Noted)
+    assert same == (("s", "n"),) * 3
+    assert table == (("one", "n"), ("zero", "n"), ("one", "n"))
+    assert lazy == (("0", "n"), ("1", "n"), ("2", "n"))
+    assert with_note(Same(0, "s"), "n") == ()

@@ -35,7 +35,7 @@ import numpy as np
 
 from memrank.core.batch import Batch
 from memrank.core.profile import Profile
-from memrank.core.reasons import Lazy
+from memrank.core.reasons import with_note
 from memrank.core.scoring.columns import Scores, SignalColumn
 from memrank.core.scoring.constant import constant_columns, shared_weights
 from memrank.core.scoring.gates import GateSet, safety_gate, temporal_gates, threshold_gate, zero_importance_gate
@@ -142,13 +142,8 @@ def _share(profile: Profile, normalized: np.ndarray, eligible: np.ndarray,
                     f"(profile {spec.weight:g}) shared by the other signals")
         else:
             note = f"weight {w:g} (profile {spec.weight:g}): shares the weight of {dead}, the same for every candidate"
-        out.append(_with_note(why, note))
+        out.append(with_note(why, note))
     return effective, out
-
-
-def _with_note(reasons: Reasons, note: str) -> Reasons:
-    """The reasons with one more line for every candidate."""
-    return Lazy(len(reasons), lambda i: (*reasons[i], note))
 
 
 def _clean(weight: float) -> float:
