@@ -95,11 +95,17 @@ class Similarity:
         inside = owner[:-1] == owner[1:]  # adjacent tokens of one candidate form a bigram
         sid = np.concatenate((token, ((token[:-1] + 1) * v + token[1:])[inside]))
         own = np.concatenate((owner, owner[:-1][inside]))
+        del owner, inside  # each temporary goes once used: for a large batch they are most of a call's peak
         # One sort by (shingle, candidate) gives the postings (candidates per shingle, ascending) and the
         # compact shingle ids 0, 1, ...; a repeated (shingle, candidate) pair is dropped, as a set does.
-        keys = np.sort(sid * self.n + own)
+        keys = sid * self.n
+        del sid
+        keys += own
+        del own
+        keys.sort()
         keys = keys[np.concatenate(([True], keys[1:] != keys[:-1]))] if keys.size else keys
-        sid, own = keys // self.n, keys % self.n
+        sid, own = np.divmod(keys, self.n)
+        del keys
         new = np.concatenate(([True], sid[1:] != sid[:-1])) if sid.size else sid.astype(bool)
         ids = np.cumsum(new) - 1
         # Each candidate's shingle ids together: a stable sort by candidate, a counting sort in numpy when
