@@ -33,7 +33,8 @@ from bench.data import workload
 # any) and one of whose texts is in its stack (frames joined by ";", leaf last). Order matters: the receipt inside
 # encoding, the column reads inside validation, the metrics hand-off inside the handler, ...
 COMPONENTS: list[tuple[str, str, tuple[str, ...]]] = [
-    ("receipt (canonical bytes + SHA-256)", "", ("explain/receipt.py", "receipt_payload")),
+    ("receipt (canonical bytes + SHA-256)", "",
+     ("explain/receipt.py", "explain/canonical_values.py", "receipt_payload")),
     ("columns: candidate field reads (api/columns.py)", "", ("api/columns.py",)),
     ("validation rules (api/validate.py, fastpath.py)", "", ("api/validate.py", "api/fastpath.py")),
     ("signals (core/signals, core/scoring, core/text)", "", ("core/signals/", "core/scoring/", "core/text/")),

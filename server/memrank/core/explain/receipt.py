@@ -45,79 +45,18 @@ from __future__ import annotations
 
 import hashlib
 import hmac
-import struct
 from collections.abc import Iterable, Sequence
 from itertools import repeat
-from json.encoder import encode_basestring_ascii
 from typing import Any
 
 import numpy as np
 
 from memrank.core.batch import Batch, RankParams
+from memrank.core.explain.canonical_values import EMPTY, f, hexes, ints, opt, opt_hexes, q, quoted, sha, shas
 from memrank.core.explain.outcome import RankOutcome
 
 SCHEMA = "memrank.receipt.v2"
-q = encode_basestring_ascii  # q(s): the JSON string literal of s with ASCII escapes (json.dumps's, in C)
-EMPTY = q("")
 TIMES = ("created_at", "last_accessed_at", "event_time", "ingested_at", "valid_from", "valid_to")
-
-
-def f(x: float) -> str:
-    """The 16 hex digits of the big-endian float64 bits of x."""
-    return struct.pack(">d", x).hex()
-
-
-def _opt(x: float | None) -> str:
-    return "-" if x is None else f(x)
-
-
-def _hexes(col: np.ndarray) -> list[str]:
-    """f of every value of a float64 column (one conversion for the whole column)."""
-    return np.ascontiguousarray(col, dtype=">f8").tobytes().hex(" ", 8).split(" ") if len(col) else []
-
-
-def _opt_hexes(col: np.ndarray) -> list[str]:
-    """f of every value, "-" where it is NaN (unset)."""
-    unset = np.isnan(col)
-    if unset.all():
-        return ["-"] * len(col)
-    out = _hexes(col)
-    for i in np.flatnonzero(unset).tolist():
-        out[i] = "-"
-    return out
-
-
-_SMALL = [str(i) for i in range(1024)]
-
-
-def _ints(col: np.ndarray) -> Iterable[str]:
-    """Decimal strings of an integer column (small values from a table: most counts are; one repeated string when
-    every value is the same)."""
-    values: list[int] = col.tolist()
-    if not values:
-        return []
-    low, high = min(values), max(values)
-    if low == high:
-        return repeat(str(low))
-    if low >= 0 and high < len(_SMALL):
-        return list(map(_SMALL.__getitem__, values))
-    return list(map(str, values))
-
-
-def _quoted(values: Sequence[str]) -> Iterable[str]:
-    """q of each value (one repeated literal when they are all the same, as "" for unset threads often is)."""
-    if values and values.count(values[0]) == len(values):
-        return repeat(q(values[0]))
-    return list(map(q, values))
-
-
-def _sha(text: str) -> str:
-    return hashlib.sha256(text.encode()).hexdigest()
-
-
-def _shas(texts: Iterable[str]) -> list[str]:
-    """_sha of each text."""
-    return [hashlib.sha256(b).hexdigest() for b in map(str.encode, texts)]
 
 
 def _extras(batch: Batch) -> dict[int, list[str]]:
@@ -127,7 +66,7 @@ def _extras(batch: Batch) -> dict[int, list[str]]:
         for name in sorted(columns, key=q):
             col = columns[name]
             head, at = f"{tag} {q(name)} ", np.flatnonzero(~np.isnan(col)).tolist()
-            for i, h in zip(at, _hexes(col[at]), strict=True):
+            for i, h in zip(at, hexes(col[at]), strict=True):
                 out.setdefault(i, []).append(head + h)
     for i, m in enumerate(batch.metadata):
         if m:
@@ -164,9 +103,9 @@ def _block(batch: Batch, ids: Sequence[str], extras: dict[int, list[str]], start
     positions: Iterable[str] = (repeat("-") if np.isnan(pos).all() else
                                 ["-" if p != p else str(int(p)) for p in pos.tolist()])
     columns: list[Iterable[str]] = [
-        repeat("candidate"), ids, _quoted(layers), _quoted(kinds), _shas(contents), _hexes(retrieval),
-        _opt_hexes(importance), _ints(access), _ints(tokens), _ints(source), _ints(safety), _quoted(provenance),
-        _quoted(threads), positions, _quoted(speakers), *map(_opt_hexes, times),
+        repeat("candidate"), ids, quoted(layers), quoted(kinds), shas(contents), hexes(retrieval),
+        opt_hexes(importance), ints(access), ints(tokens), ints(source), ints(safety), quoted(provenance),
+        quoted(threads), positions, quoted(speakers), *map(opt_hexes, times),
     ]
     lines = list(map(" ".join, zip(*columns, strict=False)))  # strict: repeat() is endless
     if not extras:
@@ -188,14 +127,14 @@ def _embeddings(batch: Batch) -> str:
 def canonical(batch: Batch, o: RankOutcome, params: RankParams, ref_seconds: int, ref_nanos: int,
               policy_version: str) -> bytes:
     """The canonical serialisation described in the module docstring, of the answer ``o`` to a request."""
-    lines = [f"schema {SCHEMA}", f"query {_sha(params.query)}", f"reference_time {ref_seconds} {ref_nanos}",
+    lines = [f"schema {SCHEMA}", f"query {sha(params.query)}", f"reference_time {ref_seconds} {ref_nanos}",
              f"profile {q(o.profile.name)}", f"policy_version {q(policy_version)}",
              f"weights {len(o.profile.signals)}"]
     lines += [f"weight {q(s.name)} {f(s.weight)} {q(s.normalization)}" for s in o.profile.signals]
     lines += [f"explicit_lookup {int(params.explicit_lookup)}", f"placement {int(params.placement)}",
-              f"budget {params.max_tokens} {params.max_items}", f"min_score {_opt(params.min_score)}",
-              f"relevance_threshold {_opt(params.relevance_threshold)}", f"layers {len(params.layers)}"]
-    lines += [f"layer {q(x.name)} {f(x.share)} {x.floor_tokens} {x.max_items} {_opt(x.min_score)}"
+              f"budget {params.max_tokens} {params.max_items}", f"min_score {opt(params.min_score)}",
+              f"relevance_threshold {opt(params.relevance_threshold)}", f"layers {len(params.layers)}"]
+    lines += [f"layer {q(x.name)} {f(x.share)} {x.floor_tokens} {x.max_items} {opt(x.min_score)}"
               for x in params.layers]
     ids = list(map(q, batch.ids))
     lines += [_embeddings(batch), f"candidates {batch.n}", *_candidates(batch, ids)]
@@ -207,7 +146,7 @@ def canonical(batch: Batch, o: RankOutcome, params: RankParams, ref_seconds: int
     if dropped:
         cover = o.covered_by[dropped].tolist()
         lines += map(" ".join, zip(repeat("drop"), [ids[i] for i in dropped], [quoted[layer[i]] for i in dropped],
-                                   _ints(o.drop[dropped]), _hexes(o.final[dropped]),
+                                   ints(o.drop[dropped]), hexes(o.final[dropped]),
                                    [ids[c] if c >= 0 else EMPTY for c in cover], strict=False))
     lines.append("")  # the last line's "\n"
     text = "\n".join(lines)
