@@ -28,7 +28,7 @@ from memrank.config import DecisionLogSettings
 from memrank.grpc.running import Running
 from memrank.grpc.server import create_server
 from tests.reliability.conftest import accounted, rank_request
-from tests.support.servers import loopback_settings, start_serve, stop
+from tests.support.servers import loopback_settings, process_alive, start_serve, stop
 from tests.support.slowdisk import SlowDisk
 
 
@@ -393,7 +393,7 @@ def test_a_disk_stuck_at_shutdown_ends_the_log_in_time_and_counts_what_it_could_
         running.stop(5)
         disk.close()
     assert took < 3 + 15, took  # its time, the writer's end and its last reports; not the disk's pace
-    assert log.restarts == 0 and not _alive(writer)
+    assert log.restarts == 0 and not process_alive(writer)
     whole = []
     for line in disk.data().decode(errors="replace").splitlines():
         with contextlib.suppress(ValueError):  # a line torn by the writer's end: its record is counted
@@ -403,11 +403,3 @@ def test_a_disk_stuck_at_shutdown_ends_the_log_in_time_and_counts_what_it_could_
     dropped = _dropped(registry)
     assert sum(dropped.values()) == refused + (sum(flags.values()) - len(whole)), (dropped, refused, len(whole))
     assert set(dropped) <= {"queue_full", "writer_down", "closed"} and dropped.get("closed", 0) > 0, dropped
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    return True

@@ -10,19 +10,7 @@ import time
 from pathlib import Path
 
 from memrank.client import RankingClient
-from tests.support.servers import free_port, start_serve, stop
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    try:  # a zombie (exited, not yet reaped by whoever adopted it) is gone for our purpose
-        with open(f"/proc/{pid}/stat", encoding="ascii") as f:
-            return f.read().split(") ", 1)[1].split()[0] != "Z"
-    except (FileNotFoundError, IndexError):
-        return False
+from tests.support.servers import free_port, process_alive, start_serve, stop
 
 
 def _port_free(port: int) -> bool:
@@ -50,15 +38,15 @@ def test_workers_exit_within_two_seconds_of_a_killed_supervisor_and_free_the_por
         while len([x for x in proc.lines() if x["msg"] == "worker starting"]) < 2 and time.monotonic() < deadline:
             time.sleep(0.05)
         workers = [int(str(x["pid"])) for x in proc.lines() if x["msg"] == "worker starting"]
-        assert len(workers) == 2 and all(_alive(p) for p in workers)
+        assert len(workers) == 2 and all(process_alive(p) for p in workers)
         assert not stale.exists()
         proc.popen.send_signal(signal.SIGKILL)
         proc.popen.wait(5)
         killed = time.monotonic()
-        while any(_alive(p) for p in workers) and time.monotonic() - killed < 5:
+        while any(process_alive(p) for p in workers) and time.monotonic() - killed < 5:
             time.sleep(0.05)
         gone_after = time.monotonic() - killed
-        assert not any(_alive(p) for p in workers), "workers outlived their supervisor"
+        assert not any(process_alive(p) for p in workers), "workers outlived their supervisor"
         assert gone_after <= 2.0, gone_after
         # The kernel finishes closing the exited workers' sockets a moment after they are gone (seen on a loaded CI
         # machine): a new server can bind the port within two more seconds.
@@ -93,12 +81,12 @@ def test_a_worker_that_does_not_stop_is_killed_past_the_grace_period_and_the_sup
         took = time.monotonic() - asked
         assert code == 0
         assert 5.0 <= took < 12.0, took  # not before grace (0) + 5 s, and not hanging after
-        assert not _alive(wedged)
+        assert not process_alive(wedged)
         killed = [x for x in proc.lines() if x["msg"] == "worker did not stop within the grace period; killed"]
         assert [(x["level"], x["pid"]) for x in killed] == [("error", wedged)]
         assert proc.lines()[-1]["msg"] == "stopped"
     finally:
-        if wedged and _alive(wedged):
+        if wedged and process_alive(wedged):
             os.kill(wedged, signal.SIGKILL)
         if proc.popen.poll() is None:
             stop(proc, signal.SIGKILL)

@@ -22,7 +22,7 @@ from memrank.config import DecisionLogSettings, Settings
 from memrank.core.errors import ConfigError
 from memrank.decisions.writer import DecisionLog
 from memrank.grpc.server import create_server
-from tests.support.servers import free_port, loopback_settings, refused
+from tests.support.servers import free_port, loopback_settings, process_alive, refused
 
 
 def logging_settings(path: Path, **log: Any) -> Settings:
@@ -160,20 +160,12 @@ def test_a_new_writer_starts_after_a_torn_line_on_a_line_of_its_own(tmp_path: Pa
 # ---------------------------------------------------------------- a writer that dies, a writer that stalls
 
 
-def _pid_gone(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat", encoding="ascii") as f:
-            return f.read().rsplit(") ", 1)[1].split()[0] == "Z"
-    except FileNotFoundError:
-        return True
-
-
 def _kill(log: DecisionLog, deadline: float) -> int:
     """SIGKILL the writer and wait until it is gone (a record sent before it is dead is lost with it, counted:
     waiting makes every flag that follows decided); its pid."""
     first = log.writer_pid
     os.kill(first, signal.SIGKILL)
-    while not _pid_gone(first) and time.monotonic() < deadline:
+    while process_alive(first) and time.monotonic() < deadline:
         time.sleep(0.005)
     return first
 

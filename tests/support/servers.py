@@ -90,6 +90,16 @@ def stop(proc: Proc, sig: int = signal.SIGTERM, timeout: float = 30) -> int:
 EXIT_SECONDS = 20  # a refused start ends in about a second (imports); a half-started one never does
 
 
+def process_alive(pid: int) -> bool:
+    """``pid`` runs: it exists and is not a zombie (exited, not yet reaped by whoever owns it: gone for a test's
+    purpose). A process reaped while its stat is read is gone too (the read then fails with ESRCH)."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii") as f:
+            return f.read().rsplit(") ", 1)[1].split()[0] != "Z"
+    except (FileNotFoundError, ProcessLookupError, IndexError):
+        return False
+
+
 def session_of(sid: int) -> list[int]:
     """Live (not zombie) processes of session ``sid``."""
     out = []
