@@ -27,7 +27,7 @@ _CHILD = r"""
 import json, sys, time
 from bench.data import workload
 from memrank._gen.v1 import ranking_pb2 as pb
-from memrank.api.handle import Call, handle_rank
+from memrank.api.call import Call, handle_rank
 from memrank.config import load_settings
 settings = load_settings()
 stage, specs = sys.argv[1], json.loads(sys.argv[2])

@@ -8,7 +8,7 @@ import re
 from collections.abc import Callable
 
 from bench.data import QUERY, REFERENCE_TIME, Workload
-from memrank.core.text.normalize import terms
+from memrank.core.text.words import terms
 from tests.support.reference import GAMemory, agent_observer_score, generative_agents_scores, lexical_idf_score
 
 _WORD = re.compile(r"\w+")
@@ -31,7 +31,7 @@ def port_scorers(w: Workload) -> dict[str, Callable[[], list[float]]]:
     Each computes exactly what memrank's ``score()`` computes in its pair (``bench/run.py: core_vs_ports``
     checks the outputs agree to 1e-9): the Go scorer; the generative-agents formula with every importance
     given (``filled_importance``); the lexical IDF share with memrank's query terms (stop words removed,
-    ``text.normalize.terms``, an input computed once as the tests do) over each content's ``\\w+`` words.
+    ``text.words.terms``, an input computed once as the tests do) over each content's ``\\w+`` words.
     """
     rows = w.rows
     query_terms = terms(QUERY)

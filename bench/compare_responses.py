@@ -20,7 +20,7 @@ from google.protobuf import json_format  # type: ignore[import-untyped]
 
 from bench.data import workload
 from memrank._gen.v1 import ranking_pb2 as pb
-from memrank.api.handle import Call, handle_rank
+from memrank.api.call import Call, handle_rank
 from memrank.config import load_settings
 from memrank.core.errors import MemrankError
 

@@ -32,8 +32,8 @@ from bench.data import workload
 from bench.live import Caller, serve, throughput
 from bench.timing import children, measure, measure_pair, proc_cpu_seconds
 from memrank.api import convert
+from memrank.api.call import Call, handle_rank
 from memrank.api.encode import outcome_to_proto
-from memrank.api.handle import Call, handle_rank
 from memrank.api.validate import validate_rank_request
 from memrank.config import DecisionLogSettings, load_settings
 from memrank.core.pipeline import rank

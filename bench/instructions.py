@@ -28,7 +28,7 @@ _CHILD = r"""
 import sys
 from bench.data import workload
 from memrank._gen.v1 import ranking_pb2 as pb
-from memrank.api.handle import Call, handle_rank
+from memrank.api.call import Call, handle_rank
 from memrank.config import load_settings
 settings = load_settings()
 n, dim, calls = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3])

@@ -17,15 +17,15 @@ from bench.data import K, Workload, workload
 from bench.timing import Timing, measure, measure_pair, peak_rss_mib
 from memrank._gen.v1 import ranking_pb2 as pb
 from memrank.api import convert
+from memrank.api.call import Call, handle_rank
 from memrank.api.encode import outcome_to_proto
-from memrank.api.handle import Call, handle_rank
 from memrank.api.validate import validate_rank_request
 from memrank.config import load_settings
 from memrank.core.batch import Batch, RankParams
 from memrank.core.pipeline import rank
 from memrank.core.profile import Profile, SignalSpec
-from memrank.core.scoring.columns import Scores
 from memrank.core.scoring.combine import score
+from memrank.core.scoring.scores import Scores
 from memrank.core.signals.base import ScoringContext
 from memrank.core.types import ExplainLevel
 

@@ -40,8 +40,8 @@ from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 
 from bench.data import workload
 from memrank.api import convert
+from memrank.api.call import Call, handle_rank, untraced
 from memrank.api.encode import outcome_to_proto
-from memrank.api.handle import Call, handle_rank, untraced
 from memrank.api.validate import validate_rank_request
 from memrank.config import TracingSettings, load_settings
 from memrank.core.pipeline import rank

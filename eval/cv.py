@@ -57,9 +57,9 @@ from memrank.evaluation.requests import build_request, count_tokens
 from memrank.evaluation.retrieval import Retriever, baseline_orders, pool
 from memrank.profiles.builtin import BUILTIN_PROFILES
 from memrank.tuning.ascent import GRID, coordinate_ascent, to_simplex
-from memrank.tuning.columns import query_of
 from memrank.tuning.dataset import Query, Stack
 from memrank.tuning.metrics import Metric, Objective
+from memrank.tuning.queries import query_of
 
 SIGNALS = ("relevance", "lexical", "context", "speaker", "importance", "recency")
 # Columns ``prepare`` also keeps, for ``eval/cv_shapes.py``'s listwise fit (this script's fit never reads them).

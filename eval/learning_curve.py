@@ -30,11 +30,11 @@ import numpy as np
 from memrank.config import load_settings
 from memrank.evaluation.bootstrap import paired
 from memrank.tuning.ascent import Settings
-from memrank.tuning.columns import base_profile
 from memrank.tuning.crossval import MODELS, effective_folds, fit, group_folds
 from memrank.tuning.dataset import Dataset, Stack
 from memrank.tuning.logs import load_logs
 from memrank.tuning.metrics import Metric, Objective
+from memrank.tuning.queries import base_profile
 
 
 @dataclass(frozen=True)

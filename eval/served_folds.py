@@ -27,11 +27,11 @@ import yaml
 from memrank.config import load_settings
 from memrank.evaluation.bootstrap import paired
 from memrank.tuning.ascent import Settings
-from memrank.tuning.columns import base_profile
 from memrank.tuning.crossval import MODELS, cross_validate, group_folds
 from memrank.tuning.logs import load_logs
 from memrank.tuning.metrics import Metric
 from memrank.tuning.output import config_of
+from memrank.tuning.queries import base_profile
 
 
 def main() -> int:

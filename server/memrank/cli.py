@@ -2,7 +2,7 @@
 
 A little past 250 lines on purpose: the argument parser and the short commands it dispatches to read best
 side by side; the long commands live in their packages (``evaluation.cli``, ``tuning.cli``, ``tuning.replay``,
-``grpc.verify``, ``grpc.supervisor``) and are imported only when run, so ``memrank --help`` stays fast.
+``client.verify``, ``lifecycle.supervisor``) and are imported only when run, so ``memrank --help`` stays fast.
 """
 
 from __future__ import annotations
@@ -18,10 +18,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-import memrank._process  # noqa: F401  (before numpy loads: one BLAS thread, freed memory kept)
+import memrank.system.defaults  # noqa: F401  (before numpy loads: one BLAS thread, freed memory kept)
 from memrank import __version__
 from memrank.core.errors import ConfigError, InvalidRequest
-from memrank.ports import AddressInUse
+from memrank.system.ports import AddressInUse
 
 if TYPE_CHECKING:
     from memrank.config import Settings
@@ -163,7 +163,7 @@ def _announce_loading(argv: Sequence[str]) -> None:
     level = _early_level(argv)
     if level not in ("debug", "info"):
         return
-    from memrank.logs import setup_logging
+    from memrank.system.logs import setup_logging
 
     setup_logging(level)
     logging.getLogger("memrank.cli").info("memrank loading", extra={"version": __version__, "pid": os.getpid()})
@@ -171,9 +171,9 @@ def _announce_loading(argv: Sequence[str]) -> None:
 
 def _serve(args: argparse.Namespace) -> int:
     from memrank.config import SettingsSource
-    from memrank.grpc.announce import metrics_url
-    from memrank.grpc.supervisor import WorkersFailing, serve
-    from memrank.logs import setup_logging
+    from memrank.lifecycle.announce import metrics_url
+    from memrank.lifecycle.supervisor import WorkersFailing, serve
+    from memrank.system.logs import setup_logging
 
     overrides = {
         "server.address": args.address, "server.metrics_port": args.metrics_port, "server.workers": args.workers,
@@ -202,7 +202,7 @@ def _rank(args: argparse.Namespace, settings: Settings) -> int:
     from google.protobuf import json_format
 
     from memrank._gen.v1 import ranking_pb2 as pb
-    from memrank.api.handle import Call, handle_rank
+    from memrank.api.call import Call, handle_rank
 
     text = sys.stdin.read() if args.file == "-" else Path(args.file).read_text(encoding="utf-8")
     try:
@@ -246,7 +246,7 @@ def _drift_snapshot(args: argparse.Namespace, settings: Settings) -> int:
     from google.protobuf import json_format
 
     from memrank._gen.v1 import ranking_pb2 as pb
-    from memrank.api.handle import Call, handle_rank
+    from memrank.api.call import Call, handle_rank
     from memrank.core.explain.outcome import RankOutcome
     from memrank.metrics import reference
 
@@ -298,7 +298,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
             return run_tune(args)
         if args.command == "verify":
-            from memrank.api.verify import run as run_verify
+            from memrank.client.verify import run as run_verify
 
             return run_verify(args)
         from memrank.config import SettingsSource

@@ -22,7 +22,7 @@ import pytest
 from google.protobuf.timestamp_pb2 import Timestamp
 
 from memrank._gen.v1 import ranking_pb2 as pb
-from memrank.api.handle import Call, handle_rank
+from memrank.api.call import Call, handle_rank
 from memrank.config import load_settings
 from memrank.core.scoring.combine import score
 from memrank.core.text.golang import fields, to_lower

@@ -23,7 +23,7 @@ with atheris.instrument_imports(include=["memrank"]):
     from google.protobuf.message import DecodeError
 
     from memrank._gen.v1 import ranking_pb2 as pb
-    from memrank.api.handle import Call, handle_rank
+    from memrank.api.call import Call, handle_rank
     from memrank.config import load_settings
     from memrank.core.errors import InvalidRequest
 

@@ -10,7 +10,7 @@ from hypothesis import HealthCheck, given, settings
 
 from memrank._gen.v1 import ranking_pb2 as pb
 from memrank._gen.v1 import ranking_service_pb2_grpc as pb_grpc
-from memrank.api.handle import Call, handle_rank
+from memrank.api.call import Call, handle_rank
 from memrank.client import RankingClient
 from memrank.config import load_settings
 from memrank.core.errors import InvalidRequest

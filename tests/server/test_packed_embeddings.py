@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from memrank._gen.v1 import ranking_pb2 as pb
-from memrank.api.handle import Call, handle_rank
+from memrank.api.call import Call, handle_rank
 from memrank.client import RankingClient, RankingError, pack_embeddings
 from memrank.config import load_settings
 from tests.support.servers import start_serve, stop

@@ -79,7 +79,7 @@ def test_a_layer_with_nothing_to_select_releases_its_share(client: RankingClient
 
 def test_receipt_digest_recomputes_from_the_response(client: RankingClient) -> None:
     """verify_receipt rebuilds the README's canonical form from the request and the response (the receipt
-    tests proper: tests/unit/api/test_receipt_verify.py and every vector's replay)."""
+    tests proper: tests/unit/client/test_receipt_verify.py and every vector's replay)."""
     request = {"query": "breakfast", "referenceTime": REF, "candidates": _near_copies(),
                "placement": "PLACEMENT_EDGES", "explain": "EXPLAIN_LEVEL_FULL"}
     resp = client.rank(request)

@@ -5,7 +5,7 @@ no stop-word list holds them); each candidate has a retrieval_score, a few
 words (each query word with probability 0.3) and an age in hours, so the
 default profile's relevance, lexical and recency signals differ. Importance is
 sent (0.5 for all) and there is no thread, position or speaker: the other
-three default signals are constant. ``columns`` computes the normalised
+three default signals are constant. ``queries`` computes the normalised
 signals from the formulas (README, Signals), independently of memrank:
 
     relevance = minmax(retrieval_score)

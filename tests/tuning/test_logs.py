@@ -18,9 +18,9 @@ from memrank.config import DecisionLogSettings, load_settings
 from memrank.evaluation.data import load_conversations
 from memrank.grpc.server import create_server
 from memrank.tuning import Metric, Settings, TuningError, cross_validate
-from memrank.tuning.columns import base_profile
 from memrank.tuning.locomo import load_locomo, requests
 from memrank.tuning.logs import LogStats, join, load_logs
+from memrank.tuning.queries import base_profile
 from tests.support import locomo_fixture
 from tests.support.servers import loopback_settings
 

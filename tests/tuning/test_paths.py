@@ -10,11 +10,11 @@ import pytest
 from memrank.config import load_settings
 from memrank.evaluation.data import load_conversations
 from memrank.tuning.ascent import Settings
-from memrank.tuning.columns import base_profile
 from memrank.tuning.crossval import cross_validate
 from memrank.tuning.labels import load_labels
 from memrank.tuning.locomo import load_locomo
 from memrank.tuning.metrics import Metric
+from memrank.tuning.queries import base_profile
 from tests.support import locomo_fixture
 
 pytest.importorskip("bm25s", reason="the eval extra is not installed")

@@ -16,10 +16,10 @@ import pytest
 
 from memrank.config import load_settings
 from memrank.core.profile import SignalSpec
-from memrank.tuning.columns import base_profile, query_of_request
 from memrank.tuning.crossval import cross_validate
 from memrank.tuning.labels import load_labels
 from memrank.tuning.metrics import Metric
+from memrank.tuning.queries import base_profile, query_of_request
 from tests.tuning import synthetic
 
 TRUE = np.array([0.2, 0.7, 0.0, 0.0, 0.0, 0.1])  # relevance, lexical, context, speaker, importance, recency

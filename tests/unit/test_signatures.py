@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import inspect
 
-from memrank.api.handle import Call, handle_rank
+from memrank.api.call import Call, handle_rank
 from memrank.core.selection.select import SelectParams, select
 
 

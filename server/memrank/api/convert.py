@@ -10,7 +10,7 @@ import math
 from google.protobuf.timestamp_pb2 import Timestamp
 
 from memrank._gen.v1 import ranking_pb2 as pb
-from memrank.api.columns import TIME_FIELDS, CandidateColumns
+from memrank.api.request_columns import TIME_FIELDS, CandidateColumns
 from memrank.core.batch import Batch, CandidateInput, LayerSpec, RankParams
 from memrank.core.types import ExplainLevel, Placement
 

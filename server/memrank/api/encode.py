@@ -17,8 +17,8 @@ from memrank.core.explain import receipt
 from memrank.core.explain.outcome import SCORING_SCHEMA, RankOutcome
 from memrank.core.profile import Profile
 from memrank.core.reasons import rows_of
-from memrank.core.scoring.columns import Scores
-from memrank.core.text.normalize import CHARS_PER_TOKEN
+from memrank.core.scoring.scores import Scores
+from memrank.core.text.words import CHARS_PER_TOKEN
 from memrank.core.types import ExplainLevel
 
 

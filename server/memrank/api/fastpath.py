@@ -22,7 +22,7 @@ from memrank.api.bounds import (
     UNIT,
     utf8_within,
 )
-from memrank.api.columns import CandidateColumns
+from memrank.api.request_columns import CandidateColumns
 from memrank.config import Limits
 
 

@@ -29,8 +29,8 @@ from memrank.api.bounds import (
     UNIT,
     utf8_within,
 )
-from memrank.api.columns import TIME_FIELDS, CandidateColumns
 from memrank.api.fastpath import clearly_valid
+from memrank.api.request_columns import TIME_FIELDS, CandidateColumns
 from memrank.config import Limits
 from memrank.core.errors import FieldViolation, InvalidRequest, LimitExceeded
 from memrank.core.profile import SHARE_RANGE, THRESHOLD_RANGE, WEIGHT_RANGE, Profile

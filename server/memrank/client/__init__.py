@@ -42,7 +42,6 @@ from memrank._gen.v1.ranking_pb2 import (
     SignalWeight,
     Source,
 )
-from memrank.api.verify import ReceiptCheck, verify_receipt
 from memrank.client.aio import AsyncRankingClient
 from memrank.client.config import service_config
 from memrank.client.errors import (
@@ -55,6 +54,7 @@ from memrank.client.errors import (
 )
 from memrank.client.requests import pack_embeddings
 from memrank.client.sync import RankingClient, tls_credentials
+from memrank.client.verify import ReceiptCheck, verify_receipt
 
 __all__ = [
     "AdmissionDecision",

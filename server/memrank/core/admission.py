@@ -23,8 +23,8 @@ import numpy as np
 
 from memrank.core.batch import Batch
 from memrank.core.profile import Profile
-from memrank.core.scoring.columns import Scores, SignalColumn
 from memrank.core.scoring.combine import score_gated
+from memrank.core.scoring.scores import Scores, SignalColumn
 from memrank.core.signals.base import ScoringContext
 from memrank.core.signals.confidence import reserved_keys
 from memrank.core.types import AdmissionDecision, DropReason

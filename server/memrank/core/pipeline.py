@@ -22,7 +22,7 @@ from memrank.core.selection.order import placement_positions, tie_order
 from memrank.core.selection.select import CATCH_ALL_LAYER, Pool, SelectParams, select
 from memrank.core.selection.select import drop_note as selection_note
 from memrank.core.signals.base import ScoringContext
-from memrank.core.text.normalize import estimated_tokens
+from memrank.core.text.words import estimated_tokens
 from memrank.core.types import DropReason, Placement
 
 # Feedback: a selected memory's importance moves this share of the way to 1.

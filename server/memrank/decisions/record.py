@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from memrank.core.explain.breakdown import LOGGED_SIGNAL_PARTS, signals
-from memrank.core.text.normalize import estimated_tokens
+from memrank.core.text.words import estimated_tokens
 from memrank.core.types import DropReason, Source
 from memrank.decisions.mask import Masker
 

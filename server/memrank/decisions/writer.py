@@ -41,8 +41,8 @@ from memrank.decisions.mask import HASH, PLAIN, Masker
 from memrank.decisions.process import WriterProcess
 from memrank.decisions.record import to_line
 from memrank.decisions.sink import check_sink, open_sink
-from memrank.logs import setup_logging
 from memrank.metrics.declare import Metrics
+from memrank.system.logs import setup_logging
 
 log = logging.getLogger("memrank.decisions")
 _SLOTS = {b"d": 0, b"f": 1, b"e": 2}

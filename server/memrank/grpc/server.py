@@ -19,9 +19,7 @@ from google.protobuf.message import DecodeError, Message
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 
-from memrank import ports
 from memrank._gen.v1 import ranking_service_pb2 as svc_pb
-from memrank._process import TRIM_AFTER_BYTES, release_freed_memory
 from memrank.api.feedback import relevance_wire_violations
 from memrank.api.wire import bad_utf8_field, split_embeddings
 from memrank.config import ServerSettings, Settings
@@ -38,6 +36,8 @@ from memrank.grpc.tracing import Tracing, build_tracing
 from memrank.metrics.declare import Metrics
 from memrank.metrics.deferred import FlushFirst
 from memrank.metrics.registry import Registry, new_registry
+from memrank.system import ports
+from memrank.system.defaults import TRIM_AFTER_BYTES, release_freed_memory
 
 log = logging.getLogger("memrank.server")
 SERVICE_NAME = svc_pb.DESCRIPTOR.services_by_name["RankingService"].full_name

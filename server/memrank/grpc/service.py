@@ -1,4 +1,4 @@
-"""The RankingService servicer: a call's metrics, logs and status around ``memrank.api.handle``."""
+"""The RankingService servicer: a call's metrics, logs and status around ``memrank.api.call``."""
 
 from __future__ import annotations
 
@@ -12,8 +12,8 @@ import grpc
 from memrank._gen.v1 import ranking_pb2 as pb
 from memrank._gen.v1 import ranking_service_pb2_grpc as pb_grpc
 from memrank.api import encode
+from memrank.api.call import Call, CallAbandoned, handle_admission, handle_rank
 from memrank.api.feedback import feedback_id, validate_feedback
-from memrank.api.handle import Call, CallAbandoned, handle_admission, handle_rank
 from memrank.config import Settings
 from memrank.core.batch import Batch, RankParams
 from memrank.core.errors import MemrankError, NotEnabled, Overloaded

@@ -39,7 +39,7 @@ import grpc
 import numpy as np
 
 from memrank import __version__
-from memrank.api.handle import untraced
+from memrank.api.call import untraced
 from memrank.config import TracingSettings
 from memrank.core.errors import ConfigError
 from memrank.core.types import DropReason

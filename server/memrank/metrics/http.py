@@ -8,7 +8,7 @@ from wsgiref.simple_server import WSGIServer
 
 from prometheus_client import CollectorRegistry, start_http_server
 
-from memrank.ports import bind_error, display
+from memrank.system.ports import bind_error, display
 
 log = logging.getLogger("memrank.metrics")
 

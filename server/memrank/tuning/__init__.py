@@ -2,7 +2,7 @@
 
 Loading (``labels`` for RankRequest JSON lines, ``locomo`` for the
 conversations `memrank eval` reads) scores every request once with the
-server's own validation, conversion and core (``columns``) and keeps, per
+server's own validation, conversion and core (``queries``) and keeps, per
 query, the base profile's normalised signal columns, the gate and the graded
 labels (``dataset``). The rest is pure numpy: ``metrics`` ranks by the linear
 score sum(w_s x normalised_s) and measures recall, nDCG or budget recall;

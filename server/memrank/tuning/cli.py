@@ -130,7 +130,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from memrank.tuning.columns import base_profile
+    from memrank.tuning.queries import base_profile
 
     metric = _checked(args)
     # the built-in profiles (and --config's) and the server's default limits; no environment

@@ -25,8 +25,8 @@ from memrank._gen.v1 import ranking_pb2 as pb
 from memrank.config import Limits
 from memrank.core.errors import InvalidRequest
 from memrank.core.profile import Profile
-from memrank.tuning.columns import query_of_request
 from memrank.tuning.dataset import Dataset, Query, TuningError
+from memrank.tuning.queries import query_of_request
 
 MAX_UNKNOWN_SHOWN = 5
 

@@ -24,8 +24,8 @@ from memrank.evaluation.embed import embed_all, load_encoder
 from memrank.evaluation.report import OVERALL_CATEGORIES
 from memrank.evaluation.requests import build_request
 from memrank.evaluation.retrieval import Retriever, pool
-from memrank.tuning.columns import query_of_request
 from memrank.tuning.dataset import Dataset, TuningError
+from memrank.tuning.queries import query_of_request
 
 
 def conversations(data: Path, embeddings: Path | None) -> list[Conversation]:

@@ -32,10 +32,10 @@ import numpy as np
 
 from memrank.core.profile import Profile
 from memrank.evaluation.bootstrap import paired
-from memrank.tuning.columns import TUNABLE_FORMULAS
 from memrank.tuning.dataset import Query, Stack, TuningError
 from memrank.tuning.logs import LogStats, describe, join, query_of_decision, read_records
 from memrank.tuning.metrics import Metric, Objective
+from memrank.tuning.queries import TUNABLE_FORMULAS
 
 METRICS = ("recall@5", "recall@10", "ndcg@10")
 

@@ -10,9 +10,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from memrank._gen.v1 import ranking_pb2 as pb
-from memrank.api.columns import CandidateColumns
 from memrank.api.convert import candidate_to_domain, candidate_to_proto, request_to_domain
 from memrank.api.fastpath import clearly_valid
+from memrank.api.request_columns import CandidateColumns
 from memrank.api.validate import _check_request, validate_rank_request
 from memrank.config import load_settings
 from memrank.core.batch import CandidateInput, batch_from_rows
@@ -115,8 +115,8 @@ def test_the_fast_path_passes_exactly_what_the_full_checks_pass(data: st.DataObj
 def test_a_call_reads_each_timestamp_field_once(monkeypatch: pytest.MonkeyPatch) -> None:
     """Validation's fast path and the conversion share one parse of every Timestamp column (the profile had
     counted the same parse under both callers)."""
-    from memrank.api.columns import TIME_FIELDS
-    from memrank.api.handle import Call, handle_rank
+    from memrank.api.call import Call, handle_rank
+    from memrank.api.request_columns import TIME_FIELDS
 
     read: list[str] = []
     real = CandidateColumns._time

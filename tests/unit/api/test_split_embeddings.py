@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from memrank._gen.v1 import ranking_pb2 as pb
 from memrank.api import wire
-from memrank.api.handle import Call, handle_rank
+from memrank.api.call import Call, handle_rank
 from memrank.api.wire import split_embeddings
 from memrank.config import load_settings
 

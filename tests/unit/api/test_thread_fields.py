@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 
 from memrank._gen.v1 import ranking_pb2 as pb
-from memrank.api.columns import CandidateColumns
 from memrank.api.convert import candidate_to_domain, request_to_domain
 from memrank.api.fastpath import clearly_valid
+from memrank.api.request_columns import CandidateColumns
 from memrank.api.validate import validate_admission_request, validate_rank_request
 from memrank.config import Limits, load_settings
 from memrank.core.batch import CandidateInput, batch_from_rows

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from memrank.core.profile import Profile
-from memrank.core.scoring.columns import Scores
+from memrank.core.scoring.scores import Scores
 from memrank.core.selection.budget import Allocation
 
 SCORING_SCHEMA = "memrank.score.v1"

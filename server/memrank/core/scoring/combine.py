@@ -36,12 +36,12 @@ import numpy as np
 from memrank.core.batch import Batch
 from memrank.core.profile import Profile
 from memrank.core.reasons import with_note
-from memrank.core.scoring.columns import Scores, SignalColumn
 from memrank.core.scoring.constant import constant_columns, shared_weights
 from memrank.core.scoring.gates import GateSet, safety_gate, temporal_gates, threshold_gate, zero_importance_gate
+from memrank.core.scoring.scores import Scores, SignalColumn
 from memrank.core.signals import RawSignal, get_signal
 from memrank.core.signals.base import Reasons, ScoringContext
-from memrank.core.signals.normalize import normalize_columns
+from memrank.core.signals.normalizers import normalize_columns
 from memrank.core.types import DropReason
 
 

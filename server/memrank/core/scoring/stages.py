@@ -9,7 +9,7 @@ import numpy as np
 
 from memrank.core.batch import Batch
 from memrank.core.profile import Profile
-from memrank.core.scoring.columns import Scores
+from memrank.core.scoring.scores import Scores
 from memrank.core.signals.relevance import fuse
 from memrank.core.types import DropReason
 

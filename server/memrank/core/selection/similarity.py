@@ -18,7 +18,7 @@ from memrank.core.batch import Batch
 from memrank.core.signals.vectors import squared_norms
 from memrank.core.text.buffers import token_index
 from memrank.core.text.index import WordIndex
-from memrank.core.text.normalize import tokens
+from memrank.core.text.words import tokens
 
 
 def shingles(text: str) -> frozenset[str]:
@@ -78,7 +78,7 @@ class Similarity:
                 self.kind = "cosine"
         if self._unit is None:
             self.kind = "shingle_jaccard"
-            index = token_index(batch)  # every candidate's sample tokens, in order (``text.normalize.tokens``)
+            index = token_index(batch)  # every candidate's sample tokens, in order (``text.words.tokens``)
             self._index_shingles(_exact_ids(index), index.counts)
 
     def _index_shingles(self, token: np.ndarray, counts: np.ndarray) -> None:
@@ -131,7 +131,7 @@ class Similarity:
         if self._unit is not None:
             # A BLAS matvec (about twice einsum's speed). Each dot product is computed whole by one kernel, so
             # the values do not depend on the BLAS thread count; `memrank serve` runs BLAS on one thread per
-            # process (memrank._process), since several threads spin against the other workers on a busy host.
+            # process (memrank.system.defaults), since several threads spin against the other workers on a busy host.
             dots = self._unit @ self._unit[i]
             cos: np.ndarray = dots.clip(0.0, 1.0, out=dots).astype(np.float64)  # np.clip without its wrappers
             return cos

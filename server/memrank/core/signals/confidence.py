@@ -26,8 +26,8 @@ from memrank.core.profile import Profile
 from memrank.core.reasons import Lazy
 from memrank.core.signals.base import RawSignal, ScoringContext
 from memrank.core.text.buffers import padded_index, short_ascii, token_index
-from memrank.core.text.normalize import fold, padded_words, sample
 from memrank.core.text.phrases import Phrases
+from memrank.core.text.words import fold, padded_words, sample
 from memrank.core.types import Source
 
 BASE = 0.30

@@ -26,7 +26,7 @@ from memrank.core.profile import Profile
 from memrank.core.reasons import Lazy, Same
 from memrank.core.signals.base import RawSignal, ScoringContext
 from memrank.core.signals.lexical import lexical
-from memrank.core.signals.normalize import min_max
+from memrank.core.signals.normalizers import min_max
 from memrank.core.signals.relevance import relevance
 
 

@@ -2,7 +2,7 @@
 
 "What book did Tim finish on 8th December, 2023?" is answered by what was
 said around that day, whatever its words. The query's dates are read from
-its head/tail sample (``text.normalize.sample``), English month names or
+its head/tail sample (``text.words.sample``), English month names or
 their three-letter forms, case-insensitive, each a span of UTC time:
 
 - a day: "8 December 2023", "8th December, 2023", "December 8, 2023",
@@ -37,7 +37,7 @@ from memrank.core.batch import Batch
 from memrank.core.profile import Profile
 from memrank.core.reasons import Lazy, Same
 from memrank.core.signals.base import RawSignal, ScoringContext
-from memrank.core.text.normalize import sample
+from memrank.core.text.words import sample
 
 TAU_DAYS = 7.0
 DAY = 86400.0

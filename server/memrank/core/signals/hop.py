@@ -49,7 +49,7 @@ def hop(batch: Batch, ctx: ScoringContext, profile: Profile, population: np.ndar
     cos = np.full((batch.n, top.size), -np.inf)
     for k, s in enumerate(picked):
         # One BLAS matvec per seed, as the covering set's similarity rows: with one BLAS thread (the memrank
-        # command's default, memrank._process) three matvecs take 0.20 ms at 1,600 x 384 against 0.40 ms for one
+        # command's default, memrank.system.defaults) three matvecs take 0.20 ms at 1,600 x 384 against 0.40 ms for one
         # product against the seeds' columns. (An earlier note here blamed the product for 8 ms: that was a
         # process with several OpenBLAS threads on a busy machine, where either form costs that much.)
         den = norms * norms[s]

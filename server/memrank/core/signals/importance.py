@@ -2,7 +2,7 @@
 
 Rules are tried in order; the first whose kind set holds the memory's
 (lower-cased) kind, or one of whose phrases occurs as whole words in its
-head/tail sample (``text.normalize.padded_words``: case-folded, punctuation as spaces, so
+head/tail sample (``text.words.padded_words``: case-folded, punctuation as spaces, so
 "that's" is "that s"), wins; the reasons name the rule and the phrase:
 
 =================  =====  ==============================================================
@@ -34,8 +34,8 @@ from memrank.core.profile import Profile
 from memrank.core.reasons import Lazy
 from memrank.core.signals.base import RawSignal, ScoringContext
 from memrank.core.text.buffers import padded_index, short_ascii, token_index
-from memrank.core.text.normalize import count_tokens, is_pleasantry, padded_words, sample
 from memrank.core.text.phrases import Phrases, PhraseSets, starts_with
+from memrank.core.text.words import count_tokens, is_pleasantry, padded_words, sample
 
 _I = ("i", "i really", "i d", "i would")
 _NEGATED = ("can t", "cannot", "don t", "do not", "won t", "will not", "never")

@@ -11,7 +11,7 @@ once, however often it occurs. Alone, a cue adds v x (1 - b); together they
 fill the share c of the headroom, so importance stays in [b, 1] (all six from
 b = 0: 1 - 0.75 x 0.7 x 0.85 x 0.85 x 0.7 x 0.85 = 0.7743...), a caller's 1
 stays 1 and no cue leaves b exactly. Phrases are whole words of the head/tail
-sample's padded words (``text.normalize.padded_words``: case-folded,
+sample's padded words (``text.words.padded_words``: case-folded,
 punctuation as spaces, so "let's" is "let s"); kinds are compared lower-cased:
 
 ==========  ====  ===================================================================================
@@ -53,8 +53,8 @@ from memrank.core.signals.importance import CONSTRAINT_PREF, DECISION, FACT
 from memrank.core.signals.importance import importance as category_importance
 from memrank.core.signals.stability import TIME_BOUND
 from memrank.core.text.buffers import padded_index
-from memrank.core.text.normalize import fold, sample
 from memrank.core.text.phrases import Phrases
+from memrank.core.text.words import fold, sample
 
 CUES = (("fact", 0.25), ("decision", 0.30), ("metric", 0.15), ("date", 0.15), ("constraint", 0.30),
         ("evidence", 0.15))

@@ -23,7 +23,7 @@ from memrank.core.batch import Batch
 from memrank.core.profile import Profile
 from memrank.core.reasons import Lazy
 from memrank.core.signals.base import RawSignal, ScoringContext
-from memrank.core.text.normalize import estimated_tokens
+from memrank.core.text.words import estimated_tokens
 
 FULL_TOKENS = 200
 

@@ -1,8 +1,8 @@
 """Lexical overlap between the query and a memory, done right.
 
-Query terms are the ``text.normalize.terms`` of the query: Unicode word tokens,
+Query terms are the ``text.words.terms`` of the query: Unicode word tokens,
 lower-cased, English stop words removed, duplicates removed. A memory's
-terms come from its head/tail sample (``text.normalize.tokens``). Each query term t
+terms come from its head/tail sample (``text.words.tokens``). Each query term t
 weighs its smoothed IDF over the population (the ungated candidates)::
 
     idf(t) = ln((1 + N) / (1 + df(t))) + 1
@@ -36,9 +36,9 @@ from memrank.core.signals.base import RawSignal, ScoringContext
 from memrank.core.text.buffers import token_index, token_index_of
 from memrank.core.text.hashing import encode
 from memrank.core.text.index import WordIndex
-from memrank.core.text.normalize import terms, tokens
 from memrank.core.text.stem import PREFIX_BYTES, PREFIX_LANGUAGES, matching, stem
 from memrank.core.text.stopwords import BY_LANGUAGE
+from memrank.core.text.words import terms, tokens
 
 _SHOWN_TERMS = 5
 # Up to this many memories of at most TINY_CHARS characters in all, presence is read memory by memory.
@@ -48,7 +48,7 @@ _LEARN_ABOVE = 8  # query terms: up to this many, each is one scan of the word h
 
 
 def presence(query_terms: list[str], contents: tuple[str, ...]) -> np.ndarray:
-    """(n, terms) boolean matrix: does memory i contain query term j (among its ``text.normalize.tokens``)."""
+    """(n, terms) boolean matrix: does memory i contain query term j (among its ``text.words.tokens``)."""
     return _presence(query_terms, token_index_of(contents))
 
 

@@ -30,7 +30,7 @@ from memrank.core.profile import Profile
 from memrank.core.reasons import Lazy, Reasons, Same, Table
 from memrank.core.signals.base import RawSignal, ScoringContext, same_reason
 from memrank.core.signals.lexical import lexical
-from memrank.core.signals.normalize import min_max
+from memrank.core.signals.normalizers import min_max
 
 RRF_K = 60
 

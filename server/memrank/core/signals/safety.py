@@ -25,8 +25,8 @@ from memrank.core.signals.base import RawSignal, ScoringContext
 from memrank.core.text.buffers import short_ascii, token_index
 from memrank.core.text.hashing import word_table
 from memrank.core.text.index import WordIndex
-from memrank.core.text.normalize import fold
 from memrank.core.text.phrases import Cue
+from memrank.core.text.words import fold
 from memrank.core.types import Safety
 
 _I = re.IGNORECASE

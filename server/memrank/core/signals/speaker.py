@@ -26,7 +26,7 @@ from memrank.core.batch import Batch
 from memrank.core.profile import Profile
 from memrank.core.reasons import Same, Table
 from memrank.core.signals.base import RawSignal, ScoringContext
-from memrank.core.text.normalize import STOP_WORDS, name_fold, sample, words
+from memrank.core.text.words import STOP_WORDS, name_fold, sample, words
 
 
 def name_words(name: str) -> tuple[str, ...]:

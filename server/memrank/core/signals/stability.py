@@ -21,8 +21,8 @@ from memrank.core.reasons import Lazy
 from memrank.core.signals.base import RawSignal, ScoringContext
 from memrank.core.signals.importance import CONSTRAINT_PREF, DECISION_FACT
 from memrank.core.text.buffers import padded_index, short_ascii, token_index
-from memrank.core.text.normalize import count_tokens, is_pleasantry, padded_words, sample
 from memrank.core.text.phrases import Phrases
+from memrank.core.text.words import count_tokens, is_pleasantry, padded_words, sample
 
 DURABLE_KINDS = frozenset({"fact", "preference", "decision", "constraint", "profile", "identity", "correction"})
 DURABLE = CONSTRAINT_PREF + DECISION_FACT

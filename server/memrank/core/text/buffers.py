@@ -26,7 +26,7 @@ import numpy as np
 
 from memrank.core.text.hashing import encode
 from memrank.core.text.index import WordIndex
-from memrank.core.text.normalize import MAX_TOKENS, PUNCT_CHARS, padded_words, sample, tokens
+from memrank.core.text.words import MAX_TOKENS, PUNCT_CHARS, padded_words, sample, tokens
 
 if TYPE_CHECKING:  # the batch carries the indexes; only its type is needed here
     from memrank.core.batch import Batch

@@ -6,7 +6,7 @@ import numpy as np
 
 from memrank._gen.v1 import ranking_pb2 as pb
 from memrank.core.explain.breakdown import LOGGED_SIGNAL_PARTS, breakdown, signal_rows, signals
-from memrank.core.scoring.columns import SignalColumn
+from memrank.core.scoring.scores import SignalColumn
 
 
 def test_a_message_becomes_its_fields_then_its_signals() -> None:

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from memrank.core.signals.lexical import lexical
-from memrank.core.text.normalize import terms, tokens
+from memrank.core.text.words import terms, tokens
 from tests.support.build import batch, ctx, run
 from tests.support.reference import lexical_idf_score
 

@@ -14,9 +14,9 @@ from hypothesis import strategies as st
 from memrank.core.errors import ConfigError
 from memrank.core.signals.lexical import lexical
 from memrank.core.text.buffers import token_index_of
-from memrank.core.text.normalize import terms, tokens
 from memrank.core.text.stem import LANGUAGES, matching, stem
 from memrank.core.text.stopwords import BY_LANGUAGE
+from memrank.core.text.words import terms, tokens
 from memrank.profiles.model import profile_from_mapping
 from tests.support.build import batch, ctx, profile, run
 

@@ -6,7 +6,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from memrank.core.errors import ConfigError
-from memrank.core.signals.normalize import (
+from memrank.core.signals.normalizers import (
     NORMALIZERS,
     min_max,
     none,

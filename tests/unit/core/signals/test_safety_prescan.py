@@ -14,7 +14,7 @@ from memrank.core.signals import get_signal
 from memrank.core.signals.base import ScoringContext
 from memrank.core.signals.safety import PRESCAN_WORDS, injection_match, prescan
 from memrank.core.text.buffers import token_index_of
-from memrank.core.text.normalize import tokens
+from memrank.core.text.words import tokens
 from memrank.core.types import Safety
 from memrank.profiles.builtin import BUILTIN_PROFILES
 

@@ -41,7 +41,7 @@ def test_squares_are_the_float64_copys_computed_once() -> None:
 # Around the block edges: one block, a one-row tail (merged), short and long tails, wide rows (few rows a block).
 SHAPES = [(1, 3), (2, 384), (63, 31), (64, 384), (65, 384), (128, 384), (129, 384), (130, 384), (385, 384), (257, 8),
           (400, 384), (1000, 385), (1601, 384), (65, 4096), (700, 4096), (130, 9000)]
-# Run with one BLAS thread, as every memrank process does (memrank._process): with several, OpenBLAS splits a
+# Run with one BLAS thread, as every memrank process does (memrank.system.defaults): with several, OpenBLAS splits a
 # large product between its threads and the bits of the whole-matrix product itself depend on the split.
 _COMPARE = """
 import sys

@@ -10,8 +10,8 @@ from hypothesis import strategies as st
 from memrank.core.signals.safety import INJECTION_PATTERNS
 from memrank.core.text import phrases as phrases_module
 from memrank.core.text.buffers import padded_index, token_index
-from memrank.core.text.normalize import fold, padded_words
 from memrank.core.text.phrases import Phrases, starts_with
+from memrank.core.text.words import fold, padded_words
 from tests.support.build import batch
 
 

@@ -1,4 +1,4 @@
-from memrank.core.text.normalize import (
+from memrank.core.text.words import (
     MAX_TOKENS,
     SAMPLE_CHARS,
     STOP_WORDS,

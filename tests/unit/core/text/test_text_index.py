@@ -14,7 +14,7 @@ from memrank.core.text import index as wordindex
 from memrank.core.text.buffers import padded_index_of, token_index_of
 from memrank.core.text.hashing import word_hash, word_key, word_table
 from memrank.core.text.index import WordIndex
-from memrank.core.text.normalize import padded_words, tokens
+from memrank.core.text.words import padded_words, tokens
 
 VOCAB = ["i", "prefer", "tea", "I", "Prefer", "don't", "never", "_x", "x_", "café", "İstanbul", "\x00", "a\x00b",
          "ſ", "straße", "東京", "—", "...", "\n", "\t", "  ", "42", "İ", "i̇", "prefer_", "\x01"]

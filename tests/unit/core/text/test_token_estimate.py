@@ -1,12 +1,12 @@
 """One token estimate, ceil(characters / 4): a candidate without token_count and the decision record's query
-both use core.text.normalize.estimated_tokens (issue #34: the rule lived in two places)."""
+both use core.text.words.estimated_tokens (issue #34: the rule lived in two places)."""
 
 from __future__ import annotations
 
 import numpy as np
 
 from memrank.core.pipeline import estimate_tokens
-from memrank.core.text.normalize import estimated_tokens
+from memrank.core.text.words import estimated_tokens
 from memrank.decisions.mask import Masker
 from memrank.decisions.record import decision_record
 from tests.support.build import batch

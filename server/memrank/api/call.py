@@ -16,7 +16,7 @@ from typing import Protocol
 
 from memrank._gen.v1 import ranking_pb2 as pb
 from memrank.api import convert, encode
-from memrank.api.columns import CandidateColumns
+from memrank.api.request_columns import CandidateColumns
 from memrank.api.validate import validate_admission_request, validate_rank_request
 from memrank.config import Settings
 from memrank.core.admission import score_admission

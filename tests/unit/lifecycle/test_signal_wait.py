@@ -22,7 +22,7 @@ def set_with_a_signal_inside(self):
         signal.raise_signal(signal.SIGINT)
         self._cond.notify_all()
 threading.Event.set = set_with_a_signal_inside
-from memrank.grpc.single import _wait_for_signal
+from memrank.lifecycle.server_process import _wait_for_signal
 print('waiting', flush=True)
 print(_wait_for_signal(), flush=True)
 """

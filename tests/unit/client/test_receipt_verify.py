@@ -1,5 +1,5 @@
 """Receipts (memrank.receipt.v2): the server's bytes (core.explain.receipt, from the outcome) and the verifier's
-(memrank.api.verify, from the request and response alone) agree; tampering is caught; `memrank verify`."""
+(memrank.client.verify, from the request and response alone) agree; tampering is caught; `memrank verify`."""
 
 from __future__ import annotations
 
@@ -18,9 +18,9 @@ from google.protobuf import json_format
 
 from memrank import cli
 from memrank._gen.v1 import ranking_pb2 as pb
-from memrank.api.handle import Call, handle_rank
-from memrank.api.verify import canonical_lines, q
+from memrank.api.call import Call, handle_rank
 from memrank.client import verify_receipt
+from memrank.client.verify import canonical_lines, q
 from memrank.config import load_settings
 from memrank.core.explain import receipt
 

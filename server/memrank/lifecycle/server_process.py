@@ -13,9 +13,9 @@ from collections.abc import Callable
 from types import FrameType
 
 from memrank.config import Settings, SettingsSource
-from memrank.grpc.announce import log_ready
-from memrank.grpc.reload import ProfileReloader, start_reloader
 from memrank.grpc.server import create_server
+from memrank.lifecycle.announce import log_ready
+from memrank.lifecycle.reload import ProfileReloader, start_reloader
 from memrank.metrics.http import serve_metrics
 from memrank.metrics.registry import new_registry
 

@@ -16,7 +16,7 @@ PROBE = ("import memrank.cli, os, numpy as np\n"
          "print(os.environ['OPENBLAS_NUM_THREADS'], len(os.listdir('/proc/self/task')))\n")
 
 # One "request": arrays of 160-560 KiB that live for the call, like a batch's columns. Prints the minor page
-# faults per call after a warm-up, and the malloc settings memrank._process applied.
+# faults per call after a warm-up, and the malloc settings memrank.system.defaults applied.
 FAULTS = ("import os, sys, resource\n"
           "if sys.argv[1] == 'memrank':\n"
           "    import memrank.cli\n"
@@ -27,7 +27,7 @@ FAULTS = ("import os, sys, resource\n"
           "for _ in range(5): call()\n"
           "f0 = resource.getrusage(resource.RUSAGE_SELF).ru_minflt\n"
           "for _ in range(100): call()\n"
-          "import memrank._process as p\n"
+          "import memrank.system.defaults as p\n"
           "print((resource.getrusage(resource.RUSAGE_SELF).ru_minflt - f0) / 100, sorted(p.malloc_settings()),\n"
           "      os.environ.get('MALLOC_TRIM_THRESHOLD_'))\n")
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from memrank import ports
 from memrank.config import ServerSettings, Settings
+from memrank.system import ports
 
 log = logging.getLogger("memrank.server")
 

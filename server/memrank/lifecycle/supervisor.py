@@ -1,7 +1,7 @@
 """Running memrank as a process: one server, or a supervisor of worker processes sharing the port.
 
-``serve`` decides; ``serve_single`` (``memrank.grpc.single``) runs one server until SIGTERM/SIGINT, drains it
-and ends the process;
+``serve`` decides; ``serve_single`` (``memrank.lifecycle.server_process``) runs one server until SIGTERM/SIGINT,
+drains it and ends the process;
 ``_supervise`` starts the workers (SO_REUSEPORT), restarts any that die, serves their summed metrics, and
 passes the signal on. Each worker records metrics into the supervisor's multiprocess directory: it says so
 to ``create_server`` (``multiprocess_metrics``); nothing below reads the environment to find out.
@@ -21,16 +21,16 @@ import time
 from dataclasses import replace
 from types import FrameType
 
-from memrank import ports
 from memrank.config import Settings, SettingsSource
 from memrank.core.errors import ConfigError
 from memrank.decisions.sink import LOCK_ENV as DECISION_LOCK_ENV
-from memrank.grpc.announce import log_ready, metrics_url
-from memrank.grpc.preflight import check_start
-from memrank.grpc.single import serve_single
-from memrank.logs import setup_logging
+from memrank.lifecycle.announce import log_ready, metrics_url
+from memrank.lifecycle.preflight import check_start
+from memrank.lifecycle.server_process import serve_single
 from memrank.metrics.http import serve_metrics
 from memrank.metrics.registry import worker_gone, workers_registry
+from memrank.system import ports
+from memrank.system.logs import setup_logging
 
 log = logging.getLogger("memrank.server")
 
@@ -134,7 +134,7 @@ def _supervise(settings: Settings, source: SettingsSource) -> None:
     """Start N workers sharing the port (SO_REUSEPORT), restart any that die, drain all on a signal.
 
     Before any worker starts: the ports are refused if another process holds them, then held for our
-    workers only (see memrank.ports), and the metrics port is bound; a failure ends the start with
+    workers only (see memrank.system.ports), and the metrics port is bound; a failure ends the start with
     nothing left running.
     """
     holds = [sock for key, address in _listen_addresses(settings) for sock in ports.claim(key, address)]
@@ -208,7 +208,8 @@ def _supervise(settings: Settings, source: SettingsSource) -> None:
             serving = None
         for i, p in list(procs.items()):
             if not p.is_alive():
-                worker_gone(p.pid, mp_dir)
+                if p.pid is not None:  # started, so always set: is_alive() of an unstarted process raises
+                    worker_gone(p.pid, mp_dir)
                 lived = time.monotonic() - started[i]
                 quick_deaths[i] = quick_deaths.get(i, 0) + 1 if lived < CRASH_LOOP_SECONDS else 0
                 if quick_deaths[i] >= CRASH_LOOP_DEATHS:
