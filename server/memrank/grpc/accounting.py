@@ -8,7 +8,7 @@ from collections.abc import Callable
 import grpc
 
 from memrank._gen.v1 import ranking_service_pb2 as svc_pb
-from memrank.grpc.errors import NoMethod, refuse
+from memrank.grpc.errors import NoMethod, code_of, refuse
 
 _SERVICE = svc_pb.DESCRIPTOR.services_by_name["RankingService"]
 _METHODS = frozenset(m.name for m in _SERVICE.methods)
@@ -26,8 +26,9 @@ class Unknown(grpc.GenericRpcHandler):  # type: ignore[misc]  # grpc ships no ty
 
     def __init__(self, observe: Callable[[str, str], None]) -> None:
         async def unknown(_requests: object, context: grpc.aio.ServicerContext) -> None:
-            observe("other", "UNIMPLEMENTED")
-            await refuse(context, NoMethod("unknown method"))
+            refusal = NoMethod("unknown method")
+            observe("other", code_of(refusal).name)
+            await refuse(context, refusal)
 
         self._handler = grpc.stream_unary_rpc_method_handler(unknown)
 

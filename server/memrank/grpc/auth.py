@@ -19,7 +19,7 @@ from typing import Any
 import grpc
 
 from memrank.core.errors import ConfigError
-from memrank.grpc.errors import Unauthenticated, refuse
+from memrank.grpc.errors import Unauthenticated, code_of, refuse
 from memrank.grpc.tls import _stamp
 
 log = logging.getLogger("memrank.auth")
@@ -137,5 +137,5 @@ class BearerAuthInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[misc]  
         if token and self._tokens.accepts(token):
             return await continuation(handler_call_details)
         log.info("rpc unauthenticated", extra={"method": method[:200], "token_present": token is not None})
-        self._observe(method, "UNAUTHENTICATED")
+        self._observe(method, code_of(Unauthenticated()).name)
         return _REFUSAL

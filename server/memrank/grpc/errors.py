@@ -5,7 +5,8 @@ left off, an overloaded queue) goes out with the rich status of AIP-193: BadRequ
 ErrorInfo. The transport's refusals (``Refusal`` below: no or bad credentials, a draining server, a request
 that did not arrive in time or does not fit, a cancelled call, an internal failure) are decided before or
 around the handler and go out as a code and a message. Every module that ends a call raises or passes one of
-these; none names a status code itself.
+these; none names a status code itself (metrics label a call with the code's name, taken from here or from
+``grpc.StatusCode`` for the endings grpc decides).
 """
 
 from __future__ import annotations

@@ -92,7 +92,8 @@ def core_ended_code(context: grpc.aio.ServicerContext) -> str:
     (INTERNAL to its client) and a client resetting its stream before its message was in (CANCELLED).
     """
     remaining = context.time_remaining()
-    return "DEADLINE_EXCEEDED" if remaining is not None and remaining <= 0 else "RESOURCE_EXHAUSTED"
+    late = remaining is not None and remaining <= 0
+    return (grpc.StatusCode.DEADLINE_EXCEEDED if late else grpc.StatusCode.RESOURCE_EXHAUSTED).name
 
 
 # A handler takes the request bytes out of a one-item list (so nothing else keeps them once parsed) and the call.

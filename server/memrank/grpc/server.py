@@ -26,7 +26,7 @@ from memrank.config import ServerSettings, Settings
 from memrank.core.errors import ConfigError, FieldViolation, InvalidRequest
 from memrank.grpc.accounting import Unknown, method_label
 from memrank.grpc.auth import BearerAuthInterceptor, TokenFile, open_matcher
-from memrank.grpc.errors import abort_with
+from memrank.grpc.errors import abort_with, code_of
 from memrank.grpc.inflight import ByteBudget, auto_budget, memory_limit, memory_needed
 from memrank.grpc.intake import CallContext, Handle, Intake
 from memrank.grpc.running import Loop, Running
@@ -201,13 +201,15 @@ def _handle(name: str, parse: Callable[[bytes], Message], method: Callable[[Mess
             field = bad_utf8_field(data, descriptor) if "UTF-8" in str(exc) else None
             violation = FieldViolation(field, "not valid UTF-8 (string fields must be UTF-8)") if field else \
                 FieldViolation("request", f"not a valid {name} encoding")
-            observe("INVALID_ARGUMENT")
+            refused = InvalidRequest([violation])
+            observe(code_of(refused).name)
             log.info("rpc refused: request does not decode", extra={"method": name, "field": field})
-            abort_with(context, InvalidRequest([violation]))
+            abort_with(context, refused)
         if check is not None and (bad := check(data)):
-            observe("INVALID_ARGUMENT")
+            refused = InvalidRequest(bad)
+            observe(code_of(refused).name)
             log.info("rpc refused: a field's wire encoding", extra={"method": name, "field": bad[0].field})
-            abort_with(context, InvalidRequest(bad))
+            abort_with(context, refused)
         size = len(data)
         del data  # the parsed message holds what is needed: the wire bytes go now, not after the call
         try:

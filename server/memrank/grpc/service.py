@@ -113,7 +113,7 @@ class RankingService(pb_grpc.RankingServiceServicer):
             abort_with(context, refusal)
         else:
             seconds = time.perf_counter() - start
-            self._metrics.observe_call(method, "OK", seconds)
+            self._metrics.observe_call(method, grpc.StatusCode.OK.name, seconds)
             if log.isEnabledFor(logging.DEBUG):
                 log.debug("rpc ok", extra={"method": method, "request_id": request_id, "ms": round(seconds * 1e3, 3)})
             return answer

@@ -7,7 +7,7 @@ no threshold and no diversity pass (diversity_lambda 1):
 - ``agent-observer``: the Go scoreMemory, raw values summed:
   kind_prior + 0.30 retrieval + 0.25 substring_match + access, with Go's
   lower-casing and splitting (``core.text.golang``); retrieval_score may be
-  any finite value, as Go takes any float64 (``grpc.validate.retrieval_range``).
+  any finite value, as Go takes any float64 (``api.validate.retrieval_range``).
   Go's number is the breakdown's final_score, not the calibrated public score.
 - ``generative-agents``: recency (0.995/h, floor 0: the pure formula) +
   importance + retrieval, each min-max normalised, weights 1/1/1.

@@ -1,12 +1,12 @@
 """The text indexes of a batch: each candidate's sample normalised into one buffer, indexed once per batch.
 
-Two normalisations of each candidate's head/tail sample (``normalize.sample``)
+Two normalisations of each candidate's head/tail sample (``words.sample``)
 are indexed:
 
-- ``tokens``: the ``normalize.tokens`` of the sample (``\\w+`` runs of the
+- ``tokens``: the ``words.tokens`` of the sample (``\\w+`` runs of the
   lower-cased text, at most ``MAX_TOKENS``, head and tail), what lexical
   overlap and the injection pre-scan read;
-- ``padded``: the words of ``normalize.padded_words`` (case-folded,
+- ``padded``: the words of ``words.padded_words`` (case-folded,
   punctuation and white space as separators), what the phrase rules read.
 
 All-ASCII samples (the usual case) are normalised for the whole batch at once

@@ -2,7 +2,7 @@
 
 ``re`` scans every position of a text for every alternative, which is slow
 on long memories in Python. Rules are therefore whole-word phrases tested
-as substrings of the text's *padded words* (``normalize.padded_words``:
+as substrings of the text's *padded words* (``words.padded_words``:
 " word word ... word ", case-folded head/tail sample, punctuation as single
 spaces), grouped
 by first word so that one C-speed test rules out a whole group. The few real

@@ -1,6 +1,6 @@
 """Stop words per language: function words that carry no topic, removed from a query before lexical matching.
 
-English (``normalize.STOP_WORDS``) applies to every query. A profile whose
+English (``words.STOP_WORDS``) applies to every query. A profile whose
 lexical signal stems in another language (``lexical_stemmer``) also removes
 that language's list below: short, hand-written lists of articles, pronouns,
 prepositions, conjunctions and auxiliaries. Like the English list, they keep
