@@ -11,51 +11,53 @@ from collections.abc import Mapping
 from types import MappingProxyType
 
 from memrank.core.errors import ConfigError
-from memrank.core.signals.access import access, access_log
+from memrank.core.signals import (
+    access,
+    confidence,
+    context,
+    date,
+    freshness,
+    hop,
+    importance_cues,
+    kind_prior,
+    length,
+    lexical,
+    recency,
+    relevance,
+    safety,
+    speaker,
+    stability,
+    statement,
+    substring,
+    thread,
+    trust,
+)
 from memrank.core.signals.base import RawSignal, SignalFn
-from memrank.core.signals.confidence import confidence
-from memrank.core.signals.context import context
-from memrank.core.signals.date import date
-from memrank.core.signals.freshness import freshness
-from memrank.core.signals.hop import hop
-from memrank.core.signals.importance_cues import importance
-from memrank.core.signals.kind_prior import kind_prior
-from memrank.core.signals.length import length
-from memrank.core.signals.lexical import lexical
-from memrank.core.signals.recency import recency
-from memrank.core.signals.relevance import relevance, retrieval
-from memrank.core.signals.safety import safety
-from memrank.core.signals.speaker import speaker
-from memrank.core.signals.stability import stability
-from memrank.core.signals.statement import statement
-from memrank.core.signals.substring import substring_match
-from memrank.core.signals.thread import thread
-from memrank.core.signals.trust import trust
 
 __all__ = ["SIGNALS", "RawSignal", "SignalFn", "get_signal"]
 
 SIGNALS: Mapping[str, SignalFn] = MappingProxyType({
-    "relevance": relevance,
-    "retrieval": retrieval,
-    "lexical": lexical,
-    "context": context,
-    "speaker": speaker,
-    "thread": thread,
-    "hop": hop,
-    "length": length,
-    "statement": statement,
-    "date": date,
-    "substring_match": substring_match,
-    "recency": recency,
-    "importance": importance,
-    "kind_prior": kind_prior,
-    "access": access,
-    "access_log": access_log,
-    "trust": trust,
-    "confidence": confidence,
-    "stability": stability,
-    "freshness": freshness,
-    "safety": safety,
+    "relevance": relevance.relevance,
+    "retrieval": relevance.retrieval,
+    "lexical": lexical.lexical,
+    "context": context.context,
+    "speaker": speaker.speaker,
+    "thread": thread.thread,
+    "hop": hop.hop,
+    "length": length.length,
+    "statement": statement.statement,
+    "date": date.date,
+    "substring_match": substring.substring_match,
+    "recency": recency.recency,
+    "importance": importance_cues.importance,
+    "kind_prior": kind_prior.kind_prior,
+    "access": access.access,
+    "access_log": access.access_log,
+    "trust": trust.trust,
+    "confidence": confidence.confidence,
+    "stability": stability.stability,
+    "freshness": freshness.freshness,
+    "safety": safety.safety,
 })
 
 

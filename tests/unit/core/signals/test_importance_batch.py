@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib
 from unittest import mock
 
 from hypothesis import given, settings
@@ -10,12 +9,11 @@ from hypothesis import strategies as st
 
 from memrank.core.batch import CandidateInput, batch_from_rows
 from memrank.core.signals import RawSignal, get_signal
+from memrank.core.signals import importance as importance_module
 from memrank.core.signals.base import ScoringContext
 from memrank.core.signals.importance import CONSTRAINT_PREF, CORRECTION, DECISION_FACT, OUTCOME, rule_importance
 from memrank.core.text import phrases as phrases_module
 from memrank.profiles.builtin import BUILTIN_PROFILES
-
-importance_module = importlib.import_module("memrank.core.signals.importance")  # the package re-exports the function
 
 PHRASE_WORDS = sorted({w for p in (*CORRECTION.items, *CONSTRAINT_PREF.items, *DECISION_FACT.items,
                                     *OUTCOME.items) for w in p.split()})

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib
 import math
 from unittest import mock
 
@@ -12,6 +11,7 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from memrank.core.errors import ConfigError
+from memrank.core.signals import lexical as lexical_module
 from memrank.core.signals.lexical import lexical
 from memrank.core.text.buffers import token_index_of
 from memrank.core.text.stem import LANGUAGES, matching, stem
@@ -19,8 +19,6 @@ from memrank.core.text.stopwords import BY_LANGUAGE
 from memrank.core.text.words import terms, tokens
 from memrank.profiles.model import profile_from_mapping
 from tests.support.build import batch, ctx, profile, run
-
-lexical_module = importlib.import_module("memrank.core.signals.lexical")  # the package re-exports the function
 
 
 def idf(n: int, df: int) -> float:

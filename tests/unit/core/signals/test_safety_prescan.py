@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib
 from pathlib import Path
 from unittest import mock
 
@@ -11,14 +10,13 @@ from hypothesis import strategies as st
 
 from memrank.core.batch import CandidateInput, batch_from_rows
 from memrank.core.signals import get_signal
+from memrank.core.signals import safety as safety_module
 from memrank.core.signals.base import ScoringContext
 from memrank.core.signals.safety import PRESCAN_WORDS, injection_match, prescan
 from memrank.core.text.buffers import token_index_of
 from memrank.core.text.words import tokens
 from memrank.core.types import Safety
 from memrank.profiles.builtin import BUILTIN_PROFILES
-
-safety_module = importlib.import_module("memrank.core.signals.safety")  # the package re-exports the function
 
 CORPUS = Path(__file__).parents[3] / "reliability" / "data" / "prompt_injections.txt"
 # Pieces of every pattern's alternatives, glued with separators the patterns allow, plus noise.

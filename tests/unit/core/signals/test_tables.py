@@ -36,3 +36,16 @@ def test_registry_names_unknown_signals():
     assert get_signal("recency") is SIGNALS["recency"]
     with pytest.raises(ConfigError, match="'sentiment'"):
         get_signal("sentiment")
+
+
+def test_the_package_binds_its_submodules_not_functions_of_their_names() -> None:
+    """``memrank.core.signals.importance`` is the module, whatever was imported first: the registry names its
+    functions through their modules instead of binding ``importance`` (the cue rules' function) over the
+    module of the same name."""
+    import types
+
+    import memrank.core.signals as signals
+
+    for name in ("importance", "lexical", "safety", "importance_cues", "relevance"):
+        assert isinstance(getattr(signals, name), types.ModuleType), name
+    assert SIGNALS["importance"] is signals.importance_cues.importance
