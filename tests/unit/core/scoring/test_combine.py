@@ -5,7 +5,8 @@ from memrank.core.errors import ConfigError
 from memrank.core.profile import SignalSpec
 from memrank.core.scoring.combine import score
 from memrank.core.selection.order import tie_order
-from tests.support.build import HOUR, REF, batch, ctx, profile
+from memrank.core.signals import get_signal
+from tests.support.build import HOUR, REF, batch, ctx, profile, run
 
 LIANS_RECALL = {"relevance": 0.35, "confidence": 0.15, "importance": 0.15, "trust": 0.10, "freshness": 0.10,
                 "stability": 0.10, "safety": 0.05}
@@ -37,8 +38,14 @@ def test_lians_admission_weights():
     p = profile("lians-admission")
     assert {s.name: s.weight for s in p.signals} == {"importance": 0.25, "stability": 0.20, "confidence": 0.20,
                                                      "trust": 0.15, "safety": 0.15, "freshness": 0.05}
-    s = score(_rows(), ctx(), p)
-    assert s.combined == pytest.approx(sum(c.weight * c.raw for c in s.signals), abs=1e-12)
+    rows, context = _rows(), ctx()
+    # Each signal run alone (not read back from score's output), then the seed's weighted sum of raw values:
+    # the admission formula normalises nothing.
+    alone = {name: run(get_signal(name), rows, context, p).values for name in
+             ("importance", "stability", "confidence", "trust", "safety", "freshness")}
+    expected = (0.25 * alone["importance"] + 0.20 * alone["stability"] + 0.20 * alone["confidence"]
+                + 0.15 * alone["trust"] + 0.15 * alone["safety"] + 0.05 * alone["freshness"])
+    assert score(rows, context, p).combined == pytest.approx(expected, abs=1e-12)
 
 
 def test_weight_overrides_change_the_effective_weight():

@@ -52,5 +52,4 @@ def test_the_nearest_of_two_spans_counts_and_no_date_gives_zero_for_all():
     assert got.values.tolist() == pytest.approx([math.exp(-3.5 / 7), 1.0], abs=1e-12)
     got = run(date, b, ctx("what did she read?"))
     assert got.values.tolist() == [0.0, 0.0] and got.reasons[0] == ("the query names no date",)
-    assert ((got.values >= 0) & (got.values <= 1)).all()
     assert isinstance(got.values, np.ndarray)
