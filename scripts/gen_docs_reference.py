@@ -135,8 +135,9 @@ def settings_page() -> str:
     settings = load_settings(env={})
     parts = [HEADER.format(source="memrank.config (the settings model, BOUNDS, ENV_KEYS, defaults.yaml)"),
              "# Settings\n\n",
-             "Every key of the configuration file, with its type, the values it accepts, its built-in default "
-             "and the environment variable and `memrank serve` flag that set it. Precedence, later wins: the "
+             "Every key of the configuration file: its type, the values it accepts, its built-in default "
+             "and the environment variable and `memrank serve` flag that set it (in brackets), then what it does. "
+             "Precedence, later wins: the "
              "built-in `defaults.yaml` < a YAML file (`--config FILE` or `MEMRANK_CONFIG`) < `MEMRANK_*` "
              "variables < flags. `memrank serve --print-config` prints the effective configuration; how to "
              "write one: [Configure the server](../how-to/configure.md).\n"]
@@ -156,9 +157,12 @@ def settings_page() -> str:
                 accepts.append(", ".join(f"`{c}`" for c in CHOICES[dotted]))
             env = env_of.get(dotted, "")
             flag = SERVE_FLAGS.get(dotted, "")
-            rows.append((f"`{dotted}`", type_name(hint), " ".join(accepts), default_text(values[field]),
-                         f"`{env}`" if env else "", f"`{flag}`" if flag else "", cell(comments.get(dotted, ""))))
-        parts.append(table(("key", "type", "accepts", "default", "variable", "flag", "meaning"), rows))
+            # One entry a key, not a seven-column table: the columns broke names mid-word and cut the meaning off.
+            facts = [type_name(hint), *accepts, f"default {default_text(values[field])}",
+                     *([f"`{env}`"] if env else []), *([f"`{flag}`"] if flag else [])]
+            rows.append(f"- **`{dotted}`** ({'; '.join(facts)})"
+                        + (f": {cell(comments[dotted])}" if comments.get(dotted) else "") + "\n")
+        parts.append("".join(rows))
     parts.append("\n## `layers` and `profiles`\n\n"
                  "`layers` is the list of default layer policies (`name`, `share`, `floor_tokens`, `max_items`, "
                  "`min_score`), used when a request sends none; built in: "

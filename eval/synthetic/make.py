@@ -296,6 +296,7 @@ def main(argv: list[str] | None = None) -> int:
         if stale:
             print(f"{', '.join(stale)} out of date: run python eval/synthetic/make.py", file=sys.stderr)
             return 1
+        print(f"{', '.join(files)} in {args.out} are up to date")
         return 0
     args.out.mkdir(parents=True, exist_ok=True)
     for name, content in files.items():

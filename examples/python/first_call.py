@@ -13,7 +13,9 @@ with RankingClient("localhost:50051", timeout=2.0) as client:
         "budget": {"maxTokens": 512},
     })
     for m in resp.selected:                      # placement order
-        print(m.rank, m.id, m.score, [(s.name, s.contribution) for s in m.breakdown.signals])
+        # score: public and calibrated; final_score: what min_score thresholds compare
+        print(m.rank, m.id, m.score, m.breakdown.final_score,
+              [(s.name, s.contribution) for s in m.breakdown.signals])
     for d in resp.dropped:
         print(d.id, DropReason.Name(d.reason))   # e.g. DROP_REASON_BELOW_THRESHOLD
 # --8<-- [end:call]

@@ -109,9 +109,10 @@ def plot(curves: Mapping[str, Sequence[float]], baselines: Sequence[str], path: 
     matplotlib.use("Agg")
     plt = require("matplotlib.pyplot", "matplotlib")
     fig, ax = plt.subplots(figsize=(8, 5), dpi=120)
-    for name, ys in curves.items():
+    colours = plt.get_cmap("tab20").colors  # 20 distinct colours: the default cycle of 10 repeats past ten curves
+    for i, (name, ys) in enumerate(curves.items()):
         ax.plot(CURVE_KS, ys, linestyle="--" if name in baselines else "-", marker=".", label=name,
-                linewidth=2.4 if name == "default" else 1.3)
+                color=colours[i % len(colours)], linewidth=2.4 if name == "default" else 1.3)
     ax.set_xlabel("k (memories, by rank)")
     ax.set_ylabel("recall@k of evidence turns")
     ax.set_xticks(list(CURVE_KS))

@@ -178,7 +178,8 @@ def write_report(doc: dict[str, Any], out: Path, plot_path: Path | None, baselin
     out.write_text(json.dumps(doc, indent=2) + "\n", encoding="utf-8")
     if plot_path is not None:
         curves = {k: v for k, v in doc["curves"].items() if k != "k"}
-        title = f"LoCoMo {Path(doc['data']).name}: recall@k, categories 1-4 ({doc['questions']} questions)"
+        # The data set by its file name: the same harness runs LoCoMo, LongMemEval, FriendsQA and the synthetic set.
+        title = f"{Path(doc['data']).name}: recall@k, categories 1-4 ({doc['questions']} questions)"
         report.plot(curves, baselines, plot_path, title)
 
 
