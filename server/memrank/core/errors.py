@@ -42,18 +42,10 @@ class UnknownProfile(InvalidRequest):
 
 
 class ConfigError(MemrankError):
-    """The configuration is invalid; the message names the key and the value."""
+    """The configuration is invalid; the message names the key and the value.
+
+    In the core because a profile is core data: ``Profile`` and the signal registry refuse a bad value (an
+    unknown signal, formula or fusion) at construction, whoever builds it. The runtime's refusals (a feature
+    left off, a full queue) are ``memrank.grpc.errors``'."""
 
     reason = "CONFIG_ERROR"
-
-
-class NotEnabled(MemrankError):
-    """The call needs a feature the server's configuration leaves off (the message names the key)."""
-
-    reason = "NOT_ENABLED"
-
-
-class Overloaded(MemrankError):
-    """The server cannot take this call now; the same call may succeed when retried."""
-
-    reason = "OVERLOADED"

@@ -16,9 +16,22 @@ from google.protobuf import any_pb2
 from google.rpc import code_pb2, error_details_pb2, status_pb2
 from grpc_status import rpc_status
 
-from memrank.core.errors import InvalidRequest, LimitExceeded, MemrankError, NotEnabled, Overloaded, UnknownProfile
+from memrank.core.errors import InvalidRequest, LimitExceeded, MemrankError, UnknownProfile
 
 DOMAIN = "memrank.v1"
+
+
+# The runtime's domain errors: rich statuses like the core's, raised by the servicer, never by the core.
+class NotEnabled(MemrankError):
+    """The call needs a feature the server's configuration leaves off (the message names the key)."""
+
+    reason = "NOT_ENABLED"
+
+
+class Overloaded(MemrankError):
+    """The server cannot take this call now; the same call may succeed when retried."""
+
+    reason = "OVERLOADED"
 
 
 class Refusal(Exception):

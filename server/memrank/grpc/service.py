@@ -16,12 +16,12 @@ from memrank.api.call import Call, CallAbandoned, handle_admission, handle_rank
 from memrank.api.feedback import feedback_id, validate_feedback
 from memrank.config import Settings
 from memrank.core.batch import Batch, RankParams
-from memrank.core.errors import MemrankError, NotEnabled, Overloaded
+from memrank.core.errors import MemrankError
 from memrank.core.explain.outcome import RankOutcome
 from memrank.decisions.capture import capture_decision, capture_feedback
 from memrank.decisions.sample import sampled
 from memrank.decisions.writer import DecisionLog
-from memrank.grpc.errors import Abandoned, Internal, Refusal, abort_with, code_of
+from memrank.grpc.errors import Abandoned, Internal, NotEnabled, Overloaded, Refusal, abort_with, code_of
 from memrank.grpc.tracing import Tracing
 from memrank.metrics.declare import Metrics
 from memrank.metrics.deferred import AfterReply

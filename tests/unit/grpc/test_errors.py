@@ -14,8 +14,8 @@ DOCUMENTED = [
     (core.LimitExceeded([core.FieldViolation("candidates", "over 10")]), "INVALID_ARGUMENT"),
     (core.UnknownProfile([core.FieldViolation("profile", "unknown")]), "INVALID_ARGUMENT"),
     (core.InvalidRequest([core.FieldViolation("query", "bad")]), "INVALID_ARGUMENT"),
-    (core.NotEnabled("decision_log.enabled is false"), "FAILED_PRECONDITION"),
-    (core.Overloaded("queue full"), "UNAVAILABLE"),
+    (errors.NotEnabled("decision_log.enabled is false"), "FAILED_PRECONDITION"),
+    (errors.Overloaded("queue full"), "UNAVAILABLE"),
     (core.ConfigError("a bug: config errors never reach a call"), "INTERNAL"),
     (errors.Unauthenticated("missing or invalid credentials"), "UNAUTHENTICATED"),
     (errors.Draining("shutting down"), "UNAVAILABLE"),
@@ -61,5 +61,5 @@ def test_refusals_go_out_plain_and_domain_errors_rich() -> None:
         errors.abort_with(_Context(), errors.NoRoom("more than 2 calls in progress"))  # type: ignore[arg-type]
     assert plain.value.args[0] == ("plain", grpc.StatusCode.RESOURCE_EXHAUSTED, "more than 2 calls in progress")
     with pytest.raises(RuntimeError) as rich:
-        errors.abort_with(_Context(), core.NotEnabled("decision_log.enabled is false"))  # type: ignore[arg-type]
+        errors.abort_with(_Context(), errors.NotEnabled("decision_log.enabled is false"))  # type: ignore[arg-type]
     assert rich.value.args[0] == ("rich", grpc.StatusCode.FAILED_PRECONDITION, "decision_log.enabled is false")
