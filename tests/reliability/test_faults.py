@@ -22,7 +22,7 @@ from prometheus_client import CollectorRegistry
 
 from memrank._gen.v1 import ranking_pb2 as pb
 from memrank._gen.v1 import ranking_service_pb2_grpc as pb_grpc
-from memrank.api import handle as service  # where the handler looks up convert and rank
+from memrank.api import call as service  # where the handler looks up convert and rank
 from memrank.client import RankingClient, RankingError
 from memrank.config import DecisionLogSettings
 from memrank.grpc.running import Running
