@@ -230,3 +230,54 @@ def test_records_a_killed_writer_took_are_counted_lost_after_ack_apart_from_refu
     assert lost == len(true - written) == 5, (lost, sorted(true - written))
     refused = _value(registry, "memrank_decision_log_dropped_total", reason="writer_down")
     assert refused == sum(not ok for ok in flags.values())
+
+
+# ---------------------------------------------------------------- durability: decision_log.fsync
+
+
+def _fsyncs_while(pid: int, out: Path, work: Any) -> list[str]:
+    """The writer's write and fsync system calls (strace attached to ``pid``) while ``work()`` runs."""
+    trace = subprocess.Popen(["strace", "-qq", "-f", "-e", "trace=write,fsync", "-o", str(out), "-p", str(pid)],
+                             stderr=subprocess.DEVNULL)
+    try:
+        _wait("strace attached", lambda: out.exists(), timeout=5)
+        time.sleep(0.2)
+        work()
+    finally:
+        trace.send_signal(signal.SIGINT)
+        trace.wait(5)
+    return [line.split("(", 1)[0].split()[-1] for line in out.read_text().splitlines() if "(" in line]
+
+
+@pytest.mark.parametrize("policy", ["every", "interval"])
+def test_the_writer_fsyncs_as_decision_log_fsync_says(tmp_path: Path, policy: str) -> None:
+    """every: an fsync after each record's write; interval (0.3 s here): one for a burst of records, and one
+    for a record written while idle, within the interval (main: no fsync at all, and no such key)."""
+    if subprocess.run(["strace", "-V"], capture_output=True).returncode != 0:
+        pytest.skip("strace is not installed")
+    path = tmp_path / "decisions.jsonl"
+    running = create_server(logging_settings(path, fsync=policy, fsync_interval_seconds=0.3))
+    log = running.service.decisions
+    assert log is not None
+
+    def burst() -> None:
+        for k in range(5):
+            assert c.rank(small_request(f"burst-{k}")).decision_logged
+        _wait("the burst written", lambda: _ends_with_line(path, "burst-4"))
+        time.sleep(0.5)  # an interval passes: what was written is synced
+    try:
+        with RankingClient(f"127.0.0.1:{running.port}", retries=0) as c:
+            assert c.rank(small_request("first")).decision_logged
+            wait_for_lines(path, 1)
+            calls = _fsyncs_while(log.writer_pid, tmp_path / "strace.txt", burst)
+    finally:
+        running.stop(5)
+    records = [c for c in calls if c in ("write", "fsync")]
+    writes = records.count("write")  # each record: one write of its line, one report on the pipe
+    assert writes >= 10, calls
+    if policy == "every":
+        assert records.count("fsync") == 5, calls
+        assert records[-1] == "write" and records[-2] == "fsync", calls  # synced, then reported
+    else:
+        assert 1 <= records.count("fsync") <= 3, calls  # not one per record
+        assert records[-1] == "fsync", calls  # the last records synced, within the interval

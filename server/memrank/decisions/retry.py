@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import logging
+import threading
 import time
 from collections.abc import Callable
 from typing import IO, TypeVar
@@ -32,6 +33,7 @@ class Retry:
         self._failed = 0  # failed attempts since the sink last worked
         self._since = 0.0  # when the failing started
         self._logged = 0.0  # when it was last logged
+        self._mutex = threading.Lock()  # the writer's loop and its fsync thread both fail here
 
     def run(self, attempt: Callable[[], _T]) -> _T:
         """``attempt()``'s result; on OSError wait and call it again, until it returns."""
@@ -40,7 +42,7 @@ class Retry:
             try:
                 result = attempt()
             except OSError as exc:
-                self._fail(exc)
+                self.failed(exc)
                 time.sleep(delay)
                 delay = min(2 * delay, RETRY_MAX)
                 continue
@@ -49,6 +51,11 @@ class Retry:
                     "failed_attempts": self._failed, "failing_seconds": round(time.monotonic() - self._since, 3)})
                 self._failed = 0
             return result
+
+    def failed(self, exc: OSError) -> None:
+        """Count, report and (rate-limited) log one failed attempt."""
+        with self._mutex:
+            self._fail(exc)
 
     def _fail(self, exc: OSError) -> None:
         name = errno.errorcode.get(exc.errno or 0, "other")

@@ -44,6 +44,7 @@ from typing import IO, Any
 
 from memrank.config import DecisionLogSettings
 from memrank.decisions.capture import DECISION, FEEDBACK
+from memrank.decisions.durability import Durability
 from memrank.decisions.mask import HASH, PLAIN, Masker
 from memrank.decisions.process import WriterProcess
 from memrank.decisions.record import to_line
@@ -263,6 +264,7 @@ def main(argv: list[str]) -> int:
     reports = os.fdopen(int(argv[1]), "wb", buffering=0)
     retry = Retry(reports)  # a restarted writer may find the folder unwritable for a while: it waits
     sink = retry.run(lambda: open_sink(settings.sink, settings.path, settings.max_bytes, settings.backups))
+    durable = Durability(sink, settings.fsync, settings.fsync_interval_seconds, retry.failed)
     masker = Masker(settings.content, settings.hash_key() if settings.content == HASH else None)
     stream = sys.stdin.buffer
     while (head := _read_exactly(stream, 8)) is not None:
@@ -277,8 +279,10 @@ def main(argv: list[str]) -> int:
             report = b"e\n"
         else:
             retry.run(functools.partial(sink.write, line))
+            durable.written()
             report = b"d\n" if item["kind"] == "decision" else b"f\n"
         report_line(reports, report)
+    durable.close()
     sink.close()
     return 0
 
