@@ -59,15 +59,17 @@ def _chattr(flag: str, path: Path) -> bool:
 # ---------------------------------------------------------------- a folder unwritable for a while (item 3)
 
 
-def test_a_writer_whose_reopen_fails_retries_and_writes_again_once_the_folder_is_writable(
-        tmp_path: Path, capfd: pytest.CaptureFixture[str]) -> None:
-    """The issue's fault: the file renamed away (a rotation), then the folder made immutable, then writable
-    again. Each failed attempt is counted, the failing is logged once, and every call answered true has its
-    record once the folder is writable again (main: "Bad file descriptor" on every record until restart)."""
+@pytest.mark.parametrize("fault", ["an immutable folder", "a directory at the path"])
+def test_a_writer_whose_reopen_fails_retries_and_writes_again_once_the_fault_clears(
+        tmp_path: Path, capfd: pytest.CaptureFixture[str], fault: str) -> None:
+    """The issue's fault: the file renamed away (a rotation), then the folder made immutable (or a directory
+    put at the path), then cleared. Each failed attempt is counted, the failing is logged once, and every call
+    answered true has its record once it clears (main: "Bad file descriptor" on every record until restart)."""
     folder = tmp_path / "logs"
     folder.mkdir()
     path = folder / "decisions.jsonl"
-    if not _chattr("+i", folder) or not _chattr("-i", folder):
+    immutable = fault == "an immutable folder"
+    if immutable and not (_chattr("+i", folder) and _chattr("-i", folder)):
         pytest.skip("chattr +i not available here (needs root on ext2/3/4, xfs or btrfs)")
     registry = CollectorRegistry()
     running = create_server(logging_settings(path), registry)
@@ -77,21 +79,22 @@ def test_a_writer_whose_reopen_fails_retries_and_writes_again_once_the_folder_is
             flags["before"] = c.rank(small_request("before")).decision_logged
             wait_for_lines(path, 1)
             os.rename(path, folder / "decisions.old")
-            assert _chattr("+i", folder)
+            assert _chattr("+i", folder) if immutable else path.mkdir() is None
             try:
                 for k in range(10):
                     flags[f"during-{k}"] = c.rank(small_request(f"during-{k}")).decision_logged
                 with contextlib.suppress(AssertionError):  # a few attempts failed: or a second passed
                     _wait("", lambda: _failures(registry) >= 3, timeout=1.0)
             finally:
-                assert _chattr("-i", folder)
+                assert _chattr("-i", folder) if immutable else path.rmdir() is None
             flags["after"] = c.rank(small_request("after")).decision_logged
             _wait("the records written again", lambda: _ends_with_line(path, "after"))
     finally:
         running.stop(5)
     assert all(flags.values()), flags  # 11 records fit the queue: none refused
     assert sorted(_ids(folder / "decisions.old", path)) == sorted(flags)
-    assert _value(registry, "memrank_decision_log_write_failures_total", error="EPERM") >= 3
+    error = "EPERM" if immutable else "EISDIR"
+    assert _value(registry, "memrank_decision_log_write_failures_total", error=error) >= 3
     assert _value(registry, "memrank_decision_log_records_total", kind="decision") == len(flags)
     err = capfd.readouterr().err
     assert err.count("decision log write failed; retrying") == 1, err  # not one line per record or attempt
