@@ -10,6 +10,7 @@ import json
 import os
 import signal
 import subprocess
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -284,3 +285,49 @@ def test_the_writer_fsyncs_as_decision_log_fsync_says(tmp_path: Path, policy: st
     else:
         assert 1 <= records.count("fsync") <= 3, calls  # not one per record
         assert records[-1] == "fsync", calls  # the last records synced, within the interval
+
+
+def test_over_ten_writer_kills_under_load_every_true_answer_is_written_or_counted_lost(tmp_path: Path) -> None:
+    """The issue's "done when": calls logging without pause while the writer is SIGKILLed ten times, as soon as
+    each replacement runs. Every call answered true has its record, or is counted lost_after_ack; every call
+    answered false is counted as a refusal (writer_down, queue_full). A record written in the instant between
+    its write and its report is counted lost though it is there: at most one per kill."""
+    path = tmp_path / "decisions.jsonl"
+    registry = CollectorRegistry()
+    running = create_server(logging_settings(path), registry)
+    log = running.service.decisions
+    assert log is not None
+    flags: dict[str, bool] = {}
+    stop = threading.Event()
+
+    def call() -> None:
+        with RankingClient(f"127.0.0.1:{running.port}", retries=0) as c:
+            k = 0
+            while not stop.is_set():
+                flags[f"load-{k}"] = c.rank(small_request(f"load-{k}")).decision_logged
+                k += 1
+    caller = threading.Thread(target=call)
+    caller.start()
+    try:
+        done = 0
+        for _ in range(10):  # each writer killed once it has written a record: calls are flowing through it
+            _wait("the writer writing", lambda: log.written()[0] > done, timeout=15)  # noqa: B023
+            done = log.written()[0]
+            first = log.writer_pid
+            os.kill(first, signal.SIGKILL)
+            _wait("a new writer", lambda: log.writer_pid != first, timeout=15)  # noqa: B023
+    finally:
+        stop.set()
+        caller.join(30)
+        running.stop(10)
+    written = _ids(path)
+    assert len(written) == len(set(written))  # none twice
+    true = {rid for rid, ok in flags.items() if ok}
+    assert set(written) <= true
+    missing = len(true - set(written))
+    lost = _value(registry, "memrank_decision_log_dropped_total", reason="lost_after_ack")
+    assert missing <= lost <= missing + 10, (missing, lost)
+    refused = sum(_value(registry, "memrank_decision_log_dropped_total", reason=r)
+                  for r in ("writer_down", "queue_full", "closed"))
+    assert refused == sum(not ok for ok in flags.values())
+    assert log.restarts == 10 and len(flags) > 100, (log.restarts, len(flags))
