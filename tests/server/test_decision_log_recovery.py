@@ -8,11 +8,14 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import pickle
 import signal
 import subprocess
+import sys
 import threading
 import time
 from collections.abc import Iterator
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +24,7 @@ from prometheus_client import CollectorRegistry
 
 from memrank._gen.v1 import ranking_pb2 as pb
 from memrank.client import RankingClient
+from memrank.config import DecisionLogSettings
 from memrank.grpc.server import create_server
 from tests.server.test_decision_log_faults import logging_settings, small_request, wait_for_lines
 from tests.support.servers import process_alive
@@ -331,3 +335,51 @@ def test_over_ten_writer_kills_under_load_every_true_answer_is_written_or_counte
                   for r in ("writer_down", "queue_full", "closed"))
     assert refused == sum(not ok for ok in flags.values())
     assert log.restarts == 10 and len(flags) > 100, (log.restarts, len(flags))
+
+
+def _feedback_frame(request_id: str, labels: int) -> bytes:
+    capture = {"kind": "feedback", "feedback_id": f"fb-{request_id}", "decision_id": "d", "request_id": request_id,
+               "labeler": "", "server_time": 1.7e9, "labels": [(f"m{i}", 2) for i in range(labels)]}
+    data = pickle.dumps(capture, protocol=pickle.HIGHEST_PROTOCOL)
+    return len(data).to_bytes(8, "big") + data
+
+
+def test_a_stdout_sink_on_a_full_disk_ends_the_torn_line_before_the_record_again(tiny_tmpfs: Path) -> None:
+    """The writer process itself, its stdout a file on a full disk (a stream: the part written cannot be cut
+    off). The torn part stays on a line of its own, the record follows whole on the next; main glued the next
+    record onto the torn part."""
+    out = tiny_tmpfs / "stdout.jsonl"
+    report_read, report_write = os.pipe()
+    settings = json.dumps(asdict(DecisionLogSettings(enabled=True, sink="stdout")))
+    with out.open("wb") as stdout:
+        writer = subprocess.Popen([sys.executable, "-m", "memrank.decisions.writer", settings, str(report_write)],
+                                  stdin=subprocess.PIPE, stdout=stdout, pass_fds=(report_write,),
+                                  env={k: v for k, v in os.environ.items() if k != "MEMRANK_DECISION_LOG_LOCK"})
+    os.close(report_write)
+    assert writer.stdin is not None
+    reports = os.fdopen(report_read, "rb", buffering=0)
+    try:
+        writer.stdin.write(_feedback_frame("small", 1))
+        writer.stdin.flush()
+        assert reports.readline() == b"f\n"
+        filler = _fill(tiny_tmpfs)
+        writer.stdin.write(_feedback_frame("big", 400))  # about 15 KB: more than any page's free part
+        writer.stdin.flush()
+        first = reports.readline()
+        filler.unlink()
+        writer.stdin.write(_feedback_frame("next", 1))
+        writer.stdin.close()
+        rest = reports.read()
+        assert writer.wait(10) == 0
+    finally:
+        if writer.poll() is None:
+            writer.kill()
+        reports.close()
+    assert first == b"x ENOSPC\n", first
+    assert rest.endswith(b"f\nf\n"), rest
+    lines = out.read_bytes().split(b"\n")
+    assert lines[-1] == b""
+    parsed = [json.loads(line)["request_id"] for line in lines[:-1] if line.endswith(b"}")]
+    torn = [line for line in lines[:-1] if not line.endswith(b"}")]
+    assert parsed == ["small", "big", "next"], parsed
+    assert len(torn) == 1 and b'"request_id":"big"' in torn[0], torn  # the small record leaves a page part free

@@ -54,11 +54,22 @@ class StdoutSink:
 
     def __init__(self) -> None:
         self._lock = _Lock(os.environ.get(LOCK_ENV))
+        self._torn = False  # a failed write left part of a line: the next one ends it first
 
     def write(self, line: bytes) -> None:
-        """Write one whole line."""
+        """Write one whole line (after a newline ending the line a failed write tore; a stream cannot be cut)."""
+        data = b"\n" + line if self._torn else line
+        view = memoryview(data)
         with self._lock:
-            _write_all(1, line)
+            try:
+                while view:
+                    view = view[os.write(1, view):]
+            except OSError:
+                done = len(data) - len(view)
+                if done:
+                    self._torn = data[done - 1:done] != b"\n"
+                raise
+        self._torn = False
 
     def sync(self) -> None:
         """Nothing to sync: a pipe or a terminal (fsync would fail with EINVAL)."""
