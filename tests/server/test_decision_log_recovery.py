@@ -106,6 +106,48 @@ def test_a_writer_whose_reopen_fails_retries_and_writes_again_once_the_fault_cle
     assert err.count("decision log writable again") == 1 and "Bad file descriptor" not in err, err
 
 
+def test_a_writer_started_while_the_folder_is_unwritable_waits_for_it_without_leaking(tmp_path: Path) -> None:
+    """A writer restarted (its predecessor killed) while its file is renamed away and the folder immutable:
+    it retries its start (the same back-off, counted) with a constant number of open descriptors, takes the
+    records meanwhile, and writes them once the folder is writable again."""
+    folder = tmp_path / "logs"
+    folder.mkdir()
+    path = folder / "decisions.jsonl"
+    if not (_chattr("+i", folder) and _chattr("-i", folder)):
+        pytest.skip("chattr +i not available here (needs root on ext2/3/4, xfs or btrfs)")
+    registry = CollectorRegistry()
+    running = create_server(logging_settings(path), registry)
+    log = running.service.decisions
+    assert log is not None
+    flags: dict[str, bool] = {}
+    try:
+        with RankingClient(f"127.0.0.1:{running.port}", retries=0) as c:
+            flags["before"] = c.rank(small_request("before")).decision_logged
+            wait_for_lines(path, 1)
+            os.rename(path, folder / "decisions.old")
+            assert _chattr("+i", folder)
+            try:
+                first = log.writer_pid
+                os.kill(first, signal.SIGKILL)
+                _wait("a new writer", lambda: log.writer_pid != first)
+                fds = f"/proc/{log.writer_pid}/fd"
+                _wait("its start failing", lambda: _failures(registry) >= 2)
+                opened = len(os.listdir(fds))
+                _wait("its start failing on", lambda: _failures(registry) >= 5)
+                assert len(os.listdir(fds)) == opened  # no descriptor left behind by a failed start
+                for k in range(5):
+                    flags[f"during-{k}"] = c.rank(small_request(f"during-{k}")).decision_logged
+            finally:
+                assert _chattr("-i", folder)
+            flags["after"] = c.rank(small_request("after")).decision_logged
+            _wait("the records written", lambda: _ends_with_line(path, "after"))
+    finally:
+        running.stop(5)
+    assert all(flags.values()), flags
+    assert sorted(_ids(folder / "decisions.old", path)) == sorted(flags)
+    assert _value(registry, "memrank_decision_log_write_failures_total", error="EPERM") >= 5
+
+
 # ---------------------------------------------------------------- a full disk (item 4)
 
 

@@ -100,7 +100,11 @@ class FileSink:
         self._dirty = False  # written since the last fsync
         self._end = 0  # the file's size after this writer's last line: smaller later means truncated under it
         self.truncations = 0  # times the file was found shorter than this writer left it
-        self._fd: int | None = self._open()
+        try:
+            self._fd: int | None = self._open()
+        except OSError:
+            self._lock.close()  # a writer retrying its start once a second must not leak a descriptor a try
+            raise
 
     def _open(self) -> int:
         fd = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT | _NOFOLLOW, 0o640)
