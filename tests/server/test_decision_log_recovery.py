@@ -285,13 +285,18 @@ def test_records_a_killed_writer_took_are_counted_lost_after_ack_apart_from_refu
 # ---------------------------------------------------------------- durability: decision_log.fsync
 
 
+def _tracer(pid: int) -> int:
+    """The process id ptrace-attached to ``pid`` (0: none)."""
+    status = Path(f"/proc/{pid}/status").read_text()
+    return int(next(line.split()[1] for line in status.splitlines() if line.startswith("TracerPid:")))
+
+
 def _fsyncs_while(pid: int, out: Path, work: Any) -> list[str]:
     """The writer's write and fsync system calls (strace attached to ``pid``) while ``work()`` runs."""
     trace = subprocess.Popen(["strace", "-qq", "-f", "-e", "trace=write,fsync", "-o", str(out), "-p", str(pid)],
                              stderr=subprocess.DEVNULL)
     try:
-        _wait("strace attached", lambda: out.exists(), timeout=5)
-        time.sleep(0.2)
+        _wait("strace attached", lambda: _tracer(pid) == trace.pid, timeout=10)
         work()
     finally:
         trace.send_signal(signal.SIGINT)
