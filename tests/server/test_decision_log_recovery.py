@@ -14,6 +14,7 @@ import subprocess
 import sys
 import threading
 import time
+import urllib.request
 from collections.abc import Iterator
 from dataclasses import asdict
 from pathlib import Path
@@ -21,13 +22,14 @@ from typing import Any
 
 import pytest
 from prometheus_client import CollectorRegistry
+from prometheus_client.parser import text_string_to_metric_families
 
 from memrank._gen.v1 import ranking_pb2 as pb
 from memrank.client import RankingClient
 from memrank.config import DecisionLogSettings
 from memrank.grpc.server import create_server
 from tests.server.test_decision_log_faults import logging_settings, small_request, wait_for_lines
-from tests.support.servers import process_alive
+from tests.support.servers import free_port, process_alive, start_serve, stop
 
 
 def _value(registry: CollectorRegistry, name: str, **labels: str) -> float:
@@ -430,3 +432,82 @@ def test_a_stdout_sink_on_a_full_disk_ends_the_torn_line_before_the_record_again
     torn = [line for line in lines[:-1] if not line.endswith(b"}")]
     assert parsed == ["small", "big", "next"], parsed
     assert len(torn) == 1 and b'"request_id":"big"' in torn[0], torn  # the small record leaves a page part free
+
+
+def _writers(root: int) -> set[int]:
+    """Live decision-log writer processes descended from ``root`` (a supervisor: workers, then their writers)."""
+    parent: dict[int, int] = {}
+    for entry in filter(str.isdigit, os.listdir("/proc")):
+        with contextlib.suppress(OSError, IndexError):
+            fields = Path(f"/proc/{entry}/stat").read_text().rsplit(") ", 1)[1].split()
+            if fields[0] != "Z":
+                parent[int(entry)] = int(fields[1])
+    found = set()
+    for pid in parent:
+        up = pid
+        while up in parent and up != root:
+            up = parent[up]
+        if up == root and pid != root:
+            with contextlib.suppress(OSError):
+                if b"memrank.decisions.writer" in Path(f"/proc/{pid}/cmdline").read_bytes():
+                    found.add(pid)
+    return found
+
+
+def _dropped(metrics_port: int) -> dict[str, float]:
+    text = urllib.request.urlopen(f"http://127.0.0.1:{metrics_port}/metrics", timeout=10).read().decode()
+    return {s.labels["reason"]: s.value for f in text_string_to_metric_families(text)
+            if f.name == "memrank_decision_log_dropped" for s in f.samples if s.name.endswith("_total")}
+
+
+def test_two_workers_ten_writer_kills_every_true_answer_is_written_or_counted_lost(tmp_path: Path) -> None:
+    """As above, with `memrank serve --workers 2` (a writer per worker, one shared file), the writers killed in
+    turn, the counts read from the supervisor's /metrics."""
+    path = tmp_path / "decisions.jsonl"
+    mport = free_port()
+    proc = start_serve(tmp_path, "--address", f"127.0.0.1:{free_port()}", "--metrics-port", str(mport),
+                       "--workers", "2", env={"MEMRANK_DECISION_LOG_ENABLED": "true",
+                                              "MEMRANK_DECISION_LOG_SINK": "file",
+                                              "MEMRANK_DECISION_LOG_PATH": str(path)})
+    flags: dict[str, bool] = {}
+    stop_calls = threading.Event()
+
+    def call(n: int) -> None:
+        with RankingClient(f"127.0.0.1:{proc.port}", retries=0) as c:
+            k = 0
+            while not stop_calls.is_set():
+                flags[f"c{n}-{k}"] = c.rank(small_request(f"c{n}-{k}")).decision_logged
+                k += 1
+    callers = [threading.Thread(target=call, args=(n,)) for n in range(4)]
+    try:
+        _wait("two writers", lambda: len(_writers(proc.popen.pid)) == 2, timeout=20)
+        for t in callers:
+            t.start()
+        for i in range(10):
+            lines = len(path.read_bytes().splitlines()) if path.exists() else 0
+            _wait("records written", lambda: path.exists() and len(path.read_bytes().splitlines()) > lines + 1,  # noqa: B023
+                  timeout=20)
+            alive = sorted(_writers(proc.popen.pid))
+            assert len(alive) == 2, alive
+            os.kill(alive[i % 2], signal.SIGKILL)
+            _wait("a new writer", lambda: alive[i % 2] not in _writers(proc.popen.pid)  # noqa: B023
+                  and len(_writers(proc.popen.pid)) == 2, timeout=20)
+        stop_calls.set()
+        for t in callers:
+            t.join(30)
+        true = {rid for rid, ok in flags.items() if ok}
+        _wait("the last records written", lambda: path.read_bytes().endswith(b"\n")
+              and len(set(_ids(path))) + _dropped(mport).get("lost_after_ack", 0) >= len(true), timeout=20)
+        dropped = _dropped(mport)
+    finally:
+        stop_calls.set()
+        assert stop(proc) == 0
+    written = _ids(path)
+    assert len(written) == len(set(written))  # none twice
+    assert set(written) <= true
+    missing = len(true - set(written))
+    lost = dropped.get("lost_after_ack", 0)
+    assert missing <= lost <= missing + 10, (missing, lost)
+    refused = sum(dropped.get(r, 0) for r in ("writer_down", "queue_full", "closed"))
+    assert refused == sum(not ok for ok in flags.values()), (dropped, len(flags))
+    assert len(flags) > 100
