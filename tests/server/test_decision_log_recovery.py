@@ -511,3 +511,41 @@ def test_two_workers_ten_writer_kills_every_true_answer_is_written_or_counted_lo
     refused = sum(dropped.get(r, 0) for r in ("writer_down", "queue_full", "closed"))
     assert refused == sum(not ok for ok in flags.values()), (dropped, len(flags))
     assert len(flags) > 100
+
+
+def test_a_file_rotated_away_is_fsynced_as_it_is_closed(tmp_path: Path) -> None:
+    """fsync interval (an hour here: no periodic sync in the test's time): the built-in rotation fsyncs the
+    file before renaming it away, since the next periodic fsync would reach the new file only."""
+    if subprocess.run(["strace", "-V"], capture_output=True).returncode != 0:
+        pytest.skip("strace is not installed")
+    path = tmp_path / "decisions.jsonl"
+    running = create_server(logging_settings(path, fsync="interval", fsync_interval_seconds=3600,
+                                             max_bytes=1 << 16, backups=1))
+    log = running.service.decisions
+    assert log is not None
+    rotated = path.with_name(path.name + ".1")
+
+    def until_rotated() -> None:
+        k = 0
+        while not rotated.exists():
+            assert c.rank(big_request(f"big-{k}")).decision_logged
+            k += 1
+            assert k < 100, "never rotated"
+        time.sleep(0.2)
+    try:
+        with RankingClient(f"127.0.0.1:{running.port}", retries=0) as c:
+            assert c.rank(small_request("first")).decision_logged
+            wait_for_lines(path, 1)
+            out = tmp_path / "strace.txt"
+            trace = subprocess.Popen(["strace", "-qq", "-f", "-e", "trace=fsync,rename", "-o", str(out),
+                                      "-p", str(log.writer_pid)], stderr=subprocess.DEVNULL)
+            try:
+                _wait("strace attached", lambda: _tracer(log.writer_pid) == trace.pid, timeout=10)
+                until_rotated()
+            finally:
+                trace.send_signal(signal.SIGINT)
+                trace.wait(5)
+    finally:
+        running.stop(5)
+    calls = [line.split("(", 1)[0].split()[-1] for line in out.read_text().splitlines() if "(" in line]
+    assert calls[:2] == ["fsync", "rename"], calls

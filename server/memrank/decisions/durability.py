@@ -4,7 +4,8 @@
   file system forced read-only loses what it had not written, though each record was counted written.
 * ``interval`` (the default): a thread of the writer process fsyncs, every ``decision_log.fsync_interval_seconds``,
   what was written since the last one: at most that long of records lost to a power cut, for one fsync a
-  period (and none while idle).
+  period (and none while idle). A file rotated or reopened is fsynced as it is closed (``FileSink``'s
+  ``sync_on_close``): the next period's fsync reaches the new file only.
 * ``every``: an fsync after each record, before it is reported written: nothing reported written is lost, at
   the cost of a disk flush per record (bench/decision_log_ab.py measures it).
 

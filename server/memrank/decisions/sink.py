@@ -90,8 +90,9 @@ class FileSink:
     (logrotate's ``copytruncate``) is warned about once: O_APPEND writes the next line at its new end.
     """
 
-    def __init__(self, path: str, max_bytes: int, backups: int) -> None:
+    def __init__(self, path: str, max_bytes: int, backups: int, sync_on_close: bool = False) -> None:
         self.path = Path(path)
+        self.sync_on_close = sync_on_close  # fsync a file written to before it is closed (rotated, reopened)
         self.max_bytes = max_bytes
         self.backups = backups
         self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -175,6 +176,10 @@ class FileSink:
     def _drop(self) -> None:
         if self._fd is not None:
             fd, self._fd = self._fd, None
+            if self._dirty and self.sync_on_close:  # the next sync would reach the next file, not this one
+                self._dirty = False
+                with contextlib.suppress(OSError):  # after a failed write: counted there already
+                    os.fsync(fd)
             with contextlib.suppress(OSError):
                 os.close(fd)
 
@@ -211,9 +216,10 @@ def check_sink(kind: str, path: str | None) -> None:
         raise ConfigError(f"decision_log.path: cannot write {path!r}: {why}") from None
 
 
-def open_sink(kind: str, path: str | None, max_bytes: int, backups: int) -> StdoutSink | FileSink:
-    """The sink ``decision_log.sink`` names."""
+def open_sink(kind: str, path: str | None, max_bytes: int, backups: int,
+              sync_on_close: bool = False) -> StdoutSink | FileSink:
+    """The sink ``decision_log.sink`` names (``sync_on_close``: a file fsynced before it is rotated away)."""
     if kind == "file":
         assert path is not None
-        return FileSink(path, max_bytes, backups)
+        return FileSink(path, max_bytes, backups, sync_on_close)
     return StdoutSink()

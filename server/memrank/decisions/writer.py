@@ -263,8 +263,9 @@ def main(argv: list[str]) -> int:
     settings = DecisionLogSettings(**json.loads(argv[0]))
     reports = os.fdopen(int(argv[1]), "wb", buffering=0)
     retry = Retry(reports)  # a restarted writer may find the folder unwritable for a while: it waits
-    sink = retry.run(lambda: open_sink(settings.sink, settings.path, settings.max_bytes, settings.backups))
     policy = settings.fsync if settings.sink == "file" else "never"  # a stream has nothing to fsync
+    sink = retry.run(lambda: open_sink(settings.sink, settings.path, settings.max_bytes, settings.backups,
+                                       sync_on_close=policy != "never"))
     durable = Durability(sink, policy, settings.fsync_interval_seconds, retry.failed)
     masker = Masker(settings.content, settings.hash_key() if settings.content == HASH else None)
     stream = sys.stdin.buffer
