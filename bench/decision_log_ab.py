@@ -1,6 +1,6 @@
 """Cost of the decision log on the request path, side by side in one run.
 
-    python -m bench.decision_log_ab [--rounds 40] [--wire-calls 200]
+    python -m bench.decision_log_ab [--rounds 40] [--wire-calls 200] [--fsync-only] [--fsync-dir DIR]
 
 At 400 candidates with 384-dim embeddings (the bench's seeded workload; the
 `default` profile, diversity on, k = 20), ``decision_log.sample_rate`` 1,
@@ -14,7 +14,13 @@ content ``omit``, file sink:
   queue holds a single record (most records dropped and counted): requests/s;
 - over the wire: two real ``memrank serve --workers 1`` on loopback, log off
   and log on, sequential calls alternated between them: wall p50 and p99, the
-  server process's CPU per call, and (log on) the writer process's CPU per call.
+  server process's CPU per call, and (log on) the writer process's CPU per call;
+- durability: the writer's own loop (``FileSink.write`` then the fsync policy of
+  ``decision_log.fsync``, as ``memrank.decisions.writer`` runs them) writing the
+  bench's record to a file in ``--fsync-dir`` (default: the temporary folder):
+  wall time per record and records/s for ``never``, ``interval`` (1 s) and
+  ``every``. The writer's records/s bounds what the log takes before its queue
+  fills and records are refused (queue_full).
 """
 
 from __future__ import annotations
@@ -36,10 +42,13 @@ from memrank.api.call import Call, handle_rank
 from memrank.api.encode import outcome_to_proto
 from memrank.api.validate import validate_rank_request
 from memrank.config import DecisionLogSettings, load_settings
+from memrank.config.keys import DECISION_FSYNC
 from memrank.core.pipeline import rank
 from memrank.decisions.capture import capture_decision
+from memrank.decisions.durability import Durability
 from memrank.decisions.mask import Masker
 from memrank.decisions.record import to_line
+from memrank.decisions.sink import FileSink
 from memrank.grpc.service import RankingService
 from memrank.metrics.declare import Metrics
 
@@ -111,13 +120,57 @@ def under_load(seconds: float, folder: Path) -> dict[str, float]:
             "calls": calls}
 
 
+def fsync_cost(records: int, folder: Path) -> dict[str, dict[str, float]]:
+    """Wall time per record of the writer's write + fsync policy, for each policy, on a file in ``folder``."""
+    s = load_settings(env={})
+    req = workload(400, 384).request
+    now = time.time()
+    cols = validate_rank_request(req, s.limits, profiles=s.profiles)
+    batch, params = convert.request_to_domain(req, now, cols)
+    outcome = rank(batch, params, s.profiles, s.layers)
+    resp = outcome_to_proto(outcome, batch, params, "bench", s.policy_version)
+    line = to_line(capture_decision(outcome, batch, params, resp, now, "omit", False), Masker("omit"))
+    out: dict[str, dict[str, float]] = {}
+    for policy in DECISION_FSYNC:
+        path = folder / f"fsync-{policy}.jsonl"
+        sink = FileSink(str(path), 1 << 40, 0)
+        durable = Durability(sink, policy, 1.0, lambda exc: None)
+        seconds = []
+        try:
+            for _ in range(records):
+                t = time.perf_counter()
+                sink.write(line)
+                durable.written()
+                seconds.append(time.perf_counter() - t)
+        finally:
+            durable.close()
+            sink.close()
+        total = sum(seconds)
+        out[policy] = {"p50_ms": float(np.median(seconds)) * 1e3, "p99_ms": float(np.percentile(seconds, 99)) * 1e3,
+                       "records_per_s": records / total, "bytes": len(line)}
+    return out
+
+
 def main() -> None:
     """Print the table."""
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--rounds", type=int, default=40)
     ap.add_argument("--wire-calls", type=int, default=200)
     ap.add_argument("--load-seconds", type=float, default=4.0)
+    ap.add_argument("--fsync-records", type=int, default=300)
+    ap.add_argument("--fsync-dir", type=Path, default=None, help="a folder on the disk to measure (default: tmp)")
+    ap.add_argument("--fsync-only", action="store_true", help="only the durability table")
     args = ap.parse_args()
+    with tempfile.TemporaryDirectory(dir=args.fsync_dir) as tmp:
+        f = fsync_cost(args.fsync_records, Path(tmp))
+    print(f"| decision_log.fsync ({f['never']['bytes'] / 1024:.0f} KiB records, {args.fsync_records} each) "
+          "| write + sync p50 (ms) | p99 (ms) | records/s |")
+    print("|---|---:|---:|---:|")
+    for policy, r in f.items():
+        print(f"| {policy} | {r['p50_ms']:.3f} | {r['p99_ms']:.3f} | {r['records_per_s']:.0f} |")
+    if args.fsync_only:
+        return
+    print()
     with tempfile.TemporaryDirectory() as tmp:
         p = in_process(args.rounds, Path(tmp))
         w = over_the_wire(args.wire_calls, Path(tmp))

@@ -49,6 +49,7 @@ STRINGS: dict[str, dict[str, Any]] = {
         "pattern": rf"^\s*(?:(?:{keys.OPEN_METHOD})\s*)?(?:,\s*(?:(?:{keys.OPEN_METHOD})\s*)?)*$"},
     "decision_log.sink": {"enum": list(keys.DECISION_SINKS)},
     "decision_log.content": {"enum": list(keys.DECISION_CONTENT)},
+    "decision_log.fsync": {"enum": list(keys.DECISION_FSYNC)},
     "tracing.endpoint": {"pattern": rf"^(?:{keys.TRACING_ENDPOINT})?$"},  # "" = null (load_settings)
     "tracing.service_name": {"pattern": r"^$|\S"},  # not blank; "" = null (load_settings)
 }

@@ -64,7 +64,7 @@ def table(head: tuple[str, ...], rows: list[tuple[str, ...]]) -> str:
 # ------------------------------------------------------------------------------------------------ settings
 
 CHOICES = {"server.log_level": keys.LOG_LEVELS, "decision_log.sink": keys.DECISION_SINKS,
-           "decision_log.content": keys.DECISION_CONTENT}
+           "decision_log.content": keys.DECISION_CONTENT, "decision_log.fsync": keys.DECISION_FSYNC}
 
 
 def defaults_comments() -> dict[str, str]:

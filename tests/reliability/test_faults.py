@@ -368,8 +368,8 @@ def test_a_slow_decision_log_disk_slows_no_rank_call_and_loses_no_record_uncount
 def test_a_disk_stuck_at_shutdown_ends_the_log_in_time_and_counts_what_it_could_not_write(tmp_path: Path) -> None:
     """The disk reads 200 B/s and does not catch up: closing the log waits its time out (3 s here, 30 s in
     a server), then ends the writer instead of waiting for the disk, starts no new one, and counts every record
-    not written (writer_down: taken by the writer; closed: still queued). Every call has its record or is
-    counted dropped."""
+    not written (lost_after_ack: each answered true, taken by the writer or still queued). Every call has its
+    record or is counted dropped."""
     disk = SlowDisk(tmp_path / "stuck.jsonl", rate=200)
     settings = loopback_settings()
     settings = replace(settings, decision_log=DecisionLogSettings(enabled=True, sink="file", path=str(disk.path),
@@ -402,4 +402,5 @@ def test_a_disk_stuck_at_shutdown_ends_the_log_in_time_and_counts_what_it_could_
     refused = sum(not ok for ok in flags.values())
     dropped = _dropped(registry)
     assert sum(dropped.values()) == refused + (sum(flags.values()) - len(whole)), (dropped, refused, len(whole))
-    assert set(dropped) <= {"queue_full", "writer_down", "closed"} and dropped.get("closed", 0) > 0, dropped
+    assert set(dropped) <= {"queue_full", "lost_after_ack"} and dropped.get("lost_after_ack", 0) > 0, dropped
+    assert dropped.get("queue_full", 0) == refused, dropped  # refusals apart from the losses after a true answer

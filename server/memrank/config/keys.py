@@ -14,6 +14,7 @@ from memrank.core.errors import ConfigError
 LOG_LEVELS = ("debug", "info", "warning", "error")
 DECISION_SINKS = ("stdout", "file")
 DECISION_CONTENT = ("omit", "hash", "plain")
+DECISION_FSYNC = ("never", "interval", "every")  # memrank.decisions.durability
 # What security.auth_open_methods entries and tracing.endpoint must match in full (re.fullmatch).
 OPEN_METHOD = r"[A-Za-z_][\w.]*|/[A-Za-z_][\w.]*/\w+"
 TRACING_ENDPOINT = r"https?://[^\s/]+(/\S*)?"

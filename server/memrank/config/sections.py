@@ -15,6 +15,7 @@ from pydantic import AfterValidator, Field
 
 from memrank.config.keys import (
     DECISION_CONTENT,
+    DECISION_FSYNC,
     DECISION_SINKS,
     EMPTY_IS_NULL,
     LOG_LEVELS,
@@ -143,6 +144,9 @@ class DecisionLogSettings:
     hash_key_file: OptionalText = None  # the HMAC-SHA256 key of content "hash"
     # records waiting for the writer; beyond it they are dropped and counted
     queue_size: Annotated[Whole, Field(ge=1, le=1_000_000)] = 256
+    # when written records are fsynced: "never" | "interval" (every fsync_interval_seconds) | "every" record
+    fsync: Annotated[Text, one_of(DECISION_FSYNC)] = "interval"
+    fsync_interval_seconds: Annotated[Number, Field(ge=0.01, le=3600)] = 1.0
 
     def hash_key(self) -> bytes | None:
         """The content HMAC key, read from its file (None when not configured)."""

@@ -69,6 +69,8 @@ ENV_KEYS: Mapping[str, str] = MappingProxyType({
     "MEMRANK_DECISION_LOG_CONTENT": "decision_log.content",
     "MEMRANK_DECISION_LOG_HASH_KEY_FILE": "decision_log.hash_key_file",
     "MEMRANK_DECISION_LOG_QUEUE_SIZE": "decision_log.queue_size",
+    "MEMRANK_DECISION_LOG_FSYNC": "decision_log.fsync",
+    "MEMRANK_DECISION_LOG_FSYNC_INTERVAL_SECONDS": "decision_log.fsync_interval_seconds",
     "MEMRANK_TRACING_ENABLED": "tracing.enabled",
     "MEMRANK_TRACING_ENDPOINT": "tracing.endpoint",
     "MEMRANK_TRACING_SAMPLER_RATIO": "tracing.sampler_ratio",

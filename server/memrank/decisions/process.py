@@ -2,7 +2,9 @@
 records it took but never reported (lost with it when it dies).
 
 The writer (``python -m memrank.decisions.writer``) reports one line per record on a pipe of its own: ``d``
-(decision written), ``f`` (feedback written) or ``e`` (a record that failed to write). The end of that pipe
+(decision written), ``f`` (feedback written) or ``e`` (a record that could not be formatted); and, between
+them, ``x <errno name>`` for each failed attempt at the sink (the record is retried, not yet reported). The
+end of that pipe
 is the end of the writer: ``on_exit`` is called then, however it ended (its server closed its stdin, or it
 was killed).
 """
@@ -50,7 +52,8 @@ class WriterProcess:
 
     def _read(self) -> None:
         for line in self._reports:
-            self.reported += 1
+            if not line.startswith(b"x "):  # a failed attempt is not a record's report
+                self.reported += 1
             self._on_report(line.strip())
         self._reports.close()
         self._on_exit()

@@ -7,15 +7,22 @@ thread pickles each capture down a pipe to the writer process (``python -m memra
 per server process; in submission order), which masks, formats and writes it: JSON formatting of thousands of
 floats runs outside the handler's interpreter and its GIL. ``close`` (graceful shutdown, after the last call
 is answered) waits until every queued record is written, for up to its timeout (30 s): a sink that has not
-taken them by then (a stuck disk) has its writer ended, and what it did not write is counted (``writer_down``
-for what the writer had taken, ``closed`` for what was still queued). The writer ignores SIGTERM and SIGINT
+taken them by then (a stuck disk) has its writer ended, and what it did not write is counted
+(``lost_after_ack``: each was answered ``decision_logged`` true). The writer ignores SIGTERM and SIGINT
 (its server stops it after the drain by closing the pipe) and, when its server dies, writes what reached it
 and exits on the pipe's end of file.
 
 A writer that dies (killed, crashed) is noticed at once (its report pipe ends, or a write to it fails): from
 then until its replacement runs, records are refused (``decision_logged`` false) and counted as
-``writer_down``; so are the records it had been handed but never reported. Queued records, and the one it
-failed to take, wait for the new writer.
+``writer_down``. The records it had been handed but never reported were answered true: they are counted as
+``lost_after_ack``, apart from the refusals. Queued records, and the one it failed to take, wait for the new
+writer.
+
+The writer retries a write the sink refuses (a full disk, a read-only or immutable folder, the path
+replaced): it reopens the path, backs off up to a second between attempts, reports each failed attempt
+(``memrank_decision_log_write_failures_total{error}``), logs the failing once (then at most every 30 s) and
+its end, and writes the record once the sink takes it. Meanwhile records wait in the pipe and the queue;
+once the queue is full, new ones are refused (``queue_full``).
 
 Pipe frames: an 8-byte big-endian length, then a pickled capture (reports: see ``process``).
 """
@@ -23,7 +30,7 @@ Pipe frames: an 8-byte big-endian length, then a pickled capture (reports: see `
 from __future__ import annotations
 
 import collections
-import contextlib
+import functools
 import json
 import logging
 import os
@@ -37,9 +44,11 @@ from typing import IO, Any
 
 from memrank.config import DecisionLogSettings
 from memrank.decisions.capture import DECISION, FEEDBACK
+from memrank.decisions.durability import Durability
 from memrank.decisions.mask import HASH, PLAIN, Masker
 from memrank.decisions.process import WriterProcess
 from memrank.decisions.record import to_line
+from memrank.decisions.retry import Retry, report_line
 from memrank.decisions.sink import check_sink, open_sink
 from memrank.metrics.declare import Metrics
 from memrank.system.logs import setup_logging
@@ -48,8 +57,13 @@ log = logging.getLogger("memrank.decisions")
 _SLOTS = {b"d": 0, b"f": 1, b"e": 2}
 RESTART_SECONDS = 1.0  # at most one writer start per second: a writer that dies at once is not restarted in a loop
 # Why a record was not written (memrank_decision_log_dropped_total{reason}); each shown from the start, at 0.
-# sampled_out is by design (decision_log.sample_rate), not a loss: the dashboard keeps it apart from the others.
-DROP_REASONS = ("queue_full", "writer_down", "write_error", "closed", "sampled_out")
+# Refused, the call answered decision_logged=false: queue_full, writer_down, closed. Lost after the call answered
+# true: lost_after_ack (taken by a writer that died, or still queued when close() ran out of time) and
+# write_error (a record the writer could not format). sampled_out is by design (decision_log.sample_rate), not a
+# loss: the dashboard keeps it apart from the others.
+REFUSED = ("queue_full", "writer_down", "closed")
+LOST_AFTER_TRUE = ("lost_after_ack", "write_error")
+DROP_REASONS = (*REFUSED, *LOST_AFTER_TRUE, "sampled_out")
 
 
 class DecisionLog:
@@ -91,6 +105,11 @@ class DecisionLog:
     def writer_pid(self) -> int:
         """The process id of the current writer."""
         return self._writer.pid
+
+    @property
+    def in_writer(self) -> int:
+        """Records handed to the current writer and not yet reported (written or failed): lost if it dies now."""
+        return self._writer.sent - self._writer.reported
 
     def submit(self, capture: dict[str, Any]) -> bool:
         """Queue one record for a live writer; False (and counted as dropped, by reason) when it cannot be."""
@@ -163,7 +182,7 @@ class DecisionLog:
         old = self._writer
         code = old.finish(5)
         lost = old.unreported()
-        self._lost("writer_down", lost)
+        self._lost("lost_after_ack", lost)  # answered true, handed to the writer, gone with it
         wait = self._started + RESTART_SECONDS - time.monotonic()
         log.error("decision log writer died; restarting it", extra={
             "writer_pid": old.pid, "exit": code, "records_lost": lost, "restarts": self.restarts + 1,
@@ -181,6 +200,8 @@ class DecisionLog:
         """Count one of the writer's reports into the metrics as it comes."""
         slot = _SLOTS.get(line)
         if slot is None:
+            if line.startswith(b"x ") and self._metrics is not None:  # a failed attempt, retried by the writer
+                self._metrics.decision_log_write_failures.labels(error=line[2:].decode(errors="replace")).inc()
             return
         self._counts[slot] += 1
         m = self._metrics
@@ -211,12 +232,12 @@ class DecisionLog:
             self._feeder.join(5)
         code = self._writer.finish(max(1.0, deadline - time.monotonic()))
         if code is None or code != 0:
-            self._lost("writer_down", self._writer.unreported())
-        with self._cond:  # never handed to a writer: lost to the shutdown, counted
+            self._lost("lost_after_ack", self._writer.unreported())
+        with self._cond:  # answered true, never handed to a writer: lost to the shutdown, counted
             left = sum(len(queue) for queue in self._queues.values())
             for queue in self._queues.values():
                 queue.clear()
-        self._lost("closed", left)
+        self._lost("lost_after_ack", left)
         d, f, failed = self.written()
         log.info("decision log closed", extra={"decisions": d, "feedback": f, "failed": failed,
                                                "dropped": dict(self.dropped), "writer_exit": code,
@@ -241,7 +262,11 @@ def main(argv: list[str]) -> int:
     setup_logging("info")
     settings = DecisionLogSettings(**json.loads(argv[0]))
     reports = os.fdopen(int(argv[1]), "wb", buffering=0)
-    sink = open_sink(settings.sink, settings.path, settings.max_bytes, settings.backups)
+    retry = Retry(reports)  # a restarted writer may find the folder unwritable for a while: it waits
+    policy = settings.fsync if settings.sink == "file" else "never"  # a stream has nothing to fsync
+    sink = retry.run(lambda: open_sink(settings.sink, settings.path, settings.max_bytes, settings.backups,
+                                       sync_on_close=policy != "never"))
+    durable = Durability(sink, policy, settings.fsync_interval_seconds, retry.failed)
     masker = Masker(settings.content, settings.hash_key() if settings.content == HASH else None)
     stream = sys.stdin.buffer
     while (head := _read_exactly(stream, 8)) is not None:
@@ -250,14 +275,16 @@ def main(argv: list[str]) -> int:
             break
         try:
             item = pickle.loads(body)
-            sink.write(to_line(item, masker))
-        except Exception:
-            log.exception("writing a decision log record failed")
+            line = to_line(item, masker)
+        except Exception:  # a record that cannot be formatted (a bug, not the disk): no retry would help
+            log.exception("formatting a decision log record failed")
             report = b"e\n"
         else:
+            retry.run(functools.partial(sink.write, line))
+            durable.written()
             report = b"d\n" if item["kind"] == "decision" else b"f\n"
-        with contextlib.suppress(OSError):  # the server is gone; keep writing what reached us
-            reports.write(report)
+        report_line(reports, report)
+    durable.close()
     sink.close()
     return 0
 

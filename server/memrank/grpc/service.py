@@ -152,8 +152,9 @@ class RankingService(pb_grpc.RankingServiceServicer):
         validate_feedback(request, self._settings.limits)
         fid = feedback_id(request)
         if not self.decisions.submit(capture_feedback(request, fid, self._clock())):
-            raise Overloaded(f"the decision log queue is full ({self._settings.decision_log.queue_size} "
-                             "records, decision_log.queue_size); retry")
+            raise Overloaded("the decision log cannot take the record now: its queue is full "
+                             f"({self._settings.decision_log.queue_size} records, decision_log.queue_size), its "
+                             "writer is restarting, or the server is shutting down; retry")
         for label in request.labels:
             self._metrics.feedback_labels.labels(relevance=str(label.relevance)).inc()
         return pb.RecordFeedbackResponse(feedback_id=fid, label_count=len(request.labels))

@@ -75,10 +75,18 @@ class Metrics:
             ("kind",), registry=r,
         )
         self.decision_log_dropped = Counter(
-            "memrank_decision_log_dropped", "Decision log records not written, by reason (queue_full, "
-            "writer_down, write_error, closed: handed over after shutdown began, or still queued when its time ran "
-            "out; sampled_out: a decision left out by decision_log.sample_rate, by design).", ("reason",),
+            "memrank_decision_log_dropped", "Decision log records not written, by reason. Refused, the "
+            "call answered decision_logged=false: queue_full, writer_down (a dead writer being replaced), closed "
+            "(handed over after shutdown began). Lost after the call answered true: lost_after_ack (taken by a "
+            "writer that died, or still queued when shutdown ran out of time), write_error (a record that could not "
+            "be formatted). sampled_out: a decision left out by decision_log.sample_rate, by design.", ("reason",),
             registry=r,
+        )
+        self.decision_log_write_failures = Counter(
+            "memrank_decision_log_write_failures", "Failed attempts to open or write the decision log's sink, by "
+            "error (errno name: ENOSPC, EROFS, EPERM, ...). The writer keeps the record and retries (back-off up to "
+            "1 s) until the sink takes it; meanwhile the queue fills and further records are refused (queue_full).",
+            ("error",), registry=r,
         )
         self.config_reloads = Counter(
             "memrank_config_reloads", "Profile reloads (SIGHUP or a changed config file), by result: ok (new "

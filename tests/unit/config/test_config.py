@@ -216,6 +216,7 @@ def _sample(key: str, default: Any) -> tuple[str, Any]:
     """A valid value of ``key`` other than its default: (the variable's text, the value it reads as)."""
     texts = {"server.address": "127.0.0.1:1", "server.metrics_address": "127.0.0.2", "server.log_level": "debug",
              "server.health_address": "127.0.0.1:2", "decision_log.sink": "file", "decision_log.content": "plain",
+             "decision_log.fsync": "every",
              "security.auth_open_methods": "a.B", "tracing.endpoint": "http://x", "tracing.service_name": "svc"}
     if key in texts:
         return texts[key], texts[key]

@@ -33,6 +33,7 @@ FAMILIES = {
     "memrank_signal_drift_js": "gauge",
     "memrank_decision_log_records": "counter",
     "memrank_decision_log_dropped": "counter",
+    "memrank_decision_log_write_failures": "counter",
     "memrank_feedback_labels": "counter",
     "memrank_config_reloads": "counter",
     "memrank_policy_info": "gauge",
