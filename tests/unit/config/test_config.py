@@ -40,6 +40,15 @@ def test_policy_version_changes_with_profiles(tmp_path: Path) -> None:
     assert load_settings(str(f), env={}).profiles["mine"].min_score == 0.2
 
 
+def test_a_profile_may_name_a_base_defined_after_it(tmp_path: Path) -> None:
+    """Bases resolve in dependency order, not file order (issue #41, item 9)."""
+    f = tmp_path / "c.yaml"
+    f.write_text("profiles:\n  top:\n    base: mid\n    min_score: 0.3\n  mid:\n    base: default\n"
+                 "    min_score: 0.2\n    description: mid\n")
+    profiles = load_settings(str(f), env={}).profiles
+    assert (profiles["top"].min_score, profiles["top"].description, profiles["mid"].min_score) == (0.3, "mid", 0.2)
+
+
 @pytest.mark.parametrize(
     ("text", "message"),
     [
@@ -47,6 +56,9 @@ def test_policy_version_changes_with_profiles(tmp_path: Path) -> None:
         ("nope: 1\n", "nope: unknown key"),
         ("layers:\n  - {name: a, share: -1}\n", "layers[0].share: -1.0 must be >= 0"),
         ("profiles:\n  x:\n    base: missing\n", "profiles.x.base: unknown profile 'missing'"),
+        ("profiles:\n  a:\n    base: b\n  b:\n    base: a\n",
+         "profiles.a.base: the profiles' bases form a cycle: a -> b -> a"),  # was "unknown profile 'b'"
+        ("profiles:\n  c:\n    base: c\n", "profiles.c.base: unknown profile 'c'"),
         ("profiles:\n  x:\n    signals: [{name: relevance, weight: 1}]\n    fusion: avg\n", "profiles.x.fusion: 'avg'"),
     ],
 )
