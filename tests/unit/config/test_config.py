@@ -69,6 +69,18 @@ def test_errors_name_the_key_and_value(tmp_path: Path, text: str, message: str) 
         load_settings(str(f), env={})
 
 
+def test_a_misspelled_key_is_told_the_nearest_one_and_a_variable_is_named(tmp_path: Path) -> None:
+    """Issue #41: `adress` listed the known keys without a "did you mean"; a variable's error named only its key."""
+    f = tmp_path / "c.yaml"
+    f.write_text("server:\n  adress: 0.0.0.0:1\n")
+    with pytest.raises(ConfigError) as err:
+        load_settings(str(f), env={})
+    assert str(err.value).startswith("server.adress: unknown key (known: address, ")
+    assert str(err.value).endswith("; did you mean 'address'?")
+    with pytest.raises(ConfigError, match=r"^server\.workers \(set by MEMRANK_WORKERS\): expected int, got 'abc'$"):
+        load_settings(env={"MEMRANK_WORKERS": "abc"})
+
+
 def test_missing_key_file_is_reported_with_the_key(tmp_path: Path) -> None:
     s = load_settings(env={"MEMRANK_PROVENANCE_KEY_FILE": str(tmp_path / "absent")})
     with pytest.raises(ConfigError, match=r"security\.provenance_key_file: cannot read"):
@@ -109,7 +121,8 @@ def test_client_bounds_have_documented_defaults_and_come_from_file_and_env(tmp_p
     ],
 )
 def test_client_bounds_out_of_range_are_refused_naming_the_key(var: str, value: str, message: str) -> None:
-    with pytest.raises(ConfigError, match=re.escape(message)):
+    key, _, what = message.partition(": ")  # the key, and the variable that set it (issue #41)
+    with pytest.raises(ConfigError, match=re.escape(f"{key} (set by {var}): {what}")):
         load_settings(env={var: value})
 
 
@@ -149,7 +162,8 @@ def _load_file(tmp_path: Path, text: str, env: dict[str, str] | None = None) -> 
 @pytest.mark.parametrize(("text", "env", "message"), [
     # 400.7 used to become 400 without a word
     ("limits:\n  max_candidates: 400.7\n", {}, "limits.max_candidates: expected a whole number, got 400.7"),
-    ("", {"MEMRANK_MAX_CANDIDATES": "400.7"}, "limits.max_candidates: expected int, got '400.7'"),
+    ("", {"MEMRANK_MAX_CANDIDATES": "400.7"},
+     "limits.max_candidates (set by MEMRANK_MAX_CANDIDATES): expected int, got '400.7'"),
     ("server:\n  workers: 1.5\n", {}, "server.workers: expected a whole number, got 1.5"),
     ("limits:\n  max_candidates: .inf\n", {}, "limits.max_candidates: expected a whole number, got inf"),
     ("layers:\n  - {name: a, floor_tokens: 2.5}\n", {}, "layers[0].floor_tokens: expected a whole number, got 2.5"),
@@ -218,9 +232,11 @@ def test_an_environment_variable_is_read_as_its_keys_type() -> None:
     assert (s.server.workers, s.server.grace_period_seconds, s.decision_log.enabled, s.tracing.enabled) == (
         3, 2.5, True, True)
     assert (s.server.metrics_address, s.tracing.service_name) == ("127.0.0.9", "123")
-    with pytest.raises(ConfigError, match=r"^decision_log\.enabled: expected true or false, got 'maybe'$"):
+    with pytest.raises(ConfigError, match=r"^decision_log\.enabled \(set by MEMRANK_DECISION_LOG_ENABLED\): "
+                                          r"expected true or false, got 'maybe'$"):
         load_settings(env={"MEMRANK_DECISION_LOG_ENABLED": "maybe"})
-    with pytest.raises(ConfigError, match=r"^server\.grace_period_seconds: expected a finite number, got '1e999'$"):
+    with pytest.raises(ConfigError, match=r"^server\.grace_period_seconds \(set by MEMRANK_GRACE_PERIOD_SECONDS\): "
+                                          r"expected a finite number, got '1e999'$"):
         load_settings(env={"MEMRANK_GRACE_PERIOD_SECONDS": "1e999"})
 
 
