@@ -22,6 +22,7 @@ import memrank.system.defaults  # noqa: F401  (before numpy loads: one BLAS thre
 from memrank import __version__
 from memrank.core.errors import ConfigError, InvalidRequest
 from memrank.system.ports import AddressInUse
+from memrank.system.signals import held
 
 if TYPE_CHECKING:
     from memrank.config import Settings
@@ -276,6 +277,15 @@ def _drift_snapshot(args: argparse.Namespace, settings: Settings) -> int:
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the `memrank` console script."""
     argv = sys.argv[1:] if argv is None else list(argv)
+    if argv[:1] == ["serve"]:
+        # First: a SIGHUP (reload storm), SIGTERM or SIGINT while the server loads waits for its handlers
+        # instead of killing it (memrank.system.signals); restored if the command returns.
+        with held():
+            return _main(argv)
+    return _main(argv)
+
+
+def _main(argv: list[str]) -> int:
     _announce_loading(argv)
     args = _parser().parse_args(argv)
     if args.command != "serve":

@@ -233,6 +233,26 @@ def test_oversize_messages_are_resource_exhausted_and_the_server_lives_on() -> N
         running.stop(0)
 
 
+def test_an_oversize_request_is_refused_naming_the_size_setting_to_raise() -> None:
+    """grpc says "Sent message larger than max (100093 vs. 65536)", naming no setting (issue #41): the client
+    names its own max_message_bytes, or the server's server.max_message_bytes, whichever refused it."""
+    running = create_server(loopback_settings(max_message_bytes=64 * 1024))
+    big = rank_request(1, words=1)
+    big.candidates[0].content = "x" * 100_000
+    try:
+        for client_limit, names in ((64 << 20, ["over the server's server.max_message_bytes", "65536 bytes"]),
+                                    (50_000, ["over this client's max_message_bytes, 50000 bytes",
+                                              "server.max_message_bytes (MEMRANK_MAX_MESSAGE_BYTES)"])):
+            with (RankingClient(f"127.0.0.1:{running.port}", retries=0, max_message_bytes=client_limit) as client,
+                  pytest.raises(RankingError) as err):
+                client.rank(big)
+            assert err.value.code == grpc.StatusCode.RESOURCE_EXHAUSTED
+            assert all(name in err.value.message for name in names), err.value.message
+            assert f"the request is {big.ByteSize()} bytes" in err.value.message
+    finally:
+        running.stop(0)
+
+
 def test_too_many_concurrent_calls_are_resource_exhausted_not_queued_forever(
         monkeypatch: pytest.MonkeyPatch) -> None:
     taken, release = threading.Semaphore(0), threading.Event()

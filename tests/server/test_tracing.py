@@ -241,9 +241,12 @@ def test_tracing_settings_and_their_otel_fallbacks(monkeypatch: pytest.MonkeyPat
     config = tmp_path / "c.yaml"
     config.write_text("tracing: {enabled: true, sampler_ratio: 0}\n")
     assert load_settings(str(config), env={}).tracing.sampler_ratio == 0.0
-    for bad, message in (({"MEMRANK_TRACING_SAMPLER_RATIO": "1.5"}, "tracing.sampler_ratio: 1.5 is outside [0, 1]"),
-                         ({"MEMRANK_TRACING_ENDPOINT": "collector:4318"}, "tracing.endpoint: expected an http"),
-                         ({"MEMRANK_TRACING_ENABLED": "maybe"}, "tracing.enabled: expected true or false")):
+    for bad, message in (({"MEMRANK_TRACING_SAMPLER_RATIO": "1.5"},
+                          "tracing.sampler_ratio (set by MEMRANK_TRACING_SAMPLER_RATIO): 1.5 is outside [0, 1]"),
+                         ({"MEMRANK_TRACING_ENDPOINT": "collector:4318"},
+                          "tracing.endpoint (set by MEMRANK_TRACING_ENDPOINT): expected an http"),
+                         ({"MEMRANK_TRACING_ENABLED": "maybe"},
+                          "tracing.enabled (set by MEMRANK_TRACING_ENABLED): expected true or false")):
         with pytest.raises(ConfigError, match=re.escape(message)):
             load_settings(env=bad)
 

@@ -46,14 +46,16 @@ class Proc:
         return [json.loads(x) for x in self.log.read_text().splitlines() if x.startswith("{")]
 
 
-def start_serve(tmp_path: Path, *args: str, env: dict[str, str] | None = None, timeout: float = 20) -> Proc:
+def start_serve(tmp_path: Path, *args: str, env: dict[str, str] | None = None, timeout: float = 20,
+                new_session: bool = False) -> Proc:
     """Start `memrank serve` and wait until it serves: its "serving" log line, or with workers the
-    supervisor's "supervising" line and every worker's "serving" line (the supervisor's names the port)."""
+    supervisor's "supervising" line and every worker's "serving" line (the supervisor's names the port).
+    ``new_session``: in a session and process group of its own (its pid is the group's id)."""
     log = tmp_path / f"serve-{time.monotonic_ns()}.log"
     full_env = {k: v for k, v in os.environ.items() if not k.startswith("MEMRANK_")} | (env or {})
     handle = log.open("w")
     popen = subprocess.Popen([sys.executable, "-m", "memrank.cli", "serve", *args], stdout=handle,
-                             stderr=subprocess.STDOUT, text=True, env=full_env)
+                             stderr=subprocess.STDOUT, text=True, env=full_env, start_new_session=new_session)
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         records = [json.loads(line) for line in log.read_text().splitlines() if line.startswith("{")]

@@ -3,6 +3,7 @@ and a subclass per code a caller handles apart."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
@@ -12,6 +13,10 @@ import grpc.aio
 from google.rpc import error_details_pb2, status_pb2
 
 _DETAILS_KEY = "grpc-status-details-bin"
+# grpc core's refusal of a message over a channel's or server's limit, e.g.
+# "CLIENT: Sent message larger than max (70026307 vs. 67108864)": it names neither setting.
+_TOO_LARGE = re.compile(r"(SERVER|CLIENT): (Sent|Received) message larger than max \((\d+) vs\. (\d+)\)")
+_SERVER_LIMIT = "the server's server.max_message_bytes (MEMRANK_MAX_MESSAGE_BYTES)"
 
 
 @dataclass(frozen=True)
@@ -80,7 +85,29 @@ class RankingError(Exception):
         code = err.code() if hasattr(err, "code") else grpc.StatusCode.UNKNOWN
         details = err.details() if hasattr(err, "details") else str(err)
         violations, reason = _decode_details(err.trailing_metadata() if hasattr(err, "trailing_metadata") else None)
+        if code == grpc.StatusCode.RESOURCE_EXHAUSTED:
+            details = _explain_size_limit(details or "")
         return RankingError(code, details or "", violations, reason)
+
+
+def _explain_size_limit(details: str) -> str:
+    """grpc's "message larger than max" said as which limit it is and the setting that raises it (other
+    details as they are); grpc's own words follow in brackets."""
+    found = _TOO_LARGE.search(details)
+    if found is None:
+        return details
+    side, way, size, limit = found.groups()
+    if side == "SERVER":
+        said = (f"the request is {size} bytes, over {_SERVER_LIMIT}, {limit} bytes: send fewer or smaller "
+                "candidates, or raise that setting on the server")
+    elif way == "Sent":
+        said = (f"the request is {size} bytes, over this client's max_message_bytes, {limit} bytes: send fewer or "
+                f"smaller candidates, or raise max_message_bytes (RankingClient(max_message_bytes=...)) and "
+                f"{_SERVER_LIMIT} with it")
+    else:
+        said = (f"the response is {size} bytes, over this client's max_message_bytes, {limit} bytes: raise it "
+                "(RankingClient(max_message_bytes=...))")
+    return f"{said} [grpc: {details}]"
 
 
 class InvalidArgument(RankingError):

@@ -62,17 +62,37 @@ __all__ = [
 
 
 def _profiles(raw: Mapping[Any, Any]) -> Mapping[str, Profile]:
-    out: dict[str, Profile] = dict(BUILTIN_PROFILES)
+    """The built-in profiles, then the file's: each on its ``base`` (a profile of the file, in any order, or a
+    built-in one; without one, or naming itself, the built-in profile of its name if there is one)."""
+    bodies: dict[str, dict[Any, Any]] = {}
     for name, body in raw.items():
-        key = f"profiles.{name}"
         if not isinstance(body, Mapping):
-            raise ConfigError(f"{key}: expected a mapping, got {body!r}")
-        body = dict(body)
-        base_name = body.pop("base", None)
-        base = out.get(str(base_name)) if base_name else out.get(str(name))
-        if base_name and base is None:
-            raise ConfigError(f"{key}.base: unknown profile {base_name!r} (known: {', '.join(sorted(out))})")
-        out[str(name)] = profile_from_mapping(key, body, base)
+            raise ConfigError(f"profiles.{name}: expected a mapping, got {body!r}")
+        bodies[str(name)] = dict(body)
+    out: dict[str, Profile] = dict(BUILTIN_PROFILES)
+    done: set[str] = set()
+
+    def build(name: str, chain: tuple[str, ...]) -> Profile:
+        if name in done:
+            return out[name]
+        if name in chain:  # a -> b -> a: no profile of the cycle has a base to start from
+            cycle = " -> ".join((*chain[chain.index(name):], name))
+            raise ConfigError(f"profiles.{name}.base: the profiles' bases form a cycle: {cycle}")
+        body = dict(bodies[name])
+        named = body.pop("base", None)
+        base_name = str(named) if named else name
+        base: Profile | None
+        if base_name != name and base_name in bodies:
+            base = build(base_name, (*chain, name))
+        elif (base := BUILTIN_PROFILES.get(base_name)) is None and named:
+            known = ", ".join(sorted(set(out) | set(bodies)))
+            raise ConfigError(f"profiles.{name}.base: unknown profile {base_name!r} (known: {known})")
+        out[name] = profile_from_mapping(f"profiles.{name}", body, base)
+        done.add(name)
+        return out[name]
+
+    for name in bodies:
+        build(name, ())
     return MappingProxyType(out)
 
 

@@ -3,6 +3,7 @@ checks first."""
 
 from __future__ import annotations
 
+import difflib
 import re
 import typing
 from collections.abc import Mapping
@@ -13,7 +14,7 @@ from pydantic import ValidationError
 from pydantic_core import ErrorDetails
 
 from memrank.config.sections import BOUNDS, HINTS, SECTIONS
-from memrank.config.sources import ConfigFile
+from memrank.config.sources import ENV_KEYS, ConfigFile
 from memrank.core.errors import ConfigError
 
 _CHECK = "memrank_config"  # fail's
@@ -61,7 +62,9 @@ def _message(err: ErrorDetails, key: str, written: Mapping[str, str]) -> str:
             return f"{key}: unknown layer key"
         section = SECTIONS.get(key.rpartition(".")[0])
         known = [f.name for f in fields(section)] if section else list(ConfigFile.model_fields)
-        return f"{key}: unknown key (known: {', '.join(sorted(known))})"
+        near = difflib.get_close_matches(key.rpartition(".")[2], known, n=1)
+        hint = f"; did you mean {near[0]!r}?" if near else ""
+        return f"{key}: unknown key (known: {', '.join(sorted(known))}){hint}"
     if kind in _BOUND:
         bound_key = re.sub(r"\[\d+\]", "", key)
         lo, hi = BOUNDS[bound_key]
@@ -87,8 +90,19 @@ def config_error(exc: ValidationError, file: Mapping[str, Any], written: Mapping
         loc = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in parents).lstrip(".")
         loc += f"[{last}]" if isinstance(last, int) and err["type"] != "invalid_key" else f".{last}"
         key = str(err.get("ctx", {}).get("key") or loc.lstrip("."))
-        found.append((_rank(err, key, file), _message(err, key, written)))
+        found.append((_rank(err, key, file), _named_by_variable(_message(err, key, written), key, written)))
     return ConfigError(min(found)[1])
+
+
+_VARIABLES = {key: var for var, key in ENV_KEYS.items()}
+
+
+def _named_by_variable(message: str, key: str, written: Mapping[str, str]) -> str:
+    """A key whose value came from its variable is named with the variable, which is what the operator set:
+    "server.workers (set by MEMRANK_WORKERS): expected int, got 'abc'"."""
+    if key not in written or not message.startswith(f"{key}:"):
+        return message
+    return f"{key} (set by {_VARIABLES[key]}){message[len(key):]}"
 
 
 # ---------------------------------------------------------------- profiles, the policy version, loading

@@ -257,6 +257,7 @@ def _read_exactly(stream: IO[bytes], n: int) -> bytes | None:
 
 def main(argv: list[str]) -> int:
     """The writer process: read framed captures from stdin until end of file, write each as one line."""
+    signal.signal(signal.SIGHUP, signal.SIG_IGN)  # a reload storm to the process group (held until here)
     signal.signal(signal.SIGTERM, signal.SIG_IGN)  # the server closes the pipe after its drain
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C reaches the whole process group
     setup_logging("info")

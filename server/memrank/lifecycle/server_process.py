@@ -18,14 +18,16 @@ from memrank.lifecycle.announce import log_ready
 from memrank.lifecycle.reload import ProfileReloader, start_reloader
 from memrank.metrics.http import serve_metrics
 from memrank.metrics.registry import new_registry
+from memrank.system import signals
 
 log = logging.getLogger("memrank.server")
 SIGNAL_POLL_SECONDS = 0.05  # how often the main thread looks for a stop signal (a signal also ends the sleep)
 
 
-def _wait_for_signal(reloader: ProfileReloader | None = None) -> int:
-    """Block until SIGTERM or SIGINT; return the signal number. SIGHUP meanwhile reloads the profiles
-    (on a thread of its own: a signal handler does no work).
+def _handle_signals(reloader: ProfileReloader | None = None) -> list[int]:
+    """Install the SIGTERM/SIGINT and SIGHUP handlers, then release the signals held since the process began
+    (``memrank.system.signals``; one that came meanwhile is handled now): the list the stop signals go to.
+    SIGHUP reloads the profiles (on a thread of its own: a signal handler does no work).
 
     The handlers only append to a list, and the main thread looks at it between short sleeps (a signal cuts a
     sleep short): a handler that set a ``threading.Event`` deadlocked the worker forever when a second signal
@@ -44,6 +46,12 @@ def _wait_for_signal(reloader: ProfileReloader | None = None) -> int:
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, handler)
     signal.signal(signal.SIGHUP, hangup)
+    signals.release()
+    return got
+
+
+def _wait_for_signal(got: list[int]) -> int:
+    """Block until a stop signal is in ``got``; return its number."""
     while not got:
         time.sleep(SIGNAL_POLL_SECONDS)
     return got[0]
@@ -72,12 +80,13 @@ def serve_single(settings: Settings, reuse_port: bool = False, with_metrics: boo
                                "auth": bool(settings.security.auth_token_file), "health_port": running.health_port,
                                "inflight_budget_bytes": running.intake.budget.total,
                                "profiles": sorted(settings.profiles), "policy_version": settings.policy_version})
+    reloader = start_reloader(running, source, settings)
+    stops = _handle_signals(reloader)  # before "ready": a SIGTERM any time after it drains (issue #41)
     if on_serving is None:
         log_ready(settings, running.port, running.health_port)
     else:
         on_serving(running.port, running.health_port)
-    reloader = start_reloader(running, source, settings)
-    signum = _wait_for_signal(reloader)
+    signum = _wait_for_signal(stops)
     if reloader is not None:
         reloader.close()
     log.info("draining", extra={"signal": signal.Signals(signum).name,

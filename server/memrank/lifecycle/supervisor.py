@@ -29,7 +29,7 @@ from memrank.lifecycle.preflight import check_start
 from memrank.lifecycle.server_process import serve_single
 from memrank.metrics.http import serve_metrics
 from memrank.metrics.registry import worker_gone, workers_registry
-from memrank.system import ports
+from memrank.system import ports, signals
 from memrank.system.logs import setup_logging
 
 log = logging.getLogger("memrank.server")
@@ -61,6 +61,7 @@ def _follow_parent(parent: int) -> None:
 
 def _worker_main(source: SettingsSource, index: int, parent: int, workers: int,
                  ready: multiprocessing.queues.Queue[int] | None = None) -> None:
+    signals.hold()  # already held: the supervisor starts each worker with them held (serve_single releases them)
     settings = source.load()
     settings = replace(settings, server=replace(settings.server, workers=workers))
     setup_logging(settings.server.log_level)
@@ -162,7 +163,8 @@ def _supervise(settings: Settings, source: SettingsSource) -> None:
     def start(i: int) -> None:
         p = ctx.Process(target=_worker_main, args=(source, i, os.getpid(), settings.server.workers, ready),
                         name=f"memrank-worker-{i}")
-        p.start()
+        with signals.held():  # the worker runs with them held from its first instruction to its handlers
+            p.start()
         procs[i] = p
         started[i] = time.monotonic()
 
@@ -173,21 +175,22 @@ def _supervise(settings: Settings, source: SettingsSource) -> None:
     # The signal handlers only append to a list (a handler that set a threading.Event could deadlock on its lock
     # when a second signal came while the first was inside Event.set); the loop reads it between short sleeps,
     # which a signal cuts short.
-    signals: list[int] = []
+    got_signals: list[int] = []
     stopping = threading.Event()  # set by the loop only (also when workers keep dying)
 
     def on_signal(signum: int, _frame: FrameType | None) -> None:
-        signals.append(signum)
+        got_signals.append(signum)
 
     for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
         signal.signal(sig, on_signal)
+    signals.release()  # held since `memrank serve` began: one that came meanwhile is handled now
     serving: set[int] | None = set()  # None once "ready" is logged: every worker answered
     while not stopping.is_set():
-        if not signals:
+        if not got_signals:
             time.sleep(0.1 if serving is None else 0.05)
-        taken = len(signals)  # a signal arriving meanwhile stays for the next turn
-        got = signals[:taken]
-        del signals[:taken]
+        taken = len(got_signals)  # a signal arriving meanwhile stays for the next turn
+        got = got_signals[:taken]
+        del got_signals[:taken]
         if signal.SIGTERM in got or signal.SIGINT in got:
             stopping.set()
             break

@@ -40,6 +40,15 @@ def test_policy_version_changes_with_profiles(tmp_path: Path) -> None:
     assert load_settings(str(f), env={}).profiles["mine"].min_score == 0.2
 
 
+def test_a_profile_may_name_a_base_defined_after_it(tmp_path: Path) -> None:
+    """Bases resolve in dependency order, not file order (issue #41, item 9)."""
+    f = tmp_path / "c.yaml"
+    f.write_text("profiles:\n  top:\n    base: mid\n    min_score: 0.3\n  mid:\n    base: default\n"
+                 "    min_score: 0.2\n    description: mid\n")
+    profiles = load_settings(str(f), env={}).profiles
+    assert (profiles["top"].min_score, profiles["top"].description, profiles["mid"].min_score) == (0.3, "mid", 0.2)
+
+
 @pytest.mark.parametrize(
     ("text", "message"),
     [
@@ -47,6 +56,9 @@ def test_policy_version_changes_with_profiles(tmp_path: Path) -> None:
         ("nope: 1\n", "nope: unknown key"),
         ("layers:\n  - {name: a, share: -1}\n", "layers[0].share: -1.0 must be >= 0"),
         ("profiles:\n  x:\n    base: missing\n", "profiles.x.base: unknown profile 'missing'"),
+        ("profiles:\n  a:\n    base: b\n  b:\n    base: a\n",
+         "profiles.a.base: the profiles' bases form a cycle: a -> b -> a"),  # was "unknown profile 'b'"
+        ("profiles:\n  c:\n    base: c\n", "profiles.c.base: unknown profile 'c'"),
         ("profiles:\n  x:\n    signals: [{name: relevance, weight: 1}]\n    fusion: avg\n", "profiles.x.fusion: 'avg'"),
     ],
 )
@@ -55,6 +67,18 @@ def test_errors_name_the_key_and_value(tmp_path: Path, text: str, message: str) 
     f.write_text(text)
     with pytest.raises(ConfigError, match=re.escape(message)):
         load_settings(str(f), env={})
+
+
+def test_a_misspelled_key_is_told_the_nearest_one_and_a_variable_is_named(tmp_path: Path) -> None:
+    """Issue #41: `adress` listed the known keys without a "did you mean"; a variable's error named only its key."""
+    f = tmp_path / "c.yaml"
+    f.write_text("server:\n  adress: 0.0.0.0:1\n")
+    with pytest.raises(ConfigError) as err:
+        load_settings(str(f), env={})
+    assert str(err.value).startswith("server.adress: unknown key (known: address, ")
+    assert str(err.value).endswith("; did you mean 'address'?")
+    with pytest.raises(ConfigError, match=r"^server\.workers \(set by MEMRANK_WORKERS\): expected int, got 'abc'$"):
+        load_settings(env={"MEMRANK_WORKERS": "abc"})
 
 
 def test_missing_key_file_is_reported_with_the_key(tmp_path: Path) -> None:
@@ -97,7 +121,8 @@ def test_client_bounds_have_documented_defaults_and_come_from_file_and_env(tmp_p
     ],
 )
 def test_client_bounds_out_of_range_are_refused_naming_the_key(var: str, value: str, message: str) -> None:
-    with pytest.raises(ConfigError, match=re.escape(message)):
+    key, _, what = message.partition(": ")  # the key, and the variable that set it (issue #41)
+    with pytest.raises(ConfigError, match=re.escape(f"{key} (set by {var}): {what}")):
         load_settings(env={var: value})
 
 
@@ -137,7 +162,8 @@ def _load_file(tmp_path: Path, text: str, env: dict[str, str] | None = None) -> 
 @pytest.mark.parametrize(("text", "env", "message"), [
     # 400.7 used to become 400 without a word
     ("limits:\n  max_candidates: 400.7\n", {}, "limits.max_candidates: expected a whole number, got 400.7"),
-    ("", {"MEMRANK_MAX_CANDIDATES": "400.7"}, "limits.max_candidates: expected int, got '400.7'"),
+    ("", {"MEMRANK_MAX_CANDIDATES": "400.7"},
+     "limits.max_candidates (set by MEMRANK_MAX_CANDIDATES): expected int, got '400.7'"),
     ("server:\n  workers: 1.5\n", {}, "server.workers: expected a whole number, got 1.5"),
     ("limits:\n  max_candidates: .inf\n", {}, "limits.max_candidates: expected a whole number, got inf"),
     ("layers:\n  - {name: a, floor_tokens: 2.5}\n", {}, "layers[0].floor_tokens: expected a whole number, got 2.5"),
@@ -206,9 +232,11 @@ def test_an_environment_variable_is_read_as_its_keys_type() -> None:
     assert (s.server.workers, s.server.grace_period_seconds, s.decision_log.enabled, s.tracing.enabled) == (
         3, 2.5, True, True)
     assert (s.server.metrics_address, s.tracing.service_name) == ("127.0.0.9", "123")
-    with pytest.raises(ConfigError, match=r"^decision_log\.enabled: expected true or false, got 'maybe'$"):
+    with pytest.raises(ConfigError, match=r"^decision_log\.enabled \(set by MEMRANK_DECISION_LOG_ENABLED\): "
+                                          r"expected true or false, got 'maybe'$"):
         load_settings(env={"MEMRANK_DECISION_LOG_ENABLED": "maybe"})
-    with pytest.raises(ConfigError, match=r"^server\.grace_period_seconds: expected a finite number, got '1e999'$"):
+    with pytest.raises(ConfigError, match=r"^server\.grace_period_seconds \(set by MEMRANK_GRACE_PERIOD_SECONDS\): "
+                                          r"expected a finite number, got '1e999'$"):
         load_settings(env={"MEMRANK_GRACE_PERIOD_SECONDS": "1e999"})
 
 

@@ -46,7 +46,7 @@ def test_the_policy_version_does_not_depend_on_how_the_config_spells_it(tmp_path
 def test_an_out_of_range_value_fails_naming_the_key_the_value_and_the_bounds() -> None:
     with pytest.raises(ConfigError) as err:
         load_settings(env={"MEMRANK_WORKERS": "99"})
-    assert str(err.value) == "server.workers: 99 is outside [0, 64]"
+    assert str(err.value) == "server.workers (set by MEMRANK_WORKERS): 99 is outside [0, 64]"  # what was set, too
 
 
 def test_a_fraction_for_a_whole_number_and_null_for_a_string_are_refused_naming_the_key(tmp_path: Path) -> None:
