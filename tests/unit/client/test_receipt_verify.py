@@ -25,6 +25,7 @@ from memrank.config import load_settings
 from memrank.core.explain import receipt
 
 EXAMPLES = Path(__file__).resolve().parents[3] / "examples"
+FIXTURES = Path(__file__).resolve().parents[2] / "vectors" / "receipts"
 SETTINGS = load_settings(env={})
 KEY = b"receipt-key"
 REF = "2026-06-01T12:00:00Z"
@@ -127,6 +128,20 @@ def test_unset_values_and_times() -> None:
     assert lines[lines.index("candidates 1") + 1] == (
         f'candidate "x" "" "" {hashlib.sha256(b"").hexdigest()} {"0" * 16} - 0 0 0 0 "" "" 0 "" {"0" * 16} - - - - -')
     assert verify_receipt(req, resp)
+
+
+@pytest.mark.parametrize("path", sorted(FIXTURES.glob("*.json")), ids=lambda p: p.stem)
+def test_receipt_fixtures_v2_and_v3(path: Path) -> None:
+    """tests/vectors/receipts (derive.py, no server): each verifies with its lines; one score an ulp lower not."""
+    fixture = json.loads(path.read_text(encoding="utf-8"))
+    req = json_format.ParseDict(fixture["request"], pb.RankRequest())
+    resp = json_format.ParseDict(fixture["response"], pb.RankResponse())
+    assert resp.receipt.schema == f"memrank.receipt.{path.stem.rsplit('_', 1)[1]}"
+    assert canonical_lines(req, resp) == fixture["lines"]
+    check = verify_receipt(req, resp)
+    assert check, check.message()
+    resp.selected[0].score = math.nextafter(resp.selected[0].score, 0.0)
+    assert "digest" in verify_receipt(req, resp).problems[0]
 
 
 def copy(resp: pb.RankResponse) -> pb.RankResponse:
