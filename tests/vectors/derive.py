@@ -1472,10 +1472,11 @@ def expect_contract(req: dict[str, Any], extras: frozenset[str]) -> tuple[dict[s
                             "kendall_tau": kendall_tau_b(real, other), "selected_ids": other}
         why["shadow"] = "; ".join(f"{cid}: {line}" for cid, line in shadow["why"].items())
     if "receipt" in extras:
-        result["receipt"] = {"schema": RECEIPT_V2, "lines": receipt_lines(req, run, RECEIPT_V2)}
-        why["receipt"] = ("README 'Receipt canonical form' over the derived numbers above; each client fills "
-                          f"{POLICY_PLACEHOLDER} with the JSON string of RankResponse.policy_version, joins the "
-                          "lines with a newline after each and compares the SHA-256 hex with receipt.digest")
+        result["receipt"] = {"schema": RECEIPT_SCHEMA, "lines": receipt_lines(req, run)}
+        why["receipt"] = ("docs/concepts/receipts.md's canonical form over the derived numbers above; each "
+                          f"client fills {POLICY_PLACEHOLDER} with the JSON string of RankResponse.policy_version, "
+                          "joins the lines with a newline after each and compares the SHA-256 hex with "
+                          "receipt.digest")
     return result, why
 
 
@@ -1973,11 +1974,12 @@ def contract_cases() -> list[tuple[str, str, dict[str, Any], frozenset[str]]]:
             {**c, "stageScores": {"cross_encoder": 5.0 - k, "llm_judge": 0.1 * k}}
             for k, c in enumerate(observer_six[:4])], OBSERVER_QUERY),
         "stages")
-    add("receipt_observer", "receipt: the README's canonical lines (memrank.receipt.v2: the query's sha256, "
-        "reference time, profile, policy version, the four weights, the request's parameters, every candidate's "
-        "fields as sent, each selected memory in rank order with layer, position, public score, combined, final "
-        "and blend term as float64 bits, then its signals) rebuilt from agent-observer's derived terms; 4 "
-        "selected, so each public score is (1 - r/4) + 0.25 x (0.1 + 0.8 x final)",
+    add("receipt_observer", "receipt: the canonical lines (memrank.receipt.v3: the query's sha256, "
+        "reference time, profile, policy version, the four weights, the request's parameters, one sha256 per "
+        "candidate column as sent, each selected memory in rank order with layer, position, public score, "
+        "combined, final and blend term as float64 bits, then its signals, one sha256 per dropped column) "
+        "rebuilt from agent-observer's derived terms; 4 selected, so each public score is "
+        "(1 - r/4) + 0.25 x (0.1 + 0.8 x final)",
         rank_request("receipt_observer", "agent-observer", observer_six[:4], OBSERVER_QUERY),
         "receipt", "stages")
     add("receipt_bucket_bounds", "receipt with 5 selected: rank 3's bucket lower bound is 1 - 3/5 = 0.4 "
@@ -1985,8 +1987,8 @@ def contract_cases() -> list[tuple[str, str, dict[str, Any], frozenset[str]]]:
         "1 - 3 x (1/5) gives 0.3999999999999999 and a score two ulps lower, which the receipt would bind)",
         rank_request("receipt_bucket_bounds", "agent-observer", observer_six, OBSERVER_QUERY), "receipt", "stages")
     add("receipt_fields", "receipt over every candidate field the canonical form binds: non-ASCII ids, kinds, "
-        "threads and speakers (q escapes them, an emoji as its UTF-16 surrogate pair), facet, stage and metadata "
-        "names sorted by their escaped literal's ASCII bytes (Zeta, then \\u00e9t\\u00e9, then alpha), all six "
+        "threads and speakers (UTF-8 in their columns), facet, stage and metadata names in UTF-8 byte order "
+        "(Zeta, alpha, then \u00e9t\u00e9; v2 sorts the escaped literals: Zeta, \\u00e9t\\u00e9, alpha), all six "
         "timestamps (one with nanoseconds: t = f(seconds + nanos / 1e9)), source, safety, provenance, "
         "token_count, position, explicit_lookup, placement EDGES, min_score, a request relevance_threshold and "
         "budget.max_items; drops "
