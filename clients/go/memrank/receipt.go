@@ -444,8 +444,9 @@ func accounting(req *RankRequest, resp *RankResponse) []string {
 }
 
 // VerifyReceipt checks a response's receipt: it rebuilds the canonical bytes from the request and the
-// response (README "Receipt canonical form"), compares their SHA-256 with receipt.digest and, when key is
-// given (the receipt key file's bytes, surrounding whitespace removed), checks receipt.signature. It returns
+// response (docs/concepts/receipts.md, in the form the receipt names: v3 or v2), compares their SHA-256 with
+// receipt.digest and, when key is given (the receipt key file's bytes, surrounding whitespace removed), checks
+// receipt.signature. It returns
 // nil when the receipt verified, else a *ReceiptError wrapping ErrReceiptMismatch or ErrReceiptUnverifiable.
 // A nil req checks the signature only: the digest binds the candidates' fields, which only the request holds.
 func VerifyReceipt(req *RankRequest, resp *RankResponse, key []byte) error {

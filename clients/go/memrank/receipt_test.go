@@ -12,7 +12,7 @@ import (
 	"google.golang.org/protobuf/encoding/protojson"
 )
 
-// TestReceiptQuoting pins q (README "Receipt canonical form"): Python's json.dumps(s, ensure_ascii=True).
+// TestReceiptQuoting pins q (docs/concepts/receipts.md): Python's json.dumps(s, ensure_ascii=True).
 func TestReceiptQuoting(t *testing.T) {
 	s := "a\"b\\c\n\t\b\f\r\x01\x1f\x7f é😀\u2028/<&>"
 	want := `"a\"b\\c\n\t\b\f\r\u0001\u001f\u007f \u00e9\ud83d\ude00\u2028/<&>"`
