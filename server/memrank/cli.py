@@ -118,11 +118,11 @@ def _drift_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
 def _verify_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     verify = sub.add_parser(
         "verify", help="check a response's receipt against its request",
-        description="Rebuild a RankResponse's receipt (memrank.receipt.v2, README 'Receipt canonical form') from "
-                    "the RankRequest and the response, both protobuf JSON, compare its SHA-256 with "
-                    "receipt.digest and, with the key, check receipt.signature. Exit 0: verified; 1: something "
-                    "differs (said what); 2: not verifiable (no request, or a response without the breakdowns "
-                    "the receipt binds), or unreadable input.",
+        description="Rebuild a RankResponse's receipt (memrank.receipt.v3 or v2, as the receipt names it; "
+                    "docs/concepts/receipts.md) from the RankRequest and the response, both protobuf JSON, compare "
+                    "its SHA-256 with receipt.digest and, with the key, check receipt.signature. Exit 0: verified; "
+                    "1: something differs (said what); 2: not verifiable (no request, or a response without the "
+                    "breakdowns the receipt binds), or unreadable input.",
     )
     verify.add_argument("response", metavar="RESPONSE.json", help="RankResponse JSON, or - for standard input")
     verify.add_argument("--request", metavar="REQUEST.json",

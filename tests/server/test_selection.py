@@ -83,7 +83,7 @@ def test_receipt_digest_recomputes_from_the_response(client: RankingClient) -> N
     request = {"query": "breakfast", "referenceTime": REF, "candidates": _near_copies(),
                "placement": "PLACEMENT_EDGES", "explain": "EXPLAIN_LEVEL_FULL"}
     resp = client.rank(request)
-    assert resp.receipt.schema == "memrank.receipt.v2"
+    assert resp.receipt.schema == "memrank.receipt.v3"
     check = verify_receipt(request, resp)
     assert check and check.digest == resp.receipt.digest, check.message()
     assert resp.receipt.signature == ""

@@ -692,7 +692,8 @@ RECENCY_DECAY = 0.995
 RRF_K = 60
 CALIBRATION_MARGIN = 0.1
 IMPORTANCE_RAISE = 0.1
-RECEIPT_SCHEMA = "memrank.receipt.v2"
+RECEIPT_V2 = "memrank.receipt.v2"  # a text line per candidate and per drop; every client still verifies it
+RECEIPT_SCHEMA = "memrank.receipt.v3"  # what the server writes: one SHA-256 per candidate and per drop column
 # Enum numbers of proto/memrank/v1/ranking.proto (the receipt writes enums by number).
 SOURCE_NUMBER = {name: n for n, name in enumerate((
     "SOURCE_UNSPECIFIED", "SOURCE_SYSTEM_VERIFIED", "SOURCE_TRUSTED_SOURCE", "SOURCE_USER_PROVIDED", "SOURCE_CHAT",
@@ -1263,10 +1264,10 @@ def seconds_nanos(text: str) -> tuple[int, int]:
     return int(whole.timestamp()), int((m[2] or "").ljust(9, "0"))
 
 
-def receipt_lines(req: dict[str, Any], run: dict[str, Any]) -> list[str]:
-    """README "Receipt canonical form" (memrank.receipt.v2): the request's fields as sent, the derived answer;
-    the policy_version line is left for the client to fill with the response's (a hash of the server's
-    configuration, not a derived number)."""
+def receipt_lines(req: dict[str, Any], run: dict[str, Any], schema: str = RECEIPT_SCHEMA) -> list[str]:
+    """docs/concepts/receipts.md's canonical form (memrank.receipt.v3, or v2): the request's fields as sent, the
+    derived answer; the policy_version line is left for the client to fill with the response's (a hash of the
+    server's configuration, not a derived number)."""
     def f(x: float) -> str:
         return struct.pack(">d", x).hex()
 
@@ -1279,18 +1280,18 @@ def receipt_lines(req: dict[str, Any], run: dict[str, Any]) -> list[str]:
     def opt(x: float | None) -> str:
         return "-" if x is None else f(x)
 
-    def when(text: str | None) -> str:
+    def t(text: str | None) -> float | None:
         if text is None:
-            return "-"
+            return None
         seconds, nanos = seconds_nanos(text)
-        return f(seconds + nanos / 1e9)
+        return seconds + nanos / 1e9
 
     assert not req.get("layers") and not req.get("embeddingsF32") and not any(c.get("embedding")
                                                                              for c in req["candidates"])
     seconds, nanos = seconds_nanos(req["referenceTime"])
     prof = run["profile"]
     budget = req.get("budget", {})
-    lines = [f"schema {RECEIPT_SCHEMA}", f"query {h(req.get('query', ''))}", f"reference_time {seconds} {nanos}",
+    lines = [f"schema {schema}", f"query {h(req.get('query', ''))}", f"reference_time {seconds} {nanos}",
              f"profile {q(prof['name'])}", f"policy_version {POLICY_PLACEHOLDER}", f"weights {len(prof['signals'])}"]
     lines += [f"weight {q(s)} {f(w)} {q(z)}" for s, w, z in prof["signals"]]
     lines += [f"explicit_lookup {int(bool(req.get('explicitLookup')))}",
@@ -1301,32 +1302,144 @@ def receipt_lines(req: dict[str, Any], run: dict[str, Any]) -> list[str]:
               f"candidates {len(req['candidates'])}"]
     layer_of = {c["id"]: c.get("layer", "") if c.get("layer", "") in CONFIGURED_LAYERS else "other"
                 for c in req["candidates"]}
-    for c in req["candidates"]:
-        position = c.get("position")
-        lines.append(" ".join([
-            "candidate", q(c["id"]), q(c.get("layer", "")), q(c.get("kind", "")), h(c.get("content", "")),
-            f(c.get("retrievalScore", 0.0)), opt(c.get("importance")), str(c.get("accessCount", 0)),
-            str(c.get("tokenCount", 0)), str(SOURCE_NUMBER[c.get("source", "SOURCE_UNSPECIFIED")]),
-            str(SAFETY_NUMBER[c.get("safety", "SAFETY_STATUS_UNSPECIFIED")]), q(c.get("provenance", "")),
-            q(c.get("thread", "")), "-" if position is None else str(int(position)), q(c.get("speaker", "")),
-            *(when(c.get(name)) for name in TIME_FIELDS)]))
-        lines += [f"facet {k} {f(v)}" for k, v in sorted((q(k), v) for k, v in c.get("facetScores", {}).items())]
-        lines += [f"stage {k} {f(v)}" for k, v in sorted((q(k), v) for k, v in c.get("stageScores", {}).items())]
-        lines += [f"metadata {k}" for k in sorted(map(q, c.get("metadata", {})))]
+    v2 = schema == RECEIPT_V2
+    cands = req["candidates"]
+    if v2:
+        for c in cands:
+            position = c.get("position")
+            lines.append(" ".join([
+                "candidate", q(c["id"]), q(c.get("layer", "")), q(c.get("kind", "")), h(c.get("content", "")),
+                f(c.get("retrievalScore", 0.0)), opt(c.get("importance")), str(c.get("accessCount", 0)),
+                str(c.get("tokenCount", 0)), str(SOURCE_NUMBER[c.get("source", "SOURCE_UNSPECIFIED")]),
+                str(SAFETY_NUMBER[c.get("safety", "SAFETY_STATUS_UNSPECIFIED")]), q(c.get("provenance", "")),
+                q(c.get("thread", "")), "-" if position is None else str(int(position)), q(c.get("speaker", "")),
+                *(opt(t(c.get(name))) for name in TIME_FIELDS)]))
+            lines += [f"facet {k} {f(v)}" for k, v in sorted((q(k), v) for k, v in c.get("facetScores", {}).items())]
+            lines += [f"stage {k} {f(v)}" for k, v in sorted((q(k), v) for k, v in c.get("stageScores", {}).items())]
+            lines += [f"metadata {k}" for k in sorted(map(q, c.get("metadata", {})))]
+    else:
+        lines += [f"candidate {name} {hashlib.sha256(data).hexdigest()}" for name, data in v3_columns(cands, t)]
     placed = place(run["ranked"], req.get("placement", "PLACEMENT_BEST_FIRST"))
     lines.append(f"selected {len(run['ranked'])}")
     for r, cid in enumerate(run["ranked"], start=1):
         lines.append(f"memory {r} {q(cid)} {q(layer_of[cid])} {placed.index(cid)} {f(run['public'][cid])} "
                      f"{f(run['combined'][cid])} {f(run['final'][cid])} {f(run['blend'][cid])}")
         lines += [f"signal {q(n)} {f(raw)} {f(z)} {f(w)} {f(c)}" for n, raw, z, w, c in run["signals"][cid]]
-    dropped = [c["id"] for c in req["candidates"] if c["id"] in run["dropped"]]
-    lines.append(f"dropped {len(dropped)}")
-    for cid in dropped:
-        reason = run["dropped"][cid]
-        score = 0.0 if reason in GATE_REASONS else run["current"][cid]
-        lines.append(f"drop {q(cid)} {q(layer_of[cid])} {DROP_NUMBER[reason]} {f(score)} "
-                     f"{q(run['covered'].get(cid, ''))}")
-    return lines
+    drops = dropped_of(req, run, layer_of)
+    lines.append(f"dropped {len(drops)}")
+    if v2:
+        lines += [f"drop {q(d['id'])} {q(d['layer'])} {DROP_NUMBER[d['reason']]} {f(d['score'])} "
+                  f"{q(d['breakdown']['coveredBy'])}" for d in drops]
+        return lines
+    columns = [("id", col_s([d["id"] for d in drops])), ("layer", col_s([d["layer"] for d in drops])),
+               ("reason", col_f([DROP_NUMBER[d["reason"]] for d in drops])),
+               ("score", col_f([d["score"] for d in drops])),
+               ("covered_by", col_s([d["breakdown"]["coveredBy"] for d in drops]))]
+    return lines + [f"drop {name} {hashlib.sha256(data).hexdigest()}" for name, data in columns]
+
+
+# The v3 column encodings, written value by value from docs/concepts/receipts.md.
+def col_s(values: list[str]) -> bytes:
+    """S: each value's UTF-8 byte length as 4 big-endian bytes, then all the UTF-8 bytes."""
+    out = b""
+    for v in values:
+        out += struct.pack(">I", len(v.encode("utf-8")))
+    for v in values:
+        out += v.encode("utf-8")
+    return out
+
+
+def col_f(values: list[float]) -> bytes:
+    """F: each value as big-endian IEEE-754 float64."""
+    return b"".join(struct.pack(">d", float(v)) for v in values)
+
+
+def col_o(values: list[float | None]) -> bytes:
+    """O: a presence byte each (1 set, 0 unset), then F with 0.0 for an unset value."""
+    return bytes(0 if v is None else 1 for v in values) + col_f([0.0 if v is None else v for v in values])
+
+
+def v3_columns(cands: list[dict[str, Any]], t: Any) -> list[tuple[str, bytes]]:
+    """The 21 candidate columns of memrank.receipt.v3 in their order, as bytes."""
+
+    def strs(key: str) -> bytes:
+        return col_s([c.get(key, "") for c in cands])
+
+    def opts(key: str) -> bytes:
+        return col_o([None if c.get(key) is None else float(c[key]) for c in cands])
+
+    def utf8_order(keys: Any) -> list[str]:
+        return sorted(keys, key=lambda k: k.encode("utf-8"))
+
+    def m(key: str) -> bytes:
+        names = utf8_order({k for c in cands for k in c.get(key, {})})
+        return b"".join(col_s([n]) + col_o([c.get(key, {}).get(n) for c in cands]) for n in names)
+
+    metadata = [utf8_order(c.get("metadata", {})) for c in cands]
+    return [("id", strs("id")), ("layer", strs("layer")), ("kind", strs("kind")), ("content", strs("content")),
+            ("retrieval_score", col_f([c.get("retrievalScore", 0.0) for c in cands])),
+            ("importance", opts("importance")),
+            ("access_count", col_f([c.get("accessCount", 0) for c in cands])),
+            ("token_count", col_f([c.get("tokenCount", 0) for c in cands])),
+            ("source", col_f([SOURCE_NUMBER[c.get("source", "SOURCE_UNSPECIFIED")] for c in cands])),
+            ("safety", col_f([SAFETY_NUMBER[c.get("safety", "SAFETY_STATUS_UNSPECIFIED")] for c in cands])),
+            ("provenance", strs("provenance")), ("thread", strs("thread")),
+            ("position", col_o([None if c.get("position") is None else float(int(c["position"])) for c in cands])),
+            ("speaker", strs("speaker")),
+            *((snake(name), col_o([t(c.get(name)) for c in cands])) for name in TIME_FIELDS),
+            ("facet_scores", m("facetScores")), ("stage_scores", m("stageScores")),
+            ("metadata", b"".join(struct.pack(">I", len(keys)) for keys in metadata)
+             + col_s([k for keys in metadata for k in keys]))]
+
+
+def snake(name: str) -> str:
+    """createdAt -> created_at."""
+    return re.sub(r"[A-Z]", lambda m: "_" + m[0].lower(), name)
+
+
+def dropped_of(req: dict[str, Any], run: dict[str, Any], layer_of: dict[str, str]) -> list[dict[str, Any]]:
+    """RankResponse.dropped (protobuf JSON) in response order: request order."""
+    out = []
+    for c in req["candidates"]:
+        reason = run["dropped"].get(c["id"])
+        if reason is not None:
+            score = 0.0 if reason in GATE_REASONS else run["current"][c["id"]]
+            out.append({"id": c["id"], "layer": layer_of[c["id"]], "reason": reason, "score": score,
+                        "breakdown": {"coveredBy": run["covered"].get(c["id"], "")}})
+    return out
+
+
+FIXTURE_POLICY = "policy-fixture"  # the receipt fixtures' policy_version: no server answered them
+
+
+def receipt_fixture(stem: str, req: dict[str, Any], schema: str) -> dict[str, Any]:
+    """An offline receipt fixture (tests/vectors/receipts/): the request, the RankResponse (protobuf JSON) built
+    from the derived answer, and its receipt in ``schema``'s form, the digest of the derived lines. Every
+    client's verifier must accept it and refuse it with one score changed: so v2 stays verified by every
+    client, though no server writes it any more."""
+    run = contract_run(req, req["profile"], req.get("weightOverrides"))
+    lines = [x.replace(POLICY_PLACEHOLDER, json.dumps(FIXTURE_POLICY)) for x in receipt_lines(req, run, schema)]
+    layer_of = {c["id"]: c.get("layer", "") if c.get("layer", "") in CONFIGURED_LAYERS else "other"
+                for c in req["candidates"]}
+    ranked = run["ranked"]
+    placed = place(ranked, req.get("placement", "PLACEMENT_BEST_FIRST"))
+    selected = [{"id": cid, "layer": layer_of[cid], "rank": ranked.index(cid) + 1, "position": pos,
+                 "score": run["public"][cid],
+                 "breakdown": {"combinedScore": run["combined"][cid], "finalScore": run["final"][cid],
+                               "blendTerm": run["blend"][cid],
+                               "signals": [{"name": n, "raw": raw, "normalized": z, "weight": w, "contribution": c}
+                                           for n, raw, z, w, c in run["signals"][cid]]}}
+                for pos, cid in enumerate(placed)]
+    response = {"referenceTime": req["referenceTime"], "profile": run["profile"]["name"],
+                "policyVersion": FIXTURE_POLICY,
+                "weights": [{"signal": s, "weight": w, "normalization": z} for s, w, z in run["profile"]["signals"]],
+                "selected": selected, "dropped": dropped_of(req, run, layer_of),
+                "receipt": {"schema": schema,
+                            "digest": hashlib.sha256("".join(x + "\n" for x in lines).encode()).hexdigest()}}
+    return {"name": f"{stem}_{schema.rsplit('.', 1)[1]}",
+            "description": f"{schema} of {stem}'s derived answer, offline: the verifier accepts it as is and "
+                           "refuses it with the first selected memory's score one ulp lower",
+            "request": req, "response": response, "lines": lines}
 
 
 def expect_contract(req: dict[str, Any], extras: frozenset[str]) -> tuple[dict[str, Any], dict[str, str]]:
@@ -1360,9 +1473,10 @@ def expect_contract(req: dict[str, Any], extras: frozenset[str]) -> tuple[dict[s
         why["shadow"] = "; ".join(f"{cid}: {line}" for cid, line in shadow["why"].items())
     if "receipt" in extras:
         result["receipt"] = {"schema": RECEIPT_SCHEMA, "lines": receipt_lines(req, run)}
-        why["receipt"] = ("README 'Receipt canonical form' over the derived numbers above; each client fills "
-                          f"{POLICY_PLACEHOLDER} with the JSON string of RankResponse.policy_version, joins the "
-                          "lines with a newline after each and compares the SHA-256 hex with receipt.digest")
+        why["receipt"] = ("docs/concepts/receipts.md's canonical form over the derived numbers above; each "
+                          f"client fills {POLICY_PLACEHOLDER} with the JSON string of RankResponse.policy_version, "
+                          "joins the lines with a newline after each and compares the SHA-256 hex with "
+                          "receipt.digest")
     return result, why
 
 
@@ -1860,11 +1974,12 @@ def contract_cases() -> list[tuple[str, str, dict[str, Any], frozenset[str]]]:
             {**c, "stageScores": {"cross_encoder": 5.0 - k, "llm_judge": 0.1 * k}}
             for k, c in enumerate(observer_six[:4])], OBSERVER_QUERY),
         "stages")
-    add("receipt_observer", "receipt: the README's canonical lines (memrank.receipt.v2: the query's sha256, "
-        "reference time, profile, policy version, the four weights, the request's parameters, every candidate's "
-        "fields as sent, each selected memory in rank order with layer, position, public score, combined, final "
-        "and blend term as float64 bits, then its signals) rebuilt from agent-observer's derived terms; 4 "
-        "selected, so each public score is (1 - r/4) + 0.25 x (0.1 + 0.8 x final)",
+    add("receipt_observer", "receipt: the canonical lines (memrank.receipt.v3: the query's sha256, "
+        "reference time, profile, policy version, the four weights, the request's parameters, one sha256 per "
+        "candidate column as sent, each selected memory in rank order with layer, position, public score, "
+        "combined, final and blend term as float64 bits, then its signals, one sha256 per dropped column) "
+        "rebuilt from agent-observer's derived terms; 4 selected, so each public score is "
+        "(1 - r/4) + 0.25 x (0.1 + 0.8 x final)",
         rank_request("receipt_observer", "agent-observer", observer_six[:4], OBSERVER_QUERY),
         "receipt", "stages")
     add("receipt_bucket_bounds", "receipt with 5 selected: rank 3's bucket lower bound is 1 - 3/5 = 0.4 "
@@ -1872,8 +1987,8 @@ def contract_cases() -> list[tuple[str, str, dict[str, Any], frozenset[str]]]:
         "1 - 3 x (1/5) gives 0.3999999999999999 and a score two ulps lower, which the receipt would bind)",
         rank_request("receipt_bucket_bounds", "agent-observer", observer_six, OBSERVER_QUERY), "receipt", "stages")
     add("receipt_fields", "receipt over every candidate field the canonical form binds: non-ASCII ids, kinds, "
-        "threads and speakers (q escapes them, an emoji as its UTF-16 surrogate pair), facet, stage and metadata "
-        "names sorted by their escaped literal's ASCII bytes (Zeta, then \\u00e9t\\u00e9, then alpha), all six "
+        "threads and speakers (UTF-8 in their columns), facet, stage and metadata names in UTF-8 byte order "
+        "(Zeta, alpha, then \u00e9t\u00e9; v2 sorts the escaped literals: Zeta, \\u00e9t\\u00e9, alpha), all six "
         "timestamps (one with nanoseconds: t = f(seconds + nanos / 1e9)), source, safety, provenance, "
         "token_count, position, explicit_lookup, placement EDGES, min_score, a request relevance_threshold and "
         "budget.max_items; drops "
@@ -1928,6 +2043,10 @@ def build() -> dict[str, dict[str, Any]]:
         vec = {"name": stem.removeprefix("pending/"), "description": desc, "request": req}
         vec["expect"], vec["derivation"] = expect_contract(req, extras)
         files[f"{stem}.json"] = vec
+        if "receipt" in extras:
+            for schema in (RECEIPT_V2, RECEIPT_SCHEMA):
+                fixture = receipt_fixture(stem, req, schema)
+                files[f"receipts/{fixture['name']}.json"] = fixture
     return files
 
 

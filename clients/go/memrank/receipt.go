@@ -17,8 +17,12 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 )
 
-// ReceiptSchema is the receipt canonical form VerifyReceipt rebuilds (README "Receipt canonical form").
-const ReceiptSchema = "memrank.receipt.v2"
+// The receipt canonical forms VerifyReceipt rebuilds (docs/concepts/receipts.md): ReceiptSchema is the one the
+// server writes; ReceiptSchemaV2, one text line per candidate and per drop, is still verified.
+const (
+	ReceiptSchema   = "memrank.receipt.v3"
+	ReceiptSchemaV2 = "memrank.receipt.v2"
+)
 
 // Errors a *ReceiptError wraps: the receipt differs from the request and response, or it cannot be rebuilt.
 var (
@@ -144,12 +148,203 @@ func embeddingsLine(req *RankRequest) string {
 	return fmt.Sprintf("embeddings %d %s", dim, rh(matrix))
 }
 
-// ReceiptCanonical rebuilds a response's receipt bytes (memrank.receipt.v2) from the request and the
-// response alone; the error wraps ErrReceiptUnverifiable when the response lacks a part the receipt binds.
+// candidateLinesV2 is v2's text line of a candidate, then its facet, stage and metadata lines.
+func candidateLinesV2(c *Candidate) []string {
+	position := "-"
+	if c.Position != nil {
+		position = strconv.FormatInt(*c.Position, 10)
+	}
+	fields := []string{"candidate", rq(c.GetId()), rq(c.GetLayer()), rq(c.GetKind()), rh([]byte(c.GetContent())),
+		rf(c.GetRetrievalScore()), ropt(c.Importance), strconv.FormatUint(uint64(c.GetAccessCount()), 10),
+		strconv.FormatUint(uint64(c.GetTokenCount()), 10), strconv.Itoa(int(c.GetSource())),
+		strconv.Itoa(int(c.GetSafety())), rq(c.GetProvenance()), rq(c.GetThread()), position, rq(c.GetSpeaker()),
+		rtime(c.GetCreatedAt()), rtime(c.GetLastAccessedAt()), rtime(c.GetEventTime()), rtime(c.GetIngestedAt()),
+		rtime(c.GetValidFrom()), rtime(c.GetValidTo())}
+	lines := []string{strings.Join(fields, " ")}
+	lines = append(lines, sortedLines("facet", c.GetFacetScores())...)
+	lines = append(lines, sortedLines("stage", c.GetStageScores())...)
+	keys := make([]string, 0, len(c.GetMetadata()))
+	for k := range c.GetMetadata() {
+		keys = append(keys, "metadata "+rq(k))
+	}
+	sort.Strings(keys)
+	return append(lines, keys...)
+}
+
+// colS is S: the strings' UTF-8 byte lengths as 4-byte big-endian integers, then their bytes.
+func colS(values []string) []byte {
+	out := make([]byte, 0, 4*len(values))
+	for _, v := range values {
+		out = binary.BigEndian.AppendUint32(out, uint32(len(v)))
+	}
+	for _, v := range values {
+		out = append(out, v...)
+	}
+	return out
+}
+
+// colF is F: each number's big-endian IEEE-754 float64 bits.
+func colF(values []float64) []byte {
+	out := make([]byte, 0, 8*len(values))
+	for _, v := range values {
+		out = binary.BigEndian.AppendUint64(out, math.Float64bits(v))
+	}
+	return out
+}
+
+// colO is O: a presence byte per value (1 set, 0 unset), then F with 0.0 for an unset value.
+func colO(values []*float64) []byte {
+	out := make([]byte, 0, 9*len(values))
+	numbers := make([]float64, len(values))
+	for i, v := range values {
+		if v == nil {
+			out = append(out, 0)
+		} else {
+			out = append(out, 1)
+			numbers[i] = *v
+		}
+	}
+	return append(out, colF(numbers)...)
+}
+
+// colM is M: per name any map carries, in UTF-8 byte order: S of the name, then O of every map's value for it.
+func colM(maps []map[string]float64) []byte {
+	seen := map[string]bool{}
+	var names []string
+	for _, m := range maps {
+		for k := range m {
+			if !seen[k] {
+				seen[k] = true
+				names = append(names, k)
+			}
+		}
+	}
+	sort.Strings(names) // Go compares strings bytewise: UTF-8 byte order
+	var out []byte
+	for _, name := range names {
+		values := make([]*float64, len(maps))
+		for i, m := range maps {
+			if v, ok := m[name]; ok {
+				values[i] = &v
+			}
+		}
+		out = append(append(out, colS([]string{name})...), colO(values)...)
+	}
+	return out
+}
+
+// colK is K: the key counts as 4-byte big-endian integers, then S of every map's keys, each in UTF-8 byte order.
+func colK(maps []map[string]string) []byte {
+	var out []byte
+	var keys []string
+	for _, m := range maps {
+		out = binary.BigEndian.AppendUint32(out, uint32(len(m)))
+		own := make([]string, 0, len(m))
+		for k := range m {
+			own = append(own, k)
+		}
+		sort.Strings(own)
+		keys = append(keys, own...)
+	}
+	return append(out, colS(keys)...)
+}
+
+func optTime(t *timestamppb.Timestamp) *float64 {
+	if t == nil {
+		return nil
+	}
+	v := float64(t.GetSeconds()) + float64(t.GetNanos())/1e9
+	return &v
+}
+
+// candidateColumns is v3's candidate section: one line per column, the SHA-256 of its bytes.
+func candidateColumns(cs []*Candidate) []string {
+	n := len(cs)
+	str := func(get func(*Candidate) string) []byte {
+		values := make([]string, n)
+		for i, c := range cs {
+			values[i] = get(c)
+		}
+		return colS(values)
+	}
+	num := func(get func(*Candidate) float64) []byte {
+		values := make([]float64, n)
+		for i, c := range cs {
+			values[i] = get(c)
+		}
+		return colF(values)
+	}
+	opt := func(get func(*Candidate) *float64) []byte {
+		values := make([]*float64, n)
+		for i, c := range cs {
+			values[i] = get(c)
+		}
+		return colO(values)
+	}
+	facets, stages, metadata := make([]map[string]float64, n), make([]map[string]float64, n), make([]map[string]string, n)
+	for i, c := range cs {
+		facets[i], stages[i], metadata[i] = c.GetFacetScores(), c.GetStageScores(), c.GetMetadata()
+	}
+	type column struct {
+		name string
+		data []byte
+	}
+	columns := []column{
+		{"id", str((*Candidate).GetId)}, {"layer", str((*Candidate).GetLayer)}, {"kind", str((*Candidate).GetKind)},
+		{"content", str((*Candidate).GetContent)}, {"retrieval_score", num((*Candidate).GetRetrievalScore)},
+		{"importance", opt(func(c *Candidate) *float64 { return c.Importance })},
+		{"access_count", num(func(c *Candidate) float64 { return float64(c.GetAccessCount()) })},
+		{"token_count", num(func(c *Candidate) float64 { return float64(c.GetTokenCount()) })},
+		{"source", num(func(c *Candidate) float64 { return float64(c.GetSource()) })},
+		{"safety", num(func(c *Candidate) float64 { return float64(c.GetSafety()) })},
+		{"provenance", str((*Candidate).GetProvenance)}, {"thread", str((*Candidate).GetThread)},
+		{"position", opt(func(c *Candidate) *float64 {
+			if c.Position == nil {
+				return nil
+			}
+			v := float64(*c.Position)
+			return &v
+		})},
+		{"speaker", str((*Candidate).GetSpeaker)},
+		{"created_at", opt(func(c *Candidate) *float64 { return optTime(c.GetCreatedAt()) })},
+		{"last_accessed_at", opt(func(c *Candidate) *float64 { return optTime(c.GetLastAccessedAt()) })},
+		{"event_time", opt(func(c *Candidate) *float64 { return optTime(c.GetEventTime()) })},
+		{"ingested_at", opt(func(c *Candidate) *float64 { return optTime(c.GetIngestedAt()) })},
+		{"valid_from", opt(func(c *Candidate) *float64 { return optTime(c.GetValidFrom()) })},
+		{"valid_to", opt(func(c *Candidate) *float64 { return optTime(c.GetValidTo()) })},
+		{"facet_scores", colM(facets)}, {"stage_scores", colM(stages)}, {"metadata", colK(metadata)},
+	}
+	out := make([]string, len(columns))
+	for i, col := range columns {
+		out[i] = "candidate " + col.name + " " + rh(col.data)
+	}
+	return out
+}
+
+// droppedColumns is v3's dropped section: the count, then one line per column (response order).
+func droppedColumns(ds []*DroppedMemory) []string {
+	ids, layers, covered := make([]string, len(ds)), make([]string, len(ds)), make([]string, len(ds))
+	reasons, scores := make([]float64, len(ds)), make([]float64, len(ds))
+	for i, d := range ds {
+		ids[i], layers[i], covered[i] = d.GetId(), d.GetLayer(), d.GetBreakdown().GetCoveredBy()
+		reasons[i], scores[i] = float64(d.GetReason()), d.GetScore()
+	}
+	return []string{fmt.Sprintf("dropped %d", len(ds)), "drop id " + rh(colS(ids)), "drop layer " + rh(colS(layers)),
+		"drop reason " + rh(colF(reasons)), "drop score " + rh(colF(scores)), "drop covered_by " + rh(colS(covered))}
+}
+
+// ReceiptCanonical rebuilds a response's receipt bytes from the request and the response alone, in the form
+// its receipt names (memrank.receipt.v3 when it names none); the error wraps ErrReceiptUnverifiable when the
+// response lacks a part the receipt binds.
 func ReceiptCanonical(req *RankRequest, resp *RankResponse) ([]byte, error) {
+	schema := resp.GetReceipt().GetSchema()
+	if schema == "" {
+		schema = ReceiptSchema
+	}
+	v2 := schema == ReceiptSchemaV2
 	var lines []string
 	add := func(format string, args ...any) { lines = append(lines, fmt.Sprintf(format, args...)) }
-	add("schema %s", ReceiptSchema)
+	add("schema %s", schema)
 	add("query %s", rh([]byte(req.GetQuery())))
 	add("reference_time %d %d", resp.GetReferenceTime().GetSeconds(), resp.GetReferenceTime().GetNanos())
 	add("profile %s", rq(resp.GetProfile()))
@@ -174,26 +369,12 @@ func ReceiptCanonical(req *RankRequest, resp *RankResponse) ([]byte, error) {
 	}
 	lines = append(lines, embeddingsLine(req))
 	add("candidates %d", len(req.GetCandidates()))
-	for _, c := range req.GetCandidates() {
-		position := "-"
-		if c.Position != nil {
-			position = strconv.FormatInt(*c.Position, 10)
+	if v2 {
+		for _, c := range req.GetCandidates() {
+			lines = append(lines, candidateLinesV2(c)...)
 		}
-		fields := []string{"candidate", rq(c.GetId()), rq(c.GetLayer()), rq(c.GetKind()), rh([]byte(c.GetContent())),
-			rf(c.GetRetrievalScore()), ropt(c.Importance), strconv.FormatUint(uint64(c.GetAccessCount()), 10),
-			strconv.FormatUint(uint64(c.GetTokenCount()), 10), strconv.Itoa(int(c.GetSource())),
-			strconv.Itoa(int(c.GetSafety())), rq(c.GetProvenance()), rq(c.GetThread()), position, rq(c.GetSpeaker()),
-			rtime(c.GetCreatedAt()), rtime(c.GetLastAccessedAt()), rtime(c.GetEventTime()), rtime(c.GetIngestedAt()),
-			rtime(c.GetValidFrom()), rtime(c.GetValidTo())}
-		lines = append(lines, strings.Join(fields, " "))
-		lines = append(lines, sortedLines("facet", c.GetFacetScores())...)
-		lines = append(lines, sortedLines("stage", c.GetStageScores())...)
-		keys := make([]string, 0, len(c.GetMetadata()))
-		for k := range c.GetMetadata() {
-			keys = append(keys, "metadata "+rq(k))
-		}
-		sort.Strings(keys)
-		lines = append(lines, keys...)
+	} else {
+		lines = append(lines, candidateColumns(req.GetCandidates())...)
 	}
 	selected := append([]*RankedMemory(nil), resp.GetSelected()...)
 	sort.SliceStable(selected, func(i, j int) bool { return selected[i].GetRank() < selected[j].GetRank() })
@@ -211,12 +392,18 @@ func ReceiptCanonical(req *RankRequest, resp *RankResponse) ([]byte, error) {
 				rf(s.GetContribution()))
 		}
 	}
-	add("dropped %d", len(resp.GetDropped()))
 	for _, d := range resp.GetDropped() {
 		if d.GetReason() == memrankv1.DropReason_DROP_REASON_REDUNDANT && d.GetBreakdown() == nil {
 			return nil, &ReceiptError{Unchecked: []string{fmt.Sprintf("the digest: dropped %q is REDUNDANT but carries "+
 				"no breakdown (below EXPLAIN_LEVEL_FULL), so its covered_by is unknown; %s", d.GetId(), again)}}
 		}
+	}
+	if !v2 {
+		lines = append(lines, droppedColumns(resp.GetDropped())...)
+		return []byte(strings.Join(lines, "\n") + "\n"), nil
+	}
+	add("dropped %d", len(resp.GetDropped()))
+	for _, d := range resp.GetDropped() {
 		add("drop %s %s %d %s %s", rq(d.GetId()), rq(d.GetLayer()), int32(d.GetReason()), rf(d.GetScore()),
 			rq(d.GetBreakdown().GetCoveredBy()))
 	}
@@ -257,16 +444,17 @@ func accounting(req *RankRequest, resp *RankResponse) []string {
 }
 
 // VerifyReceipt checks a response's receipt: it rebuilds the canonical bytes from the request and the
-// response (README "Receipt canonical form"), compares their SHA-256 with receipt.digest and, when key is
-// given (the receipt key file's bytes, surrounding whitespace removed), checks receipt.signature. It returns
+// response (docs/concepts/receipts.md, in the form the receipt names: v3 or v2), compares their SHA-256 with
+// receipt.digest and, when key is given (the receipt key file's bytes, surrounding whitespace removed), checks
+// receipt.signature. It returns
 // nil when the receipt verified, else a *ReceiptError wrapping ErrReceiptMismatch or ErrReceiptUnverifiable.
 // A nil req checks the signature only: the digest binds the candidates' fields, which only the request holds.
 func VerifyReceipt(req *RankRequest, resp *RankResponse, key []byte) error {
 	r := resp.GetReceipt()
 	e := &ReceiptError{}
-	if r.GetSchema() != ReceiptSchema {
-		e.Problems = append(e.Problems, fmt.Sprintf("receipt schema is %q; this verifier knows %q", r.GetSchema(),
-			ReceiptSchema))
+	if r.GetSchema() != ReceiptSchema && r.GetSchema() != ReceiptSchemaV2 {
+		e.Problems = append(e.Problems, fmt.Sprintf("receipt schema is %q; this verifier knows %q and %q",
+			r.GetSchema(), ReceiptSchemaV2, ReceiptSchema))
 		return e
 	}
 	switch {

@@ -1,11 +1,18 @@
 package memrank
 
 import (
+	"encoding/json"
+	"errors"
 	"math"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
+
+	"google.golang.org/protobuf/encoding/protojson"
 )
 
-// TestReceiptQuoting pins q (README "Receipt canonical form"): Python's json.dumps(s, ensure_ascii=True).
+// TestReceiptQuoting pins q (docs/concepts/receipts.md): Python's json.dumps(s, ensure_ascii=True).
 func TestReceiptQuoting(t *testing.T) {
 	s := "a\"b\\c\n\t\b\f\r\x01\x1f\x7f é😀\u2028/<&>"
 	want := `"a\"b\\c\n\t\b\f\r\u0001\u001f\u007f \u00e9\ud83d\ude00\u2028/<&>"`
@@ -17,5 +24,46 @@ func TestReceiptQuoting(t *testing.T) {
 	}
 	if got := rf(math.Copysign(0, -1)); got != "8000000000000000" {
 		t.Errorf("f(-0) = %s", got)
+	}
+}
+
+// TestReceiptFixtures verifies tests/vectors/receipts/*.json offline, v2 and v3 (derived by derive.py, no server):
+// each verifies with the lines it lists, and one selected score an ulp lower does not.
+func TestReceiptFixtures(t *testing.T) {
+	paths, err := filepath.Glob(filepath.Join("..", "..", "..", "tests", "vectors", "receipts", "*.json"))
+	if err != nil || len(paths) == 0 {
+		t.Fatalf("no receipt fixtures: %v", err)
+	}
+	schemas := map[string]int{}
+	for _, p := range paths {
+		raw, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var f struct {
+			Request  json.RawMessage `json:"request"`
+			Response json.RawMessage `json:"response"`
+			Lines    []string        `json:"lines"`
+		}
+		req, resp := &RankRequest{}, &RankResponse{}
+		if err := json.Unmarshal(raw, &f); err != nil || protojson.Unmarshal(f.Request, req) != nil ||
+			protojson.Unmarshal(f.Response, resp) != nil {
+			t.Fatalf("%s: not a receipt fixture", p)
+		}
+		schemas[resp.GetReceipt().GetSchema()]++
+		canonical, err := ReceiptCanonical(req, resp)
+		if err != nil || string(canonical) != strings.Join(f.Lines, "\n")+"\n" {
+			t.Errorf("%s: canonical lines differ (%v):\n%s", p, err, canonical)
+		}
+		if err := VerifyReceipt(req, resp, nil); err != nil {
+			t.Errorf("%s: %v", p, err)
+		}
+		resp.Selected[0].Score = math.Nextafter(resp.Selected[0].Score, 0)
+		if err := VerifyReceipt(req, resp, nil); !errors.Is(err, ErrReceiptMismatch) {
+			t.Errorf("%s: a changed score: want ErrReceiptMismatch, got %v", p, err)
+		}
+	}
+	if schemas[ReceiptSchema] == 0 || schemas[ReceiptSchemaV2] == 0 {
+		t.Errorf("fixtures of both forms wanted, got %v", schemas)
 	}
 }

@@ -10,7 +10,7 @@ export {
   type CandidateFields,
   type PackedEmbeddings,
 } from "./helpers.js";
-export { RECEIPT_SCHEMA, ReceiptUnverifiable, receiptCanonical, verifyReceipt, type ReceiptCheck } from "./receipt.js";
+export { RECEIPT_SCHEMA, RECEIPT_SCHEMA_V2, ReceiptUnverifiable, receiptCanonical, verifyReceipt, type ReceiptCheck } from "./receipt.js";
 export * from "./gen/memrank/v1/ranking_pb.js";
 export { RankingService } from "./gen/memrank/v1/ranking_service_pb.js";
 export { status } from "@grpc/grpc-js";

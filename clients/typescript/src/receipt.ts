@@ -1,12 +1,20 @@
-// Receipt verification: the canonical bytes (memrank.receipt.v2, README "Receipt canonical form") rebuilt
-// from the RankRequest and the RankResponse alone, their SHA-256 compared with receipt.digest, and the
+// Receipt verification: the canonical bytes (memrank.receipt.v3, or v2 when the receipt names it;
+// docs/concepts/receipts.md) rebuilt from the RankRequest and the RankResponse alone, their SHA-256 compared with receipt.digest, and the
 // HMAC-SHA256 signature checked under the receipt key when one is given.
 import { createHash, createHmac, timingSafeEqual } from "node:crypto";
 import type { Timestamp } from "@bufbuild/protobuf/wkt";
-import { DropReason, type RankRequest, type RankResponse } from "./gen/memrank/v1/ranking_pb.js";
+import {
+  type Candidate,
+  type DroppedMemory,
+  DropReason,
+  type RankRequest,
+  type RankResponse,
+} from "./gen/memrank/v1/ranking_pb.js";
 
-/** The receipt form verifyReceipt rebuilds. */
-export const RECEIPT_SCHEMA = "memrank.receipt.v2";
+/** The receipt form the server writes; verifyReceipt rebuilds it and RECEIPT_SCHEMA_V2. */
+export const RECEIPT_SCHEMA = "memrank.receipt.v3";
+/** The form before v3 (one text line per candidate and per drop), still verified. */
+export const RECEIPT_SCHEMA_V2 = "memrank.receipt.v2";
 
 /** What verifyReceipt found: ok only when the digest was recomputed and matches (and, with a key, so does the
  * signature); problems say what differs, unchecked what could not be checked. */
@@ -78,11 +86,113 @@ function embeddingsLine(req: RankRequest): string {
   return `embeddings ${dim} ${h(new Uint8Array(matrix.buffer))}`;
 }
 
-/** The receipt's canonical bytes as a string (ASCII), each line ending in "\n"; throws ReceiptUnverifiable when
- * the response lacks a part the receipt binds (breakdowns at EXPLAIN_LEVEL_NONE, covered_by below FULL). */
+const utf8 = new TextEncoder();
+
+/** UTF-8 byte order (code point order; JavaScript's default sort compares UTF-16 code units). */
+const byUtf8 = (a: string, b: string): number => Buffer.compare(utf8.encode(a), utf8.encode(b));
+
+/** S: the strings' UTF-8 byte lengths as 4-byte big-endian integers, then their bytes. */
+function colS(values: string[]): Uint8Array {
+  const encoded = values.map((v) => utf8.encode(v));
+  const lengths = Buffer.alloc(4 * values.length);
+  encoded.forEach((e, i) => lengths.writeUInt32BE(e.length, 4 * i));
+  return Buffer.concat([lengths, ...encoded]);
+}
+
+/** F: each number's big-endian IEEE-754 float64 bits. */
+function colF(values: number[]): Uint8Array {
+  const out = Buffer.alloc(8 * values.length);
+  values.forEach((v, i) => out.writeDoubleBE(v, 8 * i));
+  return out;
+}
+
+/** O: a presence byte per value (1 set, 0 unset), then F with 0.0 for an unset value. */
+function colO(values: (number | undefined)[]): Uint8Array {
+  const present = Buffer.from(values.map((v) => (v === undefined ? 0 : 1)));
+  return Buffer.concat([present, colF(values.map((v) => v ?? 0))]);
+}
+
+/** M: per name any map carries, in UTF-8 byte order: S of the name, then O of every map's value for it. */
+function colM(maps: Record<string, number>[]): Uint8Array {
+  const names = [...new Set(maps.flatMap((m) => Object.keys(m)))].sort(byUtf8);
+  return Buffer.concat(names.flatMap((n) => [colS([n]), colO(maps.map((m) => (n in m ? m[n] : undefined)))]));
+}
+
+/** K: the key counts as 4-byte big-endian integers, then S of every map's keys, each in UTF-8 byte order. */
+function colK(maps: Record<string, string>[]): Uint8Array {
+  const counts = Buffer.alloc(4 * maps.length);
+  maps.forEach((m, i) => counts.writeUInt32BE(Object.keys(m).length, 4 * i));
+  return Buffer.concat([counts, colS(maps.flatMap((m) => Object.keys(m).sort(byUtf8)))]);
+}
+
+const seconds = (t: Timestamp | undefined): number | undefined =>
+  t === undefined ? undefined : Number(t.seconds) + t.nanos / 1e9;
+
+/** v3's candidate section: one line per column, the SHA-256 of its bytes. */
+function candidateColumns(cs: Candidate[]): string[] {
+  const columns: [string, Uint8Array][] = [
+    ["id", colS(cs.map((c) => c.id))],
+    ["layer", colS(cs.map((c) => c.layer))],
+    ["kind", colS(cs.map((c) => c.kind))],
+    ["content", colS(cs.map((c) => c.content))],
+    ["retrieval_score", colF(cs.map((c) => c.retrievalScore))],
+    ["importance", colO(cs.map((c) => c.importance))],
+    ["access_count", colF(cs.map((c) => c.accessCount))],
+    ["token_count", colF(cs.map((c) => c.tokenCount))],
+    ["source", colF(cs.map((c) => c.source))],
+    ["safety", colF(cs.map((c) => c.safety))],
+    ["provenance", colS(cs.map((c) => c.provenance))],
+    ["thread", colS(cs.map((c) => c.thread))],
+    ["position", colO(cs.map((c) => (c.position === undefined ? undefined : Number(c.position))))],
+    ["speaker", colS(cs.map((c) => c.speaker))],
+    ["created_at", colO(cs.map((c) => seconds(c.createdAt)))],
+    ["last_accessed_at", colO(cs.map((c) => seconds(c.lastAccessedAt)))],
+    ["event_time", colO(cs.map((c) => seconds(c.eventTime)))],
+    ["ingested_at", colO(cs.map((c) => seconds(c.ingestedAt)))],
+    ["valid_from", colO(cs.map((c) => seconds(c.validFrom)))],
+    ["valid_to", colO(cs.map((c) => seconds(c.validTo)))],
+    ["facet_scores", colM(cs.map((c) => c.facetScores))],
+    ["stage_scores", colM(cs.map((c) => c.stageScores))],
+    ["metadata", colK(cs.map((c) => c.metadata))],
+  ];
+  return columns.map(([name, data]) => `candidate ${name} ${h(data)}`);
+}
+
+/** v2's text line of a candidate, then its facet, stage and metadata lines. */
+function candidateLinesV2(c: Candidate): string[] {
+  return [
+    [
+      "candidate", q(c.id), q(c.layer), q(c.kind), h(c.content), f(c.retrievalScore), opt(c.importance),
+      c.accessCount, c.tokenCount, c.source, c.safety, q(c.provenance), q(c.thread),
+      c.position === undefined ? "-" : c.position.toString(), q(c.speaker), time(c.createdAt),
+      time(c.lastAccessedAt), time(c.eventTime), time(c.ingestedAt), time(c.validFrom), time(c.validTo),
+    ].join(" "),
+    ...sortedLines("facet", c.facetScores),
+    ...sortedLines("stage", c.stageScores),
+    ...Object.keys(c.metadata).map((k) => `metadata ${q(k)}`).sort(),
+  ];
+}
+
+/** v3's dropped section: the count, then one line per column (response order). */
+function droppedColumns(ds: DroppedMemory[]): string[] {
+  const columns: [string, Uint8Array][] = [
+    ["id", colS(ds.map((d) => d.id))],
+    ["layer", colS(ds.map((d) => d.layer))],
+    ["reason", colF(ds.map((d) => d.reason))],
+    ["score", colF(ds.map((d) => d.score))],
+    ["covered_by", colS(ds.map((d) => d.breakdown?.coveredBy ?? ""))],
+  ];
+  return [`dropped ${ds.length}`, ...columns.map(([name, data]) => `drop ${name} ${h(data)}`)];
+}
+
+/** The receipt's canonical bytes as a string (ASCII), each line ending in "\n", in the form the receipt names
+ * (v3 when it names none); throws ReceiptUnverifiable when the response lacks a part the receipt binds
+ * (breakdowns at EXPLAIN_LEVEL_NONE, covered_by below FULL). */
 export function receiptCanonical(req: RankRequest, resp: RankResponse): string {
+  const schema = resp.receipt?.schema || RECEIPT_SCHEMA;
+  const v2 = schema === RECEIPT_SCHEMA_V2;
   const lines: string[] = [
-    `schema ${RECEIPT_SCHEMA}`,
+    `schema ${schema}`,
     `query ${h(req.query)}`,
     `reference_time ${resp.referenceTime?.seconds ?? 0n} ${resp.referenceTime?.nanos ?? 0}`,
     `profile ${q(resp.profile)}`,
@@ -98,20 +208,8 @@ export function receiptCanonical(req: RankRequest, resp: RankResponse): string {
     ...req.layers.map((l) => `layer ${q(l.name)} ${f(l.share)} ${l.floorTokens} ${l.maxItems} ${opt(l.minScore)}`),
     embeddingsLine(req),
     `candidates ${req.candidates.length}`,
+    ...(v2 ? req.candidates.flatMap(candidateLinesV2) : candidateColumns(req.candidates)),
   ];
-  for (const c of req.candidates) {
-    lines.push(
-      [
-        "candidate", q(c.id), q(c.layer), q(c.kind), h(c.content), f(c.retrievalScore), opt(c.importance),
-        c.accessCount, c.tokenCount, c.source, c.safety, q(c.provenance), q(c.thread),
-        c.position === undefined ? "-" : c.position.toString(), q(c.speaker), time(c.createdAt),
-        time(c.lastAccessedAt), time(c.eventTime), time(c.ingestedAt), time(c.validFrom), time(c.validTo),
-      ].join(" "),
-      ...sortedLines("facet", c.facetScores),
-      ...sortedLines("stage", c.stageScores),
-      ...Object.keys(c.metadata).map((k) => `metadata ${q(k)}`).sort(),
-    );
-  }
   const selected = [...resp.selected].sort((a, b) => a.rank - b.rank);
   lines.push(`selected ${selected.length}`);
   for (const m of selected) {
@@ -130,7 +228,6 @@ export function receiptCanonical(req: RankRequest, resp: RankResponse): string {
       ),
     );
   }
-  lines.push(`dropped ${resp.dropped.length}`);
   for (const d of resp.dropped) {
     if (d.reason === DropReason.REDUNDANT && d.breakdown === undefined) {
       throw new ReceiptUnverifiable(
@@ -138,8 +235,13 @@ export function receiptCanonical(req: RankRequest, resp: RankResponse): string {
           `EXPLAIN_LEVEL_FULL), so its covered_by is unknown; ${AGAIN}`,
       );
     }
-    lines.push(`drop ${q(d.id)} ${q(d.layer)} ${d.reason} ${f(d.score)} ${q(d.breakdown?.coveredBy ?? "")}`);
   }
+  if (v2) {
+    lines.push(`dropped ${resp.dropped.length}`);
+    for (const d of resp.dropped) {
+      lines.push(`drop ${q(d.id)} ${q(d.layer)} ${d.reason} ${f(d.score)} ${q(d.breakdown?.coveredBy ?? "")}`);
+    }
+  } else lines.push(...droppedColumns(resp.dropped));
   return lines.map((l) => l + "\n").join("");
 }
 
@@ -174,8 +276,11 @@ export function verifyReceipt(
   const problems: string[] = [];
   const unchecked: string[] = [];
   const done = (digest = ""): ReceiptCheck => ({ ok: digest !== "" && problems.length === 0, digest, problems, unchecked });
-  if (r?.schema !== RECEIPT_SCHEMA) {
-    problems.push(`receipt schema is ${JSON.stringify(r?.schema ?? "")}; this verifier knows ${RECEIPT_SCHEMA}`);
+  if (r === undefined || (r.schema !== RECEIPT_SCHEMA && r.schema !== RECEIPT_SCHEMA_V2)) {
+    problems.push(
+      `receipt schema is ${JSON.stringify(r?.schema ?? "")}; this verifier knows ${RECEIPT_SCHEMA_V2} and ` +
+        RECEIPT_SCHEMA,
+    );
     return done();
   }
   if (key !== undefined && key.length > 0) {

@@ -13,6 +13,7 @@ import {
   RankRequestSchema,
   RankResponseSchema,
   RECEIPT_SCHEMA,
+  RECEIPT_SCHEMA_V2,
   receiptCanonical,
   status,
   verifyReceipt,
@@ -173,17 +174,44 @@ test("packEmbeddings gives the packed vectors' embeddingsF32", () => {
   }
 });
 
-test("receiptCanonical writes q(s), f(x) and times as the README says", () => {
+test("receiptCanonical writes v2's q(s), f(x) and times as docs/concepts/receipts.md says", () => {
   const id = 'a"b\\c\n\t\b\f\r\u0001\u001f\u007f é😀\u2028/<&>';
   const request = create(RankRequestSchema, {
     candidates: [{ id, retrievalScore: 0.1, position: 0n, createdAt: { seconds: 1780315200n, nanos: 250_000_000 } }],
   });
-  const response = create(RankResponseSchema, { receipt: { schema: RECEIPT_SCHEMA } });
+  const response = create(RankResponseSchema, { receipt: { schema: RECEIPT_SCHEMA_V2 } });
   const line = receiptCanonical(request, response).split("\n").find((l) => l.startsWith("candidate "));
   const want = '"a\\"b\\\\c\\n\\t\\b\\f\\r\\u0001\\u001f\\u007f \\u00e9\\ud83d\\ude00\\u2028/<&>"';
   assert.equal(line?.split(" 3fb999999999999a ")[0], `candidate ${want} "" "" ${createHash("sha256").digest("hex")}`);
   assert.ok(line?.endsWith(` - 0 0 0 0 "" "" 0 "" 41da875d10100000 - - - - -`), line);
   assert.equal(verifyReceipt(undefined, response).ok, false);
+});
+
+test("the receipt fixtures (tests/vectors/receipts: v2 and v3, derived offline) verify, a changed score not", () => {
+  const fixtures = readdirSync(`${dir}receipts/`).filter((name) => name.endsWith(".json"));
+  const schemas = new Set<string>();
+  for (const name of fixtures) {
+    const fx = JSON.parse(readFileSync(`${dir}receipts/${name}`, "utf8")) as {
+      request: JsonValue;
+      response: JsonValue;
+      lines: string[];
+    };
+    const request = fromJson(RankRequestSchema, fx.request);
+    const response = fromJson(RankResponseSchema, fx.response);
+    schemas.add(response.receipt?.schema ?? "");
+    assert.equal(receiptCanonical(request, response), fx.lines.map((l) => l + "\n").join(""), name);
+    const check = verifyReceipt(request, response);
+    assert.ok(check.ok, `${name}: ${JSON.stringify(check)}`);
+    const changed = clone(RankResponseSchema, response);
+    const first = changed.selected[0];
+    assert.ok(first, name);
+    const view = new DataView(new ArrayBuffer(8));
+    view.setFloat64(0, first.score);
+    view.setBigUint64(0, view.getBigUint64(0) - 1n); // one ulp closer to 0 (scores are positive)
+    first.score = view.getFloat64(0);
+    assert.equal(verifyReceipt(request, changed).ok, false, name);
+  }
+  assert.deepEqual([...schemas].sort(), [RECEIPT_SCHEMA_V2, RECEIPT_SCHEMA]);
 });
 
 test("packEmbeddings checks shapes", () => {

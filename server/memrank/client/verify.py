@@ -1,8 +1,9 @@
 """Verify a receipt from the RankRequest and the RankResponse it answered (``memrank verify``, ``verify_receipt``).
 
-The canonical bytes are rebuilt from the two messages alone, as the README's "Receipt canonical form"
-describes them (``memrank.receipt.v2``): nothing here reads the server's own serialisation
-(``core.explain.receipt``), so the two are independent implementations of one documented form. The request is needed
+The canonical bytes are rebuilt from the two messages alone, as docs/concepts/receipts.md describes them
+(``memrank.receipt.v3``, the server's, and ``memrank.receipt.v2``, the form before it: the receipt names its
+form): nothing here reads the server's own serialisation (``core.explain.receipt``), so the two are independent
+implementations of one documented form. The request is needed
 for every candidate's fields; the response for the answer, and at ``EXPLAIN_LEVEL_NONE`` it lacks the
 breakdown numbers the receipt binds (below ``EXPLAIN_LEVEL_FULL``, the covered_by of REDUNDANT drops): the
 receipt is the same at every explain level, so the same request asked at ``EXPLAIN_LEVEL_FULL`` gives a
@@ -29,7 +30,8 @@ from google.protobuf.timestamp_pb2 import Timestamp
 
 from memrank._gen.v1 import ranking_pb2 as pb
 
-SCHEMA = "memrank.receipt.v2"
+SCHEMA = "memrank.receipt.v3"  # what the server writes
+SCHEMAS = ("memrank.receipt.v2", SCHEMA)  # what this verifier rebuilds
 TIMES = ("created_at", "last_accessed_at", "event_time", "ingested_at", "valid_from", "valid_to")
 REDUNDANT = pb.DROP_REASON_REDUNDANT
 AGAIN = ("the receipt is the same at every explain level, so the same request asked at EXPLAIN_LEVEL_FULL "
@@ -108,9 +110,82 @@ def _opt(msg: Any, name: str) -> str:
     return f(getattr(msg, name)) if msg.HasField(name) else "-"
 
 
-def canonical_lines(req: pb.RankRequest, resp: pb.RankResponse) -> list[str]:
-    """The receipt's canonical lines (without their newlines); Unverifiable when the response lacks a part."""
-    lines = [f"schema {SCHEMA}", f"query {h(req.query)}",
+def _s(values: list[str]) -> bytes:
+    """S: the UTF-8 byte lengths as 4-byte big-endian integers, then the UTF-8 bytes."""
+    encoded = [v.encode() for v in values]
+    return b"".join(len(e).to_bytes(4, "big") for e in encoded) + b"".join(encoded)
+
+
+def _f(values: list[float]) -> bytes:
+    """F: each number's big-endian float64 bytes."""
+    return b"".join(struct.pack(">d", v) for v in values)
+
+
+def _o(values: list[float | None]) -> bytes:
+    """O: a presence byte per value, then F with 0.0 for an unset one."""
+    return bytes(v is not None for v in values) + _f([0.0 if v is None else v for v in values])
+
+
+def _m(maps: list[Mapping[str, float]]) -> bytes:
+    """M: per name any map carries, in UTF-8 byte order: S of the name, then O of every map's value for it."""
+    names = sorted({k for m in maps for k in m}, key=str.encode)
+    return b"".join(_s([k]) + _o([m.get(k) for m in maps]) for k in names)
+
+
+def _k(maps: list[Mapping[str, str]]) -> bytes:
+    """K: the key counts as 4-byte big-endian integers, then S of every map's keys, each in UTF-8 byte order."""
+    return (b"".join(len(m).to_bytes(4, "big") for m in maps)
+            + _s([k for m in maps for k in sorted(m, key=str.encode)]))
+
+
+def _candidate_columns(req: pb.RankRequest) -> list[str]:
+    """v3: one line per candidate column, the SHA-256 of its bytes."""
+    cs = list(req.candidates)
+
+    def some(c: Any, name: str, value: Any) -> float | None:
+        return float(value) if c.HasField(name) else None
+
+    columns = [("id", _s([c.id for c in cs])), ("layer", _s([c.layer for c in cs])),
+               ("kind", _s([c.kind for c in cs])), ("content", _s([c.content for c in cs])),
+               ("retrieval_score", _f([c.retrieval_score for c in cs])),
+               ("importance", _o([some(c, "importance", c.importance) for c in cs])),
+               ("access_count", _f([float(c.access_count) for c in cs])),
+               ("token_count", _f([float(c.token_count) for c in cs])),
+               ("source", _f([float(c.source) for c in cs])), ("safety", _f([float(c.safety) for c in cs])),
+               ("provenance", _s([c.provenance for c in cs])), ("thread", _s([c.thread for c in cs])),
+               ("position", _o([some(c, "position", c.position) for c in cs])),
+               ("speaker", _s([c.speaker for c in cs])),
+               *((t, _o([some(c, t, getattr(c, t).seconds + getattr(c, t).nanos / 1e9) for c in cs]))
+                 for t in TIMES),
+               ("facet_scores", _m([c.facet_scores for c in cs])), ("stage_scores", _m([c.stage_scores for c in cs])),
+               ("metadata", _k([c.metadata for c in cs]))]
+    return [f"candidate {name} {h(data)}" for name, data in columns]
+
+
+def _covered_by(resp: pb.RankResponse) -> list[str]:
+    """Each dropped candidate's covered_by; Unverifiable when a REDUNDANT one carries no breakdown."""
+    for d in resp.dropped:
+        if d.reason == REDUNDANT and not d.HasField("breakdown"):
+            raise Unverifiable(f"dropped {d.id!r} is REDUNDANT but carries no breakdown (below "
+                               f"EXPLAIN_LEVEL_FULL), so its covered_by is unknown; {AGAIN}")
+    return [d.breakdown.covered_by for d in resp.dropped]
+
+
+def _dropped_columns(resp: pb.RankResponse) -> list[str]:
+    """v3: the dropped count, then one line per dropped column (response order)."""
+    ds = list(resp.dropped)
+    columns = [("id", _s([d.id for d in ds])), ("layer", _s([d.layer for d in ds])),
+               ("reason", _f([float(d.reason) for d in ds])), ("score", _f([d.score for d in ds])),
+               ("covered_by", _s(_covered_by(resp)))]
+    return [f"dropped {len(ds)}", *(f"drop {name} {h(data)}" for name, data in columns)]
+
+
+def canonical_lines(req: pb.RankRequest, resp: pb.RankResponse, schema: str = "") -> list[str]:
+    """The receipt's canonical lines (without their newlines) in ``schema``'s form (by default the receipt's,
+    or v3 when it names none); Unverifiable when the response lacks a part."""
+    schema = schema or resp.receipt.schema or SCHEMA
+    v2 = schema == SCHEMAS[0]
+    lines = [f"schema {schema}", f"query {h(req.query)}",
              f"reference_time {resp.reference_time.seconds} {resp.reference_time.nanos}",
              f"profile {q(resp.profile)}", f"policy_version {q(resp.policy_version)}", f"weights {len(resp.weights)}"]
     lines += [f"weight {q(w.signal)} {f(w.weight)} {q(w.normalization)}" for w in resp.weights]
@@ -120,8 +195,11 @@ def canonical_lines(req: pb.RankRequest, resp: pb.RankResponse) -> list[str]:
     lines += [f"layer {q(x.name)} {f(x.share)} {x.floor_tokens} {x.max_items} {_opt(x, 'min_score')}"
               for x in req.layers]
     lines += [_embeddings(req), f"candidates {len(req.candidates)}"]
-    for c in req.candidates:
-        lines += _candidate(c)
+    if v2:
+        for c in req.candidates:
+            lines += _candidate(c)
+    else:
+        lines += _candidate_columns(req)
     lines.append(f"selected {len(resp.selected)}")
     for m in sorted(resp.selected, key=lambda m: m.rank):
         if not m.HasField("breakdown"):
@@ -132,12 +210,11 @@ def canonical_lines(req: pb.RankRequest, resp: pb.RankResponse) -> list[str]:
                      f"{f(b.final_score)} {f(b.blend_term)}")
         lines += [f"signal {q(s.name)} {f(s.raw)} {f(s.normalized)} {f(s.weight)} {f(s.contribution)}"
                   for s in b.signals]
+    if not v2:
+        return lines + _dropped_columns(resp)
     lines.append(f"dropped {len(resp.dropped)}")
-    for d in resp.dropped:
-        if d.reason == REDUNDANT and not d.HasField("breakdown"):
-            raise Unverifiable(f"dropped {d.id!r} is REDUNDANT but carries no breakdown (below "
-                               f"EXPLAIN_LEVEL_FULL), so its covered_by is unknown; {AGAIN}")
-        lines.append(f"drop {q(d.id)} {q(d.layer)} {d.reason} {f(d.score)} {q(d.breakdown.covered_by)}")
+    lines += [f"drop {q(d.id)} {q(d.layer)} {d.reason} {f(d.score)} {q(cover)}"
+              for d, cover in zip(resp.dropped, _covered_by(resp), strict=True)]
     return lines
 
 
@@ -185,8 +262,9 @@ def verify_receipt(request: pb.RankRequest | Mapping[str, Any] | None,
     r = resp.receipt
     problems: list[str] = []
     unchecked: list[str] = []
-    if r.schema != SCHEMA:
-        return ReceiptCheck(False, "", (f"receipt schema is {r.schema!r}; this verifier knows {SCHEMA!r}",))
+    if r.schema not in SCHEMAS:
+        return ReceiptCheck(False, "", (f"receipt schema is {r.schema!r}; this verifier knows "
+                                        f"{' and '.join(map(repr, SCHEMAS))}",))
     if key:
         want = hmac.new(key, r.digest.encode(), hashlib.sha256).hexdigest()
         if not r.signature:

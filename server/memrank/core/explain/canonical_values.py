@@ -1,22 +1,20 @@
-"""How the receipt's canonical form writes one value, and whole columns of them (``core.explain.receipt``).
+"""How the receipt's canonical form writes one value, and the bytes of whole columns (``core.explain.receipt``).
 
 ``f(x)``: the 16 lower-case hex digits of x's big-endian float64 bits; ``q(s)``: the JSON string literal of s with
-ASCII escapes; ``h(b)``: the SHA-256 hex of b; ``-`` for an unset optional value. The column forms give the same
-strings as the one-value forms, value by value, with one conversion per column.
+ASCII escapes; ``h(b)``: the SHA-256 hex of b; ``-`` for an unset optional value. The column encodings ``S``,
+``F``, ``O``, ``M`` and ``K`` are the receipt docstring's: each column's bytes in a few numpy or C-level calls.
 """
 
 from __future__ import annotations
 
 import hashlib
 import struct
-from collections.abc import Iterable, Sequence
-from itertools import repeat
+from collections.abc import Mapping, Sequence
 from json.encoder import encode_basestring_ascii
 
 import numpy as np
 
 q = encode_basestring_ascii  # q(s): the JSON string literal of s with ASCII escapes (json.dumps's, in C)
-EMPTY = q("")
 
 
 def f(x: float) -> str:
@@ -28,50 +26,42 @@ def opt(x: float | None) -> str:
     return "-" if x is None else f(x)
 
 
-def hexes(col: np.ndarray) -> list[str]:
-    """f of every value of a float64 column (one conversion for the whole column)."""
-    return np.ascontiguousarray(col, dtype=">f8").tobytes().hex(" ", 8).split(" ") if len(col) else []
-
-
-def opt_hexes(col: np.ndarray) -> list[str]:
-    """f of every value, "-" where it is NaN (unset)."""
-    unset = np.isnan(col)
-    if unset.all():
-        return ["-"] * len(col)
-    out = hexes(col)
-    for i in np.flatnonzero(unset).tolist():
-        out[i] = "-"
-    return out
-
-
-_SMALL = [str(i) for i in range(1024)]
-
-
-def ints(col: np.ndarray) -> Iterable[str]:
-    """Decimal strings of an integer column (small values from a table: most counts are; one repeated string when
-    every value is the same)."""
-    values: list[int] = col.tolist()
-    if not values:
-        return []
-    low, high = min(values), max(values)
-    if low == high:
-        return repeat(str(low))
-    if low >= 0 and high < len(_SMALL):
-        return list(map(_SMALL.__getitem__, values))
-    return list(map(str, values))
-
-
-def quoted(values: Sequence[str]) -> Iterable[str]:
-    """q of each value (one repeated literal when they are all the same, as "" for unset threads often is)."""
-    if values and values.count(values[0]) == len(values):
-        return repeat(q(values[0]))
-    return list(map(q, values))
-
-
 def sha(text: str) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 
 
-def shas(texts: Iterable[str]) -> list[str]:
-    """sha of each text."""
-    return [hashlib.sha256(b).hexdigest() for b in map(str.encode, texts)]
+def strings(values: Sequence[str]) -> bytes:
+    """S: the values' UTF-8 byte lengths as 4-byte big-endian integers, then their UTF-8 bytes, concatenated."""
+    text = "".join(values)
+    # ASCII text (ids, kinds, layers mostly are) has one byte per character: lengths without encoding each value,
+    # half the time of a column (1,600 ids: 0.18 against 0.33 ms).
+    encoded: Sequence[str | bytes] = values if text.isascii() else [s.encode() for s in values]
+    lengths: bytes = np.fromiter(map(len, encoded), dtype=">u4", count=len(values)).tobytes()
+    return lengths + text.encode()
+
+
+def numbers(col: np.ndarray) -> bytes:
+    """F: each value as its big-endian IEEE-754 float64 bytes."""
+    data: bytes = np.ascontiguousarray(col, dtype=">f8").tobytes()
+    return data
+
+
+def optional(col: np.ndarray) -> bytes:
+    """O: one presence byte per value (0 where NaN, the server's unset), then F with 0.0 where unset."""
+    unset = np.isnan(col)
+    present: bytes = (~unset).astype(np.uint8).tobytes()
+    return present + numbers(np.where(unset, 0.0, col))
+
+
+def keyed(columns: Mapping[str, np.ndarray]) -> bytes:
+    """M: per name carried by any candidate, in UTF-8 byte order (code point order): S of the name, then O of its
+    column (a column that is NaN throughout names no candidate's value)."""
+    names = sorted(name for name, col in columns.items() if not np.isnan(col).all())
+    return b"".join(strings((name,)) + optional(columns[name]) for name in names)
+
+
+def key_sets(maps: Sequence[Mapping[str, str]]) -> bytes:
+    """K: the n key counts as 4-byte big-endian unsigned integers, then S of every candidate's keys, each
+    candidate's in UTF-8 byte order, candidates in order."""
+    counts = np.fromiter(map(len, maps), dtype=">u4", count=len(maps)).tobytes()
+    return counts + strings([k for m in maps if m for k in sorted(m)])

@@ -1,12 +1,12 @@
 """Receipts: a SHA-256 digest over a canonical serialisation of a request's inputs and its answer, optionally
 HMAC-signed.
 
-Canonical form ``memrank.receipt.v2`` (README "Receipt canonical form"; UTF-8 lines, each ending in "\\n").
-``f(x)`` is the 16 lower-case hex digits of the IEEE-754 big-endian float64 bits of x, ``q(s)`` the JSON
-string literal of s with ASCII escapes (``json.dumps(s, ensure_ascii=True)``), ``h(b)`` the SHA-256 hex of
-bytes b, ``-`` an unset optional value; integers are decimal::
+Canonical form ``memrank.receipt.v3`` (docs/concepts/receipts.md; UTF-8 lines, each ending in "\\n"). ``f(x)`` is
+the 16 lower-case hex digits of the IEEE-754 big-endian float64 bits of x, ``q(s)`` the JSON string literal of s
+with ASCII escapes (``json.dumps(s, ensure_ascii=True)``), ``h(b)`` the SHA-256 hex of bytes b, ``-`` an unset
+optional value; integers are decimal. Each candidate field is one column, bound by one line ``h`` of its bytes::
 
-    schema memrank.receipt.v2
+    schema memrank.receipt.v3
     query h(query)
     reference_time <seconds> <nanos>
     profile q(profile)
@@ -21,107 +21,99 @@ bytes b, ``-`` an unset optional value; integers are decimal::
     layers <count>
     layer q(name) f(share) <floor_tokens> <max_items> <f(min_score) | ->     RankRequest.layers, in order
     embeddings <dim> <h(n x dim float32 little-endian) | ->
-    candidates <count>
-    candidate q(id) q(layer) q(kind) h(content) f(retrieval_score) <f(importance) | -> <access_count>
-              <token_count> <source> <safety> q(provenance) q(thread) <position | -> q(speaker)
-              <created_at> <last_accessed_at> <event_time> <ingested_at> <valid_from> <valid_to>
-    facet q(name) f(score)        per facet score of the candidate above, sorted by q(name)
-    stage q(name) f(score)        per stage score, sorted by q(name)
-    metadata q(key)               per metadata key, sorted by q(key) (values never change the answer)
-    selected <count>
+    candidates <n>
+    candidate id h(S(id))                 the 23 candidate columns, in this order, each over the n candidates
+    candidate layer h(S(layer))           in request order
+    candidate kind h(S(kind))
+    candidate content h(S(content))
+    candidate retrieval_score h(F(retrieval_score))
+    candidate importance h(O(importance))
+    candidate access_count h(F(access_count))
+    candidate token_count h(F(token_count))
+    candidate source h(F(source number))
+    candidate safety h(F(safety number))
+    candidate provenance h(S(provenance))
+    candidate thread h(S(thread))
+    candidate position h(O(position))
+    candidate speaker h(S(speaker))
+    candidate created_at h(O(t))          and so for last_accessed_at, event_time, ingested_at, valid_from, valid_to
+    candidate facet_scores h(M(facet_scores))
+    candidate stage_scores h(M(stage_scores))
+    candidate metadata h(K(metadata))
+    selected <k>
     memory <rank> q(id) q(layer) <position> f(score) f(combined_score) f(final_score) f(blend_term)
     signal q(name) f(raw) f(normalized) f(weight) f(contribution)     per signal, after its memory
-    dropped <count>
-    drop q(id) q(layer) <reason number> f(score) q(covered_by)
+    dropped <d>
+    drop id h(S(id))                      the 5 dropped columns, each over the d dropped candidates in response order
+    drop layer h(S(layer))
+    drop reason h(F(reason number))
+    drop score h(F(score))
+    drop covered_by h(S(covered_by))
 
-(a candidate is one line; it is wrapped here). Candidates are in request order, a time is
-``f(seconds + nanos / 1e9)`` or ``-``; selected memories in rank order, dropped ones in response order. The
-embedding matrix is every candidate's row, a candidate without an embedding contributing ``dim`` zeros (what the
-server ranks with); ``embeddings 0 -`` when the request carries none. Digest = SHA-256 hex of the bytes;
-signature = HMAC-SHA256(receipt key, digest hex) hex, or "". Nothing here depends on the explain level.
+Column bytes, for n values: ``S`` (strings) the n UTF-8 byte lengths as 4-byte big-endian unsigned integers, then
+the n UTF-8 byte strings concatenated; ``F`` (numbers) each value's IEEE-754 float64 bits big-endian (integers and
+enum numbers as their float64 value); ``O`` (optional numbers) n presence bytes (1 set, 0 unset), then ``F`` with
+0.0 for an unset value; ``M`` (name -> number maps) for each name any candidate carries, in UTF-8 byte order: S of
+the one name, then O of the n candidates' values for it (unset where a candidate lacks it); ``K`` (metadata key
+sets) per candidate its key count as a 4-byte big-endian unsigned integer, then S of its keys in UTF-8 byte
+order (values never change the answer). A time t is ``seconds + nanos / 1e9`` in float64, a position the float64
+of the int64 (what the server ranks with). The embedding matrix is every candidate's row, a candidate without an
+embedding contributing ``dim`` zeros; ``embeddings 0 -`` when the request carries none. Selected memories are in
+rank order, their layer the effective one (as is a dropped candidate's). Digest = SHA-256 hex of the bytes;
+signature = HMAC-SHA256(receipt key, digest hex) hex, or "". Nothing here depends on the explain level. The
+v2 form (one text line per candidate and per drop) is still verified by every client (``client.verify``).
 """
 
 from __future__ import annotations
 
 import hashlib
 import hmac
-from collections.abc import Iterable, Sequence
-from itertools import repeat
-from typing import Any
+from collections.abc import Mapping
+from itertools import compress
 
 import numpy as np
 
 from memrank.core.batch import Batch, RankParams
-from memrank.core.explain.canonical_values import EMPTY, f, hexes, ints, opt, opt_hexes, q, quoted, sha, shas
+from memrank.core.explain.canonical_values import f, key_sets, keyed, numbers, opt, optional, q, sha, strings
 from memrank.core.explain.outcome import RankOutcome
 
-SCHEMA = "memrank.receipt.v2"
+SCHEMA = "memrank.receipt.v3"
 TIMES = ("created_at", "last_accessed_at", "event_time", "ingested_at", "valid_from", "valid_to")
 
 
-def _extras(batch: Batch) -> dict[int, list[str]]:
-    """The facet, stage and metadata lines of each candidate that has any."""
-    out: dict[int, list[str]] = {}
-    for tag, columns in (("facet", batch.facets), ("stage", batch.stage_scores)):
-        for name in sorted(columns, key=q):
-            col = columns[name]
-            head, at = f"{tag} {q(name)} ", np.flatnonzero(~np.isnan(col)).tolist()
-            for i, h in zip(at, hexes(col[at]), strict=True):
-                out.setdefault(i, []).append(head + h)
-    for i, m in enumerate(batch.metadata):
-        if m:
-            out.setdefault(i, []).extend(f"metadata {k}" for k in sorted(map(q, m)))
-    return out
+def _h(data: bytes | memoryview) -> str:
+    return hashlib.sha256(data).hexdigest()
 
 
-# Candidates whose lines are built at a time: every column of a block is a list of small strings (pymalloc's, in
-# arenas of their own that freed numpy memory does not refill), so a whole 1,600-candidate batch's columns were
-# about 1 MiB alive at once. 512: up to the bench's 400 candidates one block, as before (each block costs its
-# column conversions again: 256 cost 0.4 % more instructions per call at 400).
-_ROWS = 512
+def _candidates(b: Batch) -> list[str]:
+    """The candidate column lines: one SHA-256 over each column's bytes."""
+    columns = [("id", strings(b.ids)), ("layer", strings(b.layers)), ("kind", strings(b.kinds)),
+               ("content", strings(b.contents)), ("retrieval_score", numbers(b.retrieval)),
+               ("importance", optional(b.importance)), ("access_count", numbers(b.access_count)),
+               ("token_count", numbers(b.token_count)), ("source", numbers(b.source)),
+               ("safety", numbers(b.safety)), ("provenance", strings(b.provenance)),
+               ("thread", strings(b.threads)), ("position", optional(b.positions)), ("speaker", strings(b.speakers)),
+               *((name, optional(getattr(b, name))) for name in TIMES),
+               ("facet_scores", keyed(b.facets)), ("stage_scores", keyed(b.stage_scores)),
+               ("metadata", key_sets(b.metadata))]
+    return [f"candidate {name} {_h(data)}" for name, data in columns]
 
 
-def _candidates(batch: Batch, ids: Sequence[str]) -> list[str]:
-    """The candidate lines, each followed by its facet, stage and metadata lines; past ``_ROWS`` candidates, as
-    one "\n"-joined string per block of ``_ROWS`` candidates (the same bytes once the payload is joined)."""
-    extras = _extras(batch)
-    if batch.n <= _ROWS:
-        return _block(batch, ids, extras, 0, batch.n)
-    return ["\n".join(_block(batch, ids, extras, start, min(start + _ROWS, batch.n)))
-            for start in range(0, batch.n, _ROWS)]
-
-
-def _block(batch: Batch, ids: Sequence[str], extras: dict[int, list[str]], start: int, end: int) -> list[str]:
-    """The lines of candidates ``start`` to ``end`` (all of them: the columns themselves, no slices)."""
-    src: list[Any] = [ids, batch.layers, batch.kinds, batch.contents, batch.retrieval, batch.importance,
-                      batch.access_count, batch.token_count, batch.source, batch.safety, batch.provenance,
-                      batch.threads, batch.positions, batch.speakers, *(getattr(batch, name) for name in TIMES)]
-    if start or end != batch.n:
-        src = [col[start:end] for col in src]
-    (ids, layers, kinds, contents, retrieval, importance, access, tokens, source, safety, provenance, threads, pos,
-     speakers, *times) = src
-    positions: Iterable[str] = (repeat("-") if np.isnan(pos).all() else
-                                ["-" if p != p else str(int(p)) for p in pos.tolist()])
-    columns: list[Iterable[str]] = [
-        repeat("candidate"), ids, quoted(layers), quoted(kinds), shas(contents), hexes(retrieval),
-        opt_hexes(importance), ints(access), ints(tokens), ints(source), ints(safety), quoted(provenance),
-        quoted(threads), positions, quoted(speakers), *map(opt_hexes, times),
-    ]
-    lines = list(map(" ".join, zip(*columns, strict=False)))  # strict: repeat() is endless
-    if not extras:
-        return lines
-    out: list[str] = []
-    for i, line in enumerate(lines, start):
-        out.append(line)
-        out.extend(extras.get(i, ()))
-    return out
+def _dropped(b: Batch, o: RankOutcome) -> list[str]:
+    """The dropped count and the dropped column lines (response order: candidate order)."""
+    mask = o.drop != 0
+    ids, keep = b.ids, mask.tolist()
+    columns = [("id", strings(list(compress(ids, keep)))), ("layer", strings(list(compress(o.layer_of, keep)))),
+               ("reason", numbers(o.drop[mask])), ("score", numbers(o.final[mask])),
+               ("covered_by", strings([ids[c] if c >= 0 else "" for c in o.covered_by[mask].tolist()]))]
+    return [f"dropped {np.count_nonzero(mask)}", *(f"drop {name} {_h(data)}" for name, data in columns)]
 
 
 def _embeddings(batch: Batch) -> str:
     e = batch.embeddings
     if e is None:
         return "embeddings 0 -"
-    return f"embeddings {e.shape[1]} {hashlib.sha256(np.ascontiguousarray(e, dtype='<f4').data).hexdigest()}"
+    return f"embeddings {e.shape[1]} {_h(np.ascontiguousarray(e, dtype='<f4').data)}"
 
 
 def canonical(batch: Batch, o: RankOutcome, params: RankParams, ref_seconds: int, ref_nanos: int,
@@ -136,22 +128,12 @@ def canonical(batch: Batch, o: RankOutcome, params: RankParams, ref_seconds: int
               f"relevance_threshold {opt(params.relevance_threshold)}", f"layers {len(params.layers)}"]
     lines += [f"layer {q(x.name)} {f(x.share)} {x.floor_tokens} {x.max_items} {opt(x.min_score)}"
               for x in params.layers]
-    ids = list(map(q, batch.ids))
-    lines += [_embeddings(batch), f"candidates {batch.n}", *_candidates(batch, ids)]
-    layer = o.layer_of
-    quoted = {name: q(name) for name in set(layer)}
-    lines += _selected(o, ids, quoted)
-    dropped = np.flatnonzero(o.drop).tolist()
-    lines.append(f"dropped {len(dropped)}")
-    if dropped:
-        cover = o.covered_by[dropped].tolist()
-        lines += map(" ".join, zip(repeat("drop"), [ids[i] for i in dropped], [quoted[layer[i]] for i in dropped],
-                                   ints(o.drop[dropped]), hexes(o.final[dropped]),
-                                   [ids[c] if c >= 0 else EMPTY for c in cover], strict=False))
+    lines += [_embeddings(batch), f"candidates {batch.n}", *_candidates(batch)]
+    ids = {i: q(batch.ids[i]) for i in o.ranked.tolist()}
+    lines += _selected(o, ids, {name: q(name) for name in set(o.layer_of)})
+    lines += _dropped(batch, o)
     lines.append("")  # the last line's "\n"
-    text = "\n".join(lines)
-    del lines  # the lines go before the text is encoded: two copies of the payload alive at once, not three
-    return text.encode()
+    return "\n".join(lines).encode()
 
 
 _TEMPLATES: dict[tuple[str, ...], str] = {}
@@ -169,7 +151,7 @@ def _memory_template(names: tuple[str, ...]) -> str:
     return tpl
 
 
-def _selected(o: RankOutcome, ids: Sequence[str], quoted: dict[str, str]) -> list[str]:
+def _selected(o: RankOutcome, ids: Mapping[int, str], quoted: dict[str, str]) -> list[str]:
     """The selected count line, then each memory's line and its signal lines, in rank order.
 
     Every number of a memory's lines is one row of a (k, 4 + 4 x signals) matrix in line order (public score,

@@ -1834,8 +1834,9 @@ func (x *SignalWeight) GetNormalization() string {
 // A digest that binds a response to its inputs.
 type Receipt struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// Receipt schema, "memrank.receipt.v2" (the README's "Receipt canonical form";
-	// `memrank verify` and each client's verify_receipt rebuild it).
+	// Receipt schema: the canonical form the digest is over, "memrank.receipt.v3"
+	// (docs/concepts/receipts.md; servers before it wrote "memrank.receipt.v2").
+	// `memrank verify` and each client's verify_receipt rebuild either form.
 	Schema string `protobuf:"bytes,1,opt,name=schema,proto3" json:"schema,omitempty"`
 	// Lower-case hex SHA-256 of the canonical serialisation (see README).
 	Digest string `protobuf:"bytes,2,opt,name=digest,proto3" json:"digest,omitempty"`

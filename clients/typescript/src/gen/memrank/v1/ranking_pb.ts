@@ -952,8 +952,9 @@ export const SignalWeightSchema: GenMessage<SignalWeight> = /*@__PURE__*/
  */
 export type Receipt = Message<"memrank.v1.Receipt"> & {
   /**
-   * Receipt schema, "memrank.receipt.v2" (the README's "Receipt canonical form";
-   * `memrank verify` and each client's verify_receipt rebuild it).
+   * Receipt schema: the canonical form the digest is over, "memrank.receipt.v3"
+   * (docs/concepts/receipts.md; servers before it wrote "memrank.receipt.v2").
+   * `memrank verify` and each client's verify_receipt rebuild either form.
    *
    * @generated from field: string schema = 1;
    */

@@ -7,12 +7,14 @@ import java.nio.charset.StandardCharsets;
 import java.security.GeneralSecurityException;
 import java.security.MessageDigest;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.Comparator;
 import java.util.HashSet;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
+import java.util.function.Function;
 import javax.crypto.Mac;
 import javax.crypto.spec.SecretKeySpec;
 import memrank.v1.Ranking.Candidate;
@@ -27,13 +29,16 @@ import memrank.v1.Ranking.SignalScore;
 import memrank.v1.Ranking.SignalWeight;
 
 /**
- * Receipt verification: the canonical bytes ({@code memrank.receipt.v2}, README "Receipt canonical form")
- * rebuilt from the {@code RankRequest} and the {@code RankResponse} alone, their SHA-256 compared with
- * {@code receipt.digest}, and the HMAC-SHA256 signature checked under the receipt key when one is given.
+ * Receipt verification: the canonical bytes ({@code memrank.receipt.v3}, or v2 when the receipt names it;
+ * docs/concepts/receipts.md) rebuilt from the {@code RankRequest} and the {@code RankResponse} alone, their
+ * SHA-256 compared with {@code receipt.digest}, and the HMAC-SHA256 signature checked under the receipt key when one is given.
  */
 public final class Receipts {
-  /** The receipt form {@link #verify} rebuilds. */
-  public static final String SCHEMA = "memrank.receipt.v2";
+  /** The receipt form the server writes; {@link #verify} rebuilds it and {@link #SCHEMA_V2}. */
+  public static final String SCHEMA = "memrank.receipt.v3";
+
+  /** The form before v3 (one text line per candidate and per drop), still verified. */
+  public static final String SCHEMA_V2 = "memrank.receipt.v2";
 
   private static final String AGAIN =
       "the receipt is the same at every explain level, so the same request asked at EXPLAIN_LEVEL_FULL (with the"
@@ -136,10 +141,148 @@ public final class Receipts {
     return "embeddings " + dim + " " + h(matrix.array());
   }
 
-  /** The receipt's canonical bytes (ASCII), each line ending in a newline. */
-  public static String canonical(RankRequest req, RankResponse resp) throws UnverifiableException {
+  /** UTF-8 byte order (code point order; String.compareTo compares UTF-16 code units). */
+  private static int byUtf8(String a, String b) {
+    return Arrays.compareUnsigned(a.getBytes(StandardCharsets.UTF_8), b.getBytes(StandardCharsets.UTF_8));
+  }
+
+  /** S: the strings' UTF-8 byte lengths as 4-byte big-endian integers, then their bytes. */
+  static byte[] colS(List<String> values) {
+    List<byte[]> encoded = new ArrayList<>();
+    int size = 4 * values.size();
+    for (String v : values) {
+      byte[] e = v.getBytes(StandardCharsets.UTF_8);
+      encoded.add(e);
+      size += e.length;
+    }
+    ByteBuffer out = ByteBuffer.allocate(size); // big-endian
+    encoded.forEach(e -> out.putInt(e.length));
+    encoded.forEach(out::put);
+    return out.array();
+  }
+
+  /** F: each number's big-endian IEEE-754 float64 bits. */
+  static byte[] colF(List<Double> values) {
+    ByteBuffer out = ByteBuffer.allocate(8 * values.size());
+    values.forEach(out::putDouble);
+    return out.array();
+  }
+
+  /** O: a presence byte per value (1 set, 0 unset: null), then F with 0.0 for an unset value. */
+  static byte[] colO(List<Double> values) {
+    ByteBuffer out = ByteBuffer.allocate(9 * values.size());
+    values.forEach(v -> out.put((byte) (v == null ? 0 : 1)));
+    values.forEach(v -> out.putDouble(v == null ? 0.0 : v));
+    return out.array();
+  }
+
+  private static byte[] concat(List<byte[]> parts) {
+    ByteBuffer out = ByteBuffer.allocate(parts.stream().mapToInt(p -> p.length).sum());
+    parts.forEach(out::put);
+    return out.array();
+  }
+
+  /** M: per name any map carries, in UTF-8 byte order: S of the name, then O of every map's value for it. */
+  static byte[] colM(List<Map<String, Double>> maps) {
+    List<String> names =
+        maps.stream().flatMap(m -> m.keySet().stream()).distinct().sorted(Receipts::byUtf8).toList();
+    List<byte[]> parts = new ArrayList<>();
+    for (String name : names) {
+      parts.add(colS(List.of(name)));
+      parts.add(colO(maps.stream().map(m -> m.get(name)).toList()));
+    }
+    return concat(parts);
+  }
+
+  /** K: the key counts as 4-byte big-endian integers, then S of every map's keys, each in UTF-8 byte order. */
+  static byte[] colK(List<Map<String, String>> maps) {
+    ByteBuffer counts = ByteBuffer.allocate(4 * maps.size());
+    List<String> keys = new ArrayList<>();
+    for (Map<String, String> m : maps) {
+      counts.putInt(m.size());
+      keys.addAll(m.keySet().stream().sorted(Receipts::byUtf8).toList());
+    }
+    return concat(List.of(counts.array(), colS(keys)));
+  }
+
+  private static Double seconds(boolean set, Timestamp t) {
+    return set ? t.getSeconds() + t.getNanos() / 1e9 : null;
+  }
+
+  /** v3's candidate section: one line per column, the SHA-256 of its bytes. */
+  private static List<String> candidateColumns(List<Candidate> cs) {
+    Map<String, byte[]> columns = new LinkedHashMap<>();
+    Function<Function<Candidate, String>, byte[]> str = get -> colS(cs.stream().map(get).toList());
+    Function<Function<Candidate, Double>, byte[]> num = get -> colF(cs.stream().map(get).toList());
+    Function<Function<Candidate, Double>, byte[]> opt =
+        get -> colO(cs.stream().map(get).toList()); // Stream.toList keeps nulls
+    columns.put("id", str.apply(Candidate::getId));
+    columns.put("layer", str.apply(Candidate::getLayer));
+    columns.put("kind", str.apply(Candidate::getKind));
+    columns.put("content", str.apply(Candidate::getContent));
+    columns.put("retrieval_score", num.apply(Candidate::getRetrievalScore));
+    columns.put("importance", opt.apply(c -> c.hasImportance() ? c.getImportance() : null));
+    columns.put("access_count", num.apply(c -> (double) Integer.toUnsignedLong(c.getAccessCount())));
+    columns.put("token_count", num.apply(c -> (double) Integer.toUnsignedLong(c.getTokenCount())));
+    columns.put("source", num.apply(c -> (double) c.getSourceValue()));
+    columns.put("safety", num.apply(c -> (double) c.getSafetyValue()));
+    columns.put("provenance", str.apply(Candidate::getProvenance));
+    columns.put("thread", str.apply(Candidate::getThread));
+    columns.put("position", opt.apply(c -> c.hasPosition() ? (double) c.getPosition() : null));
+    columns.put("speaker", str.apply(Candidate::getSpeaker));
+    columns.put("created_at", opt.apply(c -> seconds(c.hasCreatedAt(), c.getCreatedAt())));
+    columns.put("last_accessed_at", opt.apply(c -> seconds(c.hasLastAccessedAt(), c.getLastAccessedAt())));
+    columns.put("event_time", opt.apply(c -> seconds(c.hasEventTime(), c.getEventTime())));
+    columns.put("ingested_at", opt.apply(c -> seconds(c.hasIngestedAt(), c.getIngestedAt())));
+    columns.put("valid_from", opt.apply(c -> seconds(c.hasValidFrom(), c.getValidFrom())));
+    columns.put("valid_to", opt.apply(c -> seconds(c.hasValidTo(), c.getValidTo())));
+    columns.put("facet_scores", colM(cs.stream().map(Candidate::getFacetScoresMap).toList()));
+    columns.put("stage_scores", colM(cs.stream().map(Candidate::getStageScoresMap).toList()));
+    columns.put("metadata", colK(cs.stream().map(Candidate::getMetadataMap).toList()));
+    List<String> out = new ArrayList<>();
+    columns.forEach((name, data) -> out.add("candidate " + name + " " + h(data)));
+    return out;
+  }
+
+  /** v2's text line of a candidate, then its facet, stage and metadata lines. */
+  private static List<String> candidateLinesV2(Candidate c) {
     List<String> lines = new ArrayList<>();
-    lines.add("schema " + SCHEMA);
+    lines.add(String.join(" ", "candidate", q(c.getId()), q(c.getLayer()), q(c.getKind()), h(c.getContent()),
+        f(c.getRetrievalScore()), c.hasImportance() ? f(c.getImportance()) : "-", u(c.getAccessCount()),
+        u(c.getTokenCount()), Integer.toString(c.getSourceValue()), Integer.toString(c.getSafetyValue()),
+        q(c.getProvenance()), q(c.getThread()), c.hasPosition() ? Long.toString(c.getPosition()) : "-",
+        q(c.getSpeaker()), time(c.hasCreatedAt(), c.getCreatedAt()),
+        time(c.hasLastAccessedAt(), c.getLastAccessedAt()), time(c.hasEventTime(), c.getEventTime()),
+        time(c.hasIngestedAt(), c.getIngestedAt()), time(c.hasValidFrom(), c.getValidFrom()),
+        time(c.hasValidTo(), c.getValidTo())));
+    lines.addAll(sorted("facet", c.getFacetScoresMap()));
+    lines.addAll(sorted("stage", c.getStageScoresMap()));
+    List<String> keys = new ArrayList<>();
+    c.getMetadataMap().keySet().forEach(k -> keys.add("metadata " + q(k)));
+    keys.sort(Comparator.naturalOrder());
+    lines.addAll(keys);
+    return lines;
+  }
+
+  /** v3's dropped section: the count, then one line per column (response order). */
+  private static List<String> droppedColumns(List<DroppedMemory> ds) {
+    return List.of("dropped " + ds.size(),
+        "drop id " + h(colS(ds.stream().map(DroppedMemory::getId).toList())),
+        "drop layer " + h(colS(ds.stream().map(DroppedMemory::getLayer).toList())),
+        "drop reason " + h(colF(ds.stream().map(d -> (double) d.getReasonValue()).toList())),
+        "drop score " + h(colF(ds.stream().map(DroppedMemory::getScore).toList())),
+        "drop covered_by " + h(colS(ds.stream().map(d -> d.getBreakdown().getCoveredBy()).toList())));
+  }
+
+  /**
+   * The receipt's canonical bytes (ASCII), each line ending in a newline, in the form the receipt names (v3 when
+   * it names none).
+   */
+  public static String canonical(RankRequest req, RankResponse resp) throws UnverifiableException {
+    String schema = resp.getReceipt().getSchema().isEmpty() ? SCHEMA : resp.getReceipt().getSchema();
+    boolean v2 = SCHEMA_V2.equals(schema);
+    List<String> lines = new ArrayList<>();
+    lines.add("schema " + schema);
     lines.add("query " + h(req.getQuery()));
     lines.add("reference_time " + resp.getReferenceTime().getSeconds() + " " + resp.getReferenceTime().getNanos());
     lines.add("profile " + q(resp.getProfile()));
@@ -160,21 +303,10 @@ public final class Receipts {
     }
     lines.add(embeddings(req));
     lines.add("candidates " + req.getCandidatesCount());
-    for (Candidate c : req.getCandidatesList()) {
-      lines.add(String.join(" ", "candidate", q(c.getId()), q(c.getLayer()), q(c.getKind()), h(c.getContent()),
-          f(c.getRetrievalScore()), c.hasImportance() ? f(c.getImportance()) : "-", u(c.getAccessCount()),
-          u(c.getTokenCount()), Integer.toString(c.getSourceValue()), Integer.toString(c.getSafetyValue()),
-          q(c.getProvenance()), q(c.getThread()), c.hasPosition() ? Long.toString(c.getPosition()) : "-",
-          q(c.getSpeaker()), time(c.hasCreatedAt(), c.getCreatedAt()),
-          time(c.hasLastAccessedAt(), c.getLastAccessedAt()), time(c.hasEventTime(), c.getEventTime()),
-          time(c.hasIngestedAt(), c.getIngestedAt()), time(c.hasValidFrom(), c.getValidFrom()),
-          time(c.hasValidTo(), c.getValidTo())));
-      lines.addAll(sorted("facet", c.getFacetScoresMap()));
-      lines.addAll(sorted("stage", c.getStageScoresMap()));
-      List<String> keys = new ArrayList<>();
-      c.getMetadataMap().keySet().forEach(k -> keys.add("metadata " + q(k)));
-      keys.sort(Comparator.naturalOrder());
-      lines.addAll(keys);
+    if (v2) {
+      req.getCandidatesList().forEach(c -> lines.addAll(candidateLinesV2(c)));
+    } else {
+      lines.addAll(candidateColumns(req.getCandidatesList()));
     }
     List<RankedMemory> selected = new ArrayList<>(resp.getSelectedList());
     selected.sort(Comparator.comparingLong(m -> Integer.toUnsignedLong(m.getRank())));
@@ -193,14 +325,20 @@ public final class Receipts {
             + f(s.getWeight()) + " " + f(s.getContribution()));
       }
     }
-    lines.add("dropped " + resp.getDroppedCount());
     for (DroppedMemory d : resp.getDroppedList()) {
       if (d.getReason() == DropReason.DROP_REASON_REDUNDANT && !d.hasBreakdown()) {
         throw new UnverifiableException("the digest: dropped \"" + d.getId() + "\" is REDUNDANT but carries no "
             + "breakdown (below EXPLAIN_LEVEL_FULL), so its covered_by is unknown; " + AGAIN);
       }
-      lines.add("drop " + q(d.getId()) + " " + q(d.getLayer()) + " " + d.getReasonValue() + " " + f(d.getScore())
-          + " " + q(d.getBreakdown().getCoveredBy()));
+    }
+    if (v2) {
+      lines.add("dropped " + resp.getDroppedCount());
+      for (DroppedMemory d : resp.getDroppedList()) {
+        lines.add("drop " + q(d.getId()) + " " + q(d.getLayer()) + " " + d.getReasonValue() + " " + f(d.getScore())
+            + " " + q(d.getBreakdown().getCoveredBy()));
+      }
+    } else {
+      lines.addAll(droppedColumns(resp.getDroppedList()));
     }
     StringBuilder out = new StringBuilder();
     lines.forEach(l -> out.append(l).append('\n'));
@@ -240,8 +378,9 @@ public final class Receipts {
     List<String> problems = new ArrayList<>();
     List<String> unchecked = new ArrayList<>();
     var r = response.getReceipt();
-    if (!SCHEMA.equals(r.getSchema())) {
-      problems.add("receipt schema is \"" + r.getSchema() + "\"; this verifier knows " + SCHEMA);
+    if (!SCHEMA.equals(r.getSchema()) && !SCHEMA_V2.equals(r.getSchema())) {
+      problems.add(
+          "receipt schema is \"" + r.getSchema() + "\"; this verifier knows " + SCHEMA_V2 + " and " + SCHEMA);
       return new Check(false, "", problems, unchecked);
     }
     if (key != null && key.length > 0) {

@@ -248,6 +248,35 @@ class VectorsTest {
     assertTrue(!alone.ok() && alone.problems().isEmpty() && alone.unchecked().get(1).startsWith("the digest"));
   }
 
+  /**
+   * The receipt fixtures (tests/vectors/receipts: v2 and v3, derived offline by derive.py) verify with the lines
+   * they list, and a copy with the first selected score one ulp lower does not.
+   */
+  @Test
+  void receiptFixtures() throws IOException, Receipts.UnverifiableException {
+    List<Path> paths;
+    try (Stream<Path> s = Files.list(DIR.resolve("receipts"))) {
+      paths = s.filter(p -> p.toString().endsWith(".json")).sorted().toList();
+    }
+    TreeSet<String> schemas = new TreeSet<>();
+    for (Path p : paths) {
+      JsonObject fx = JsonParser.parseString(Files.readString(p, StandardCharsets.UTF_8)).getAsJsonObject();
+      RankRequest.Builder req = RankRequest.newBuilder();
+      JsonFormat.parser().merge(fx.get("request").toString(), req);
+      RankResponse.Builder resp = RankResponse.newBuilder();
+      JsonFormat.parser().merge(fx.get("response").toString(), resp);
+      schemas.add(resp.getReceipt().getSchema());
+      StringBuilder lines = new StringBuilder();
+      fx.getAsJsonArray("lines").forEach(l -> lines.append(l.getAsString()).append('\n'));
+      assertEquals(lines.toString(), Receipts.canonical(req.build(), resp.build()), p.toString());
+      Receipts.Check check = Receipts.verify(req.build(), resp.build(), null);
+      assertTrue(check.ok(), p + ": " + check);
+      resp.getSelectedBuilder(0).setScore(Math.nextDown(resp.getSelected(0).getScore()));
+      assertTrue(!Receipts.verify(req.build(), resp.build(), null).ok(), p + ": a changed score verified");
+    }
+    assertEquals(new TreeSet<>(List.of(Receipts.SCHEMA_V2, Receipts.SCHEMA)), schemas);
+  }
+
   /** The optional expectations (tests/vectors/README.md): covered_by, stages, importance_suggestions, shadow, receipt. */
   private static void checkExtras(JsonObject want, RankResponse resp) {
     if (want.has("covered_by")) {
