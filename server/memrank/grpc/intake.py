@@ -11,7 +11,12 @@ goes to the handler pool (``server.thread_pool_size`` threads), where it is pars
 handled and serialised; the slot is given back when that thread is done with it.
 Before the slot, the request's bytes are taken from the worker's in-flight byte
 budget (``inflight``; ``server.max_inflight_bytes``); when they do not fit, the
-call ends with RESOURCE_EXHAUSTED. Once the server drains (SIGTERM), every new call is refused with UNAVAILABLE,
+call ends with RESOURCE_EXHAUSTED. The call holds them (or its response's size,
+when larger) until its response has left, not just until the handler answers: a
+client that reads no response fills the budget, and new calls are refused, before
+it can fill memory. The slot is not held meanwhile: a slot bounds handler work, and a few
+tiny calls that are never read would otherwise hold all of them for the timeout.
+Once the server drains (SIGTERM), every new call is refused with UNAVAILABLE,
 which clients retry, while the calls already on the pool finish.
 """
 
@@ -29,7 +34,7 @@ from typing import TYPE_CHECKING, Any
 import grpc
 
 from memrank.grpc.errors import Draining, NoRequest, NoRoom, ReadTimedOut, Refusal, code_of, refuse
-from memrank.grpc.inflight import ByteBudget
+from memrank.grpc.inflight import ByteBudget, Hold
 
 if TYPE_CHECKING:
     from memrank.grpc.tracing import Tracing
@@ -218,16 +223,19 @@ class Intake:
             self._slots.release()
             self.budget.release(size)
             await self._refuse(method, context, Draining(DRAINING))
+        hold = Hold(self.budget, size)  # given back once the thread is done and the RPC has ended
+        context.add_done_callback(hold.call_done)  # added from the RPC's own task: it cannot have ended yet
 
         def done(_job: object) -> None:  # when the thread is done, not the call
             self._slots.release()
-            self.budget.release(size)
+            hold.thread_done()
 
         job.add_done_callback(done)
         try:
-            return await asyncio.wrap_future(job)
+            response = await asyncio.wrap_future(job)
         except Aborted as stop:
             await context.abort(stop.code, stop.details, stop.trailing_metadata)
         finally:
             call.ended = True  # a thread still working on a call that is over stops at its next stage
-        raise AssertionError("unreachable")  # abort raised
+        hold.grow(len(response))
+        return response
