@@ -102,7 +102,8 @@ def test_responses_a_client_never_reads_stay_within_the_budget_bound(tmp_path: P
     budget = 2 * MiB
     port = free_port()
     proc = start_serve(tmp_path, "--address", f"127.0.0.1:{port}", "--metrics-port", "0", "--workers", "1",
-                       env={"MEMRANK_MAX_MESSAGE_BYTES": str(budget), "MEMRANK_MAX_INFLIGHT_BYTES": str(budget)})
+                       env={"MEMRANK_MAX_MESSAGE_BYTES": str(budget), "MEMRANK_MAX_INFLIGHT_BYTES": str(budget),
+                            "MEMRANK_RESPONSE_SEND_TIMEOUT_SECONDS": "60"})  # held for the whole test
     channel = grpc.insecure_channel(f"127.0.0.1:{port}", options=[("grpc.max_receive_message_length", 4 * MiB)])
     conn = None
     try:
