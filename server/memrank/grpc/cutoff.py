@@ -92,9 +92,16 @@ class SendWatch:
         context.add_done_callback(left)
 
     def _expire(self, method: str, peer: str) -> None:
+        calls = self._sending.pop(peer, None)
+        if not calls:  # ended by another call's timeout on the same connection, due at the same moment
+            return
         self._observe(method)
-        for task in self._sending.pop(peer, ()):  # their own timers stop as they end
-            task.cancel()
-        if cut(peer):
-            log.warning("rpc connection closed: a response not sent in time (the client does not read)",
+        if not cut(peer):  # not a TCP connection of this process: left to server.max_connection_age_seconds
+            self._sending[peer] = calls  # still held, their bytes too
+            log.warning("rpc response not sent in time, and its connection cannot be closed (not TCP)",
                         extra={"method": method, "peer": peer, "seconds": self.timeout})
+            return
+        for task in calls:  # ended now as cancelled calls, not as failed sends (their own timers stop with them)
+            task.cancel()
+        log.warning("rpc connection closed: a response not sent in time (the client does not read)",
+                    extra={"method": method, "peer": peer, "seconds": self.timeout})
