@@ -23,6 +23,7 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 from memrank._gen.v1 import ranking_service_pb2_grpc as pb_grpc
 from memrank.config import Settings, load_settings
 from memrank.grpc.server import create_server
+from memrank.metrics.registry import new_registry
 from tests.reliability.conftest import accounted, rank_request
 from tests.support import h2
 from tests.support.servers import free_port, start_serve, stop
@@ -300,6 +301,40 @@ def test_a_ping_flood_is_refused_with_too_many_pings() -> None:
         goaway = conn.read_until(h2.GOAWAY, timeout=3)
         assert goaway is not None and goaway.payload[8:] == b"too_many_pings"
         assert conn.closed_within(2)
+    finally:
+        conn.close()
+        running.stop(0)
+
+
+def test_a_client_that_reads_no_response_holds_budget_until_its_connection_is_cut_off() -> None:
+    """Issue #41 §2: a client granting no receive window held each response in the server for as long as its
+    connection lived, while the call's bytes were already back in the budget (given back when the handler
+    returned). Now they count until the response has left, and the connection is closed
+    server.response_send_timeout_seconds after the handler answered; other callers are answered meanwhile."""
+    registry = new_registry()
+    running = create_server(_settings({"MEMRANK_RESPONSE_SEND_TIMEOUT_SECONDS": 1.5}), registry)
+    budget = running.intake.budget
+    target = f"127.0.0.1:{running.port}"
+    data = rank_request(50).SerializeToString()
+    conn = h2.Connection(running.port, receive_window=0)
+    try:
+        for stream in (1, 3, 5):
+            conn.start_call(stream, RANK)
+            conn.send_message(stream, data)
+            assert conn.answered(stream, timeout=5)
+        answered = time.monotonic()
+        assert budget.used >= 3 * len(data)  # the responses have not left: their bytes are held
+        assert _rank(target, None) == "OK"  # another caller is served
+        assert conn.closed_within(5)
+        waited = time.monotonic() - answered
+        assert 0.5 <= waited < 4, waited  # the last call answered 1.5 s before the cut, the first a little more
+        deadline = time.monotonic() + 2
+        while budget.used and time.monotonic() < deadline:  # given back as grpc ends the calls
+            time.sleep(0.02)
+        assert budget.used == 0
+        # Counted once per connection closed: the first call's timeout ended the other two.
+        assert registry.get_sample_value("memrank_send_timeouts_total", {"method": "Rank"}) == 1
+        assert _rank(target, None) == "OK"
     finally:
         conn.close()
         running.stop(0)

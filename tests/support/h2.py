@@ -13,10 +13,12 @@ import time
 from dataclasses import dataclass
 
 PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
-DATA, HEADERS, RST_STREAM, SETTINGS, PING, GOAWAY = 0x0, 0x1, 0x3, 0x4, 0x6, 0x7
+DATA, HEADERS, RST_STREAM, SETTINGS, PING, GOAWAY, WINDOW_UPDATE = 0x0, 0x1, 0x3, 0x4, 0x6, 0x7, 0x8
 ACK = END_STREAM = 0x1
 END_HEADERS = 0x4
-MAX_CONCURRENT_STREAMS = 0x3  # a SETTINGS parameter
+MAX_CONCURRENT_STREAMS, INITIAL_WINDOW_SIZE = 0x3, 0x4  # SETTINGS parameters
+DEFAULT_WINDOW = 65_535  # RFC 9113: a connection's and a stream's window before any SETTINGS or WINDOW_UPDATE
+MAX_FRAME = 16_384  # the smallest SETTINGS_MAX_FRAME_SIZE a peer may announce
 
 
 @dataclass(frozen=True)
@@ -42,13 +44,20 @@ def _literal(name: str, value: str) -> bytes:
 class Connection:
     """A plaintext HTTP/2 connection to a loopback port, after the preface and an empty SETTINGS."""
 
-    def __init__(self, port: int, answer_pings: bool = True) -> None:
+    def __init__(self, port: int, answer_pings: bool = True, receive_window: int | None = None) -> None:
+        """``receive_window``: the SETTINGS_INITIAL_WINDOW_SIZE announced (0: the server may send no DATA on any
+        stream, as a client that never reads its responses); None announces nothing (65,535)."""
         self.sock = socket.create_connection(("127.0.0.1", port), timeout=5)
         self.answer_pings = answer_pings
         self.pings = 0  # PINGs received from the server
         self._buffer = b""
+        # What the server lets this client send (its SETTINGS and WINDOW_UPDATEs), to send DATA within it.
+        self._send_window = DEFAULT_WINDOW
+        self._stream_initial = DEFAULT_WINDOW
+        self._stream_windows: dict[int, int] = {}
         self.sock.sendall(PREFACE)
-        self.send(SETTINGS, 0, 0)
+        self.send(SETTINGS, 0, 0, b"" if receive_window is None else struct.pack(">HI", INITIAL_WINDOW_SIZE,
+                                                                                  receive_window))
 
     def send(self, kind: int, flags: int, stream: int, payload: bytes = b"") -> None:
         """Write one frame."""
@@ -60,6 +69,20 @@ class Connection:
         fields = [(":method", "POST"), (":scheme", "http"), (":path", path), (":authority", "localhost"),
                   ("content-type", "application/grpc"), ("te", "trailers"), *metadata]
         self.send(HEADERS, END_HEADERS, stream, b"".join(_literal(k, v) for k, v in fields))
+
+    def send_message(self, stream: int, message: bytes, timeout: float = 10) -> None:
+        """Send a gRPC message (length-prefixed) and half-close, in DATA frames within the server's windows."""
+        body = b"\x00" + len(message).to_bytes(4, "big") + message
+        deadline = time.monotonic() + timeout
+        while body:
+            room = min(self._send_window, self._stream_windows.setdefault(stream, self._stream_initial), MAX_FRAME)
+            if room <= 0:  # wait for a WINDOW_UPDATE (read() applies it)
+                self.read(max(0.0, deadline - time.monotonic()))
+                continue
+            chunk, body = body[:room], body[room:]
+            self._send_window -= len(chunk)
+            self._stream_windows[stream] -= len(chunk)
+            self.send(DATA, 0 if body else END_STREAM, stream, chunk)
 
     def read(self, timeout: float) -> Frame | None:
         """The next frame within ``timeout`` seconds; None when the server closed the connection.
@@ -97,6 +120,18 @@ class Connection:
             if frame is None or frame.type == kind:
                 return frame
 
+    def answered(self, stream: int, timeout: float) -> bool:
+        """True when the server answered ``stream`` without ending it (its response headers, which no window holds
+        back, came: the response itself may be waiting for a window); False when it ended the stream (a refusal)
+        or closed the connection. Raises TimeoutError when neither happened within ``timeout`` seconds."""
+        deadline = time.monotonic() + timeout
+        while True:
+            frame = self.read(max(0.0, deadline - time.monotonic()))
+            if frame is None or (frame.stream == stream and frame.type == RST_STREAM):
+                return False
+            if frame.stream == stream and frame.type == HEADERS:
+                return not frame.flags & END_STREAM
+
     def closed_within(self, timeout: float) -> bool:
         """True when the server closes the connection within ``timeout`` seconds."""
         deadline = time.monotonic() + timeout
@@ -109,7 +144,18 @@ class Connection:
 
     def _answer(self, frame: Frame) -> None:
         if frame.type == SETTINGS and not frame.flags & ACK:
+            initial = frame.settings().get(INITIAL_WINDOW_SIZE)
+            if initial is not None:  # applies to every open stream, by the difference (RFC 9113 6.9.2)
+                self._stream_windows = {k: v + initial - self._stream_initial for k, v in self._stream_windows.items()}
+                self._stream_initial = initial
             self.send(SETTINGS, ACK, 0)
+        elif frame.type == WINDOW_UPDATE:
+            grant = int.from_bytes(frame.payload[:4], "big") & 0x7FFFFFFF
+            if frame.stream == 0:
+                self._send_window += grant
+            else:
+                window = self._stream_windows.get(frame.stream, self._stream_initial)
+                self._stream_windows[frame.stream] = window + grant
         elif frame.type == PING and not frame.flags & ACK:
             self.pings += 1
             if self.answer_pings:

@@ -58,6 +58,8 @@ class ServerSettings:
     # off); any connection: GOAWAY after this long (0 = off), calls in flight then get the grace; ping a quiet
     # connection this often, and close it when the ping is not answered within the timeout.
     request_read_timeout_seconds: Annotated[Number, Field(ge=0.1, le=3600)] = 10.0
+    # from the handler's answer until the response has left; past it the client's connection is closed
+    response_send_timeout_seconds: Annotated[Number, Field(ge=0.1, le=3600)] = 10.0
     max_streams_per_connection: Annotated[Whole, Field(ge=1, le=100_000)] = 32
     max_connection_idle_seconds: Annotated[Number, Field(ge=0, le=86_400)] = 300.0
     max_connection_age_seconds: Annotated[Number, Field(ge=0, le=31_536_000)] = 1800.0

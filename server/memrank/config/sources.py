@@ -43,6 +43,7 @@ ENV_KEYS: Mapping[str, str] = MappingProxyType({
     "MEMRANK_MAX_CONCURRENT_RPCS": "server.max_concurrent_rpcs",
     "MEMRANK_THREAD_POOL_SIZE": "server.thread_pool_size",
     "MEMRANK_REQUEST_READ_TIMEOUT_SECONDS": "server.request_read_timeout_seconds",
+    "MEMRANK_RESPONSE_SEND_TIMEOUT_SECONDS": "server.response_send_timeout_seconds",
     "MEMRANK_MAX_STREAMS_PER_CONNECTION": "server.max_streams_per_connection",
     "MEMRANK_CONFIG_POLL_SECONDS": "server.config_poll_seconds",
     "MEMRANK_MAX_CONNECTION_IDLE_SECONDS": "server.max_connection_idle_seconds",

@@ -1,9 +1,12 @@
 """The in-flight byte budget: how many request bytes a worker handles at once, so N big calls cannot exhaust memory.
 
 A call's request bytes (its size on the wire) are taken from the budget once the
-request has arrived and given back when its handler thread is done; a call whose
-bytes do not fit is refused at once with RESOURCE_EXHAUSTED naming the budget
-(waiting would keep its request in memory meanwhile). Handling a request takes
+request has arrived; a call whose bytes do not fit is refused at once with
+RESOURCE_EXHAUSTED naming the budget (waiting would keep its request in memory
+meanwhile). When its handler answers, the call holds the larger of its request
+and its response, and gives them back only once its handler thread is done and
+its response has left (or the call ended otherwise): a client that does not
+read its responses holds budget, not memory outside it (``Hold``). Handling a request takes
 up to ``PEAK_RATIO`` times its wire size of memory at its peak (measured: README,
 Reliability), so a worker's memory stays below its baseline plus ``PEAK_RATIO``
 x the budget, plus the requests grpc is still receiving (it buffers a request
@@ -73,7 +76,51 @@ class ByteBudget:
             self.used += size
             return True
 
+    def force(self, size: int) -> None:
+        """Take ``size`` bytes whether they fit or not (``used`` may pass ``total``)."""
+        with self._lock:
+            self.used += size
+
     def release(self, size: int) -> None:
         """Give ``size`` bytes back."""
         with self._lock:
             self.used -= size
+
+
+class Hold:
+    """The bytes one call holds in a budget, given back once both its handler thread and its RPC are done.
+
+    Either may end first: a client that cancels leaves the thread working on the request; a response that
+    does not leave keeps the RPC open after the thread is done. Thread-safe.
+    """
+
+    def __init__(self, budget: ByteBudget, size: int) -> None:
+        self._budget = budget
+        self.size = size  # taken by the caller
+        self._owners = 2  # the handler thread and the RPC
+        self._lock = threading.Lock()
+
+    def grow(self, size: int) -> None:
+        """Hold ``size`` bytes in all when more than now (the response outgrew the request), whether they fit
+        or not: the work is done, and the budget refuses new calls until they are given back."""
+        with self._lock:
+            extra = size - self.size
+            if extra <= 0 or self._owners == 0:
+                return
+            self.size = size
+        self._budget.force(extra)
+
+    def thread_done(self, _job: object = None) -> None:
+        """The handler thread is done with the call."""
+        self._let_go()
+
+    def call_done(self, _context: object = None) -> None:
+        """The RPC ended: its status sent (the response left), or the call cancelled."""
+        self._let_go()
+
+    def _let_go(self) -> None:
+        with self._lock:
+            self._owners -= 1
+            size = self.size if self._owners == 0 else 0
+        if size:
+            self._budget.release(size)

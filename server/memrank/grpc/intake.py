@@ -11,7 +11,14 @@ goes to the handler pool (``server.thread_pool_size`` threads), where it is pars
 handled and serialised; the slot is given back when that thread is done with it.
 Before the slot, the request's bytes are taken from the worker's in-flight byte
 budget (``inflight``; ``server.max_inflight_bytes``); when they do not fit, the
-call ends with RESOURCE_EXHAUSTED. Once the server drains (SIGTERM), every new call is refused with UNAVAILABLE,
+call ends with RESOURCE_EXHAUSTED. The call holds them (or its response's size,
+when larger) until its response has left, not just until the handler answers: a
+client that reads no response fills the budget, and new calls are refused, before
+it can fill memory. A response still not sent ``server.response_send_timeout_seconds``
+after the handler answered has its connection closed (``cutoff``), counted and
+logged. The slot is not held meanwhile: a slot bounds handler work, and a few
+tiny calls that are never read would otherwise hold all of them for the timeout.
+Once the server drains (SIGTERM), every new call is refused with UNAVAILABLE,
 which clients retry, while the calls already on the pool finish.
 """
 
@@ -28,8 +35,9 @@ from typing import TYPE_CHECKING, Any
 
 import grpc
 
+from memrank.grpc.cutoff import SendWatch
 from memrank.grpc.errors import Draining, NoRequest, NoRoom, ReadTimedOut, Refusal, code_of, refuse
-from memrank.grpc.inflight import ByteBudget
+from memrank.grpc.inflight import ByteBudget, Hold
 
 if TYPE_CHECKING:
     from memrank.grpc.tracing import Tracing
@@ -101,11 +109,12 @@ Handle = Callable[[list[bytes], CallContext], bytes]
 
 
 class Intake:
-    """The read timeout, the concurrency slots and the handler pool of one server."""
+    """The read and send timeouts, the concurrency slots and the handler pool of one server."""
 
     def __init__(self, threads: int, max_concurrent: int, read_timeout: float,
                  observe: Callable[[str, str], None] | None = None, budget: ByteBudget | None = None,
-                 tracing: Tracing | None = None) -> None:
+                 tracing: Tracing | None = None, send_timeout: float = 10.0,
+                 observe_send_timeout: Callable[[str], None] | None = None) -> None:
         self._pool = futures.ThreadPoolExecutor(max_workers=threads, thread_name_prefix="memrank-rpc")
         self._slots = threading.BoundedSemaphore(max_concurrent)
         self._max = max_concurrent
@@ -116,6 +125,7 @@ class Intake:
         self._active = 0  # calls taken whose status is not yet sent
         self._active_lock = threading.Lock()
         self.tracing = tracing  # on: each call in a server span, its handler run in the call's context
+        self._send_watch = SendWatch(send_timeout, observe_send_timeout or (lambda _method: None))
 
     def method_handler(self, method: str, handle: Handle) -> grpc.RpcMethodHandler:
         """A handler for a unary method: its request is read here, then ``handle`` runs on the pool.
@@ -218,16 +228,20 @@ class Intake:
             self._slots.release()
             self.budget.release(size)
             await self._refuse(method, context, Draining(DRAINING))
+        hold = Hold(self.budget, size)  # given back once the thread is done and the RPC has ended
+        context.add_done_callback(hold.call_done)  # added from the RPC's own task: it cannot have ended yet
 
         def done(_job: object) -> None:  # when the thread is done, not the call
             self._slots.release()
-            self.budget.release(size)
+            hold.thread_done()
 
         job.add_done_callback(done)
         try:
-            return await asyncio.wrap_future(job)
+            response = await asyncio.wrap_future(job)
         except Aborted as stop:
             await context.abort(stop.code, stop.details, stop.trailing_metadata)
         finally:
             call.ended = True  # a thread still working on a call that is over stops at its next stage
-        raise AssertionError("unreachable")  # abort raised
+        hold.grow(len(response))
+        self._send_watch.watch(method, context)
+        return response

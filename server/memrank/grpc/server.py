@@ -63,7 +63,8 @@ def create_server(settings: Settings, registry: Registry | None = None, reuse_po
     service = RankingService(settings, metrics, after_reply=after_reply, tracing=tracing)
     flush.target = service.deferred
     intake = Intake(s.thread_pool_size, s.max_concurrent_rpcs, s.request_read_timeout_seconds, metrics.observe_call,
-                    ByteBudget(inflight_budget(s)), tracing)
+                    ByteBudget(inflight_budget(s)), tracing, s.response_send_timeout_seconds,
+                    metrics.observe_send_timeout)
     loop = Loop()
     try:
         running = loop.run(_start(settings, service, intake, loop, reuse_port))

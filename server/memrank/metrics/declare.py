@@ -102,7 +102,18 @@ class Metrics:
             ("relevance",), registry=r,
         )
 
+        self.send_timeouts = Counter(
+            "memrank_send_timeouts", "Connections closed because a RankingService response had not left "
+            "server.response_send_timeout_seconds after its handler answered (a client that does not read), by the "
+            "method of that call; the other calls on the connection end with it.",
+            ("method",), registry=r,
+        )
+
         self._requests: dict[tuple[str, str], Counter] = {}  # requests' children by (method, code), see observe_call
+
+    def observe_send_timeout(self, method: str) -> None:
+        """Count one connection closed because a response did not leave in time."""
+        self.send_timeouts.labels(method=method).inc()
 
     def observe_call(self, method: str, code: str, seconds: float | None = None) -> None:
         """Count one RPC and, for Rank, its duration (the counter's child kept: labels() costs more than inc)."""

@@ -1,11 +1,11 @@
-"""The in-flight byte budget: bytes fit or are refused whole, release from any thread, and the auto budget and the
-memory need follow the documented formula."""
+"""The in-flight byte budget: bytes fit or are refused whole, release from any thread, a call holds its bytes until
+both its thread and its RPC are done, and the auto budget and the memory need follow the documented formula."""
 
 from __future__ import annotations
 
 import threading
 
-from memrank.grpc.inflight import BASELINE_BYTES, PEAK_RATIO, ByteBudget, auto_budget, memory_needed
+from memrank.grpc.inflight import BASELINE_BYTES, PEAK_RATIO, ByteBudget, Hold, auto_budget, memory_needed
 
 
 def test_bytes_are_taken_when_they_fit_and_refused_whole_when_not() -> None:
@@ -27,3 +27,27 @@ def test_auto_budget_and_memory_need_follow_the_formula() -> None:
     assert auto_budget(512 * mib, 2, 64 * mib) == 64 * mib  # never below one maximal request
     assert auto_budget(1024 * mib, 1, 64 * mib) == 72 * mib
     assert memory_needed(2, 64 * mib) == 2 * (160 * mib + 12 * 64 * mib)
+
+
+def test_a_call_holds_its_bytes_until_both_its_thread_and_its_rpc_are_done() -> None:
+    for first, second in (("thread_done", "call_done"), ("call_done", "thread_done")):
+        budget = ByteBudget(100)
+        assert budget.take(30)
+        hold = Hold(budget, 30)
+        getattr(hold, first)()
+        assert budget.used == 30  # a response not yet sent, or a thread still working on a cancelled call
+        getattr(hold, second)()
+        assert budget.used == 0
+
+
+def test_a_response_larger_than_its_request_is_held_at_its_size_even_past_the_budget() -> None:
+    budget = ByteBudget(100)
+    assert budget.take(60)
+    hold = Hold(budget, 60)
+    hold.grow(50)  # smaller than the request: nothing more
+    assert budget.used == 60
+    hold.grow(120)  # the work is done: held whole, and new calls are refused until it is given back
+    assert budget.used == 120 and not budget.take(1)
+    hold.thread_done()
+    hold.call_done()
+    assert budget.used == 0

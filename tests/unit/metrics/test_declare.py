@@ -37,6 +37,7 @@ FAMILIES = {
     "memrank_feedback_labels": "counter",
     "memrank_config_reloads": "counter",
     "memrank_policy_info": "gauge",
+    "memrank_send_timeouts": "counter",
 }
 
 
