@@ -28,6 +28,7 @@ from google.protobuf import json_format
 from google.protobuf.timestamp_pb2 import Timestamp
 
 from memrank._gen.v1 import ranking_pb2 as pb
+from memrank.client.requests import candidates_of
 
 SCHEMA = "memrank.receipt.v2"
 TIMES = ("created_at", "last_accessed_at", "event_time", "ingested_at", "valid_from", "valid_to")
@@ -119,8 +120,9 @@ def canonical_lines(req: pb.RankRequest, resp: pb.RankResponse) -> list[str]:
               f"relevance_threshold {_opt(req, 'relevance_threshold')}", f"layers {len(req.layers)}"]
     lines += [f"layer {q(x.name)} {f(x.share)} {x.floor_tokens} {x.max_items} {_opt(x, 'min_score')}"
               for x in req.layers]
-    lines += [_embeddings(req), f"candidates {len(req.candidates)}"]
-    for c in req.candidates:
+    cands = candidates_of(req)
+    lines += [_embeddings(req), f"candidates {len(cands)}"]
+    for c in cands:
         lines += _candidate(c)
     lines.append(f"selected {len(resp.selected)}")
     for m in sorted(resp.selected, key=lambda m: m.rank):
@@ -150,7 +152,7 @@ def _accounting(req: pb.RankRequest, resp: pb.RankResponse) -> list[str]:
     """What the response says that cannot be an answer to the request (every candidate exactly once, ranks
     1..k, positions in order, public scores strictly decreasing with rank)."""
     out: list[str] = []
-    asked = Counter(c.id for c in req.candidates)
+    asked = Counter(c.id for c in candidates_of(req))
     told = Counter([m.id for m in resp.selected] + [d.id for d in resp.dropped])
     out += [f"candidate {cid!r} is neither selected nor dropped" for cid in asked if cid not in told]
     out += [f"{cid!r} is in the response but is no candidate of the request" for cid in told if cid not in asked]
