@@ -116,7 +116,7 @@ _COLUMNS = [f.name for f in pb.CandidateColumns.DESCRIPTOR.fields if f.is_repeat
 _TIMES = [f.name for f in pb.CandidateColumns.DESCRIPTOR.fields if f.message_type is pb.TimeColumn.DESCRIPTOR]
 
 
-def _check_shape(req: pb.RankRequest) -> Iterator[FieldViolation]:
+def _check_shape(req: pb.RankRequest, limits: Limits) -> Iterator[FieldViolation]:
     """One form per request; in the columnar one, every column empty or one value per id, named matrices."""
     if not req.HasField("columns"):
         return
@@ -140,6 +140,9 @@ def _check_shape(req: pb.RankRequest) -> Iterator[FieldViolation]:
             elif name in seen:
                 yield FieldViolation(f"columns.{names}[{j}]", f"duplicate of columns.{names}[{seen[name]}]")
             seen.setdefault(name, j)
+        if names == "facet_names" and len(seen) > limits.max_facets:  # before a column is read per name
+            yield FieldViolation("columns.facet_names", f"{len(seen)} distinct facets; at most {limits.max_facets} "
+                                                        "(limits.max_facets)")
         size, expected = len(getattr(c, matrix)), n * len(getattr(c, names))
         if size != expected:
             yield FieldViolation(f"columns.{matrix}", f"{size} values; len(ids) x len({names}) = {expected}")
@@ -205,7 +208,7 @@ def validate_rank_request(req: pb.RankRequest, limits: Limits, cols: CandidateCo
     if not utf8_within([req.query], limits.max_query_bytes):
         raise LimitExceeded([FieldViolation("query", f"at most {limits.max_query_bytes} bytes "
                                             "(limits.max_query_bytes)")])
-    if columnar and (shape := _first(_check_shape(req))):
+    if columnar and (shape := _first(_check_shape(req, limits))):
         raise InvalidRequest(shape)
     if cols is None:
         cols = CandidateColumns.of(req)

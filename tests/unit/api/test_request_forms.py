@@ -47,6 +47,11 @@ def _as_columns(refusal: object) -> object:
 def _agree(req: pb.RankRequest) -> None:
     kind, per_candidate = _answer(req)
     columnar = _answer(to_columnar(req))
+    facets, limit = len({k for c in req.candidates for k in c.facet_scores}), SETTINGS.limits.max_facets
+    if kind != "LimitExceeded" and facets > limit:  # the columnar form names them once, before any row is read
+        said = f"{facets} distinct facets; at most {limit} (limits.max_facets)"
+        assert columnar == ("InvalidRequest", [("columns.facet_names", said)])
+        return
     assert columnar == (kind, per_candidate if kind == "ok" else _as_columns(per_candidate))
 
 
@@ -102,6 +107,14 @@ def test_facet_names_are_checked_once_and_the_matrix_must_fit_them() -> None:
         ("columns.facet_names[1]", "names must be non-empty"),
         ("columns.facet_names[2]", "duplicate of columns.facet_names[0]"),
         ("columns.facet_scores", "5 values; len(ids) x len(facet_names) = 6")]
+
+
+def test_more_facet_names_than_the_limit_are_refused_before_any_is_read() -> None:
+    names = [f"f{j}" for j in range(SETTINGS.limits.max_facets + 1)]
+    cols = pb.CandidateColumns(ids=["a"], facet_names=names, facet_scores=[0.5] * len(names))
+    assert _refused(pb.RankRequest(columns=cols)) == [
+        ("columns.facet_names", f"{len(names)} distinct facets; at most {SETTINGS.limits.max_facets} "
+                                "(limits.max_facets)")]
 
 
 def test_a_columnar_violation_names_the_column_and_the_row() -> None:
