@@ -147,8 +147,7 @@ def test_retries_stop_at_the_policy_and_other_codes_are_not_retried(flaky: Flaky
     flaky.fail_first, flaky.attempts = 0, 0
     with RankingClient(flaky.address, backoff=0.001) as client, pytest.raises(RankingError) as refused:
         client.rank({"candidates": [{"id": "a"}, {"id": "a"}]})  # the real server's INVALID_ARGUMENT
-    # A dict's candidates travel as columns: the violation names the column and the row.
-    assert refused.value.code == grpc.StatusCode.INVALID_ARGUMENT and refused.value.fields == ("columns.ids[1]",)
+    assert refused.value.code == grpc.StatusCode.INVALID_ARGUMENT and refused.value.fields == ("candidates[1].id",)
     assert flaky.attempts == 1
     flaky.fail_first, flaky.attempts = 1, 0
     with RankingClient(flaky.address, retries=0) as client, pytest.raises(Unavailable):

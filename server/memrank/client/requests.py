@@ -12,6 +12,7 @@ from __future__ import annotations
 import base64
 import datetime
 import math
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, TypeVar
 
@@ -96,7 +97,8 @@ def fill(msg: T, data: Mapping[str, Any]) -> T:
         field = _field(names, key, descriptor.name)
         target = getattr(msg, field.name)
         if field.message_type is not None and field.message_type.GetOptions().map_entry:
-            target.update(value)
+            entry = field.message_type.fields_by_name["value"]
+            target.update({k: _scalar(entry, v) for k, v in value.items()})
         elif field.message_type is Timestamp.DESCRIPTOR and not field.is_repeated:
             target.seconds, target.nanos = time_of(value)
         elif field.message_type is not None:
@@ -147,8 +149,14 @@ def _or(values: Iterable[Any], default: Any) -> list[Any]:
     return [default if v is _MISSING else v for v in values]
 
 
+class _PerCandidate(Exception):
+    """What the columnar form cannot say as sent (a NaN score is "no score" there): send the candidates as they are."""
+
+
 def columns_of(cands: Sequence[Mapping[str, Any]]) -> tuple[pb.CandidateColumns, list[Any] | None]:
-    """Candidate dicts as the columnar form, and their ``embedding`` values (None when none sends one)."""
+    """Candidate dicts as the columnar form, and their ``embedding`` values (None when none sends one).
+
+    Raises _PerCandidate for a NaN facet or stage score or an empty or overlong name (refused per candidate)."""
     by = _by_field(cands)
     n = len(cands)
     cols = pb.CandidateColumns()
@@ -175,8 +183,12 @@ def columns_of(cands: Sequence[Mapping[str, Any]]) -> tuple[pb.CandidateColumns,
         if field in by:
             maps = _or(by.pop(field), {})
             keys = sorted({k for m in maps for k in m})
+            values = [float(m.get(k, math.nan)) for m in maps for k in keys]
+            if any(not k or len(k.encode()) > 128 for k in keys) or sum(map(math.isnan, values)) != \
+                    n * len(keys) - sum(map(len, maps)):
+                raise _PerCandidate  # a NaN score or a bad name: the server names it on its candidate
             getattr(cols, names).extend(keys)
-            getattr(cols, field).extend(float(m.get(k, math.nan)) for m in maps for k in keys)
+            getattr(cols, field).extend(values)
     if "metadata" in by:
         for m in _or(by.pop("metadata"), {}):
             cols.metadata.add().entries.update(m)
@@ -196,8 +208,11 @@ def rank_request(value: pb.RankRequest | Mapping[str, Any], embeddings: ArrayLik
     cands = value.get("candidates") or ()
     msg = fill(pb.RankRequest(), {k: v for k, v in value.items() if k != "candidates"})
     if isinstance(cands, Sequence) and all(isinstance(c, Mapping) for c in cands) and not len(msg.columns.ids):
-        cols, rows = columns_of(cands)
-        matrix = embeddings if embeddings is not None else _rows(rows)
+        try:
+            cols, rows = columns_of(cands)
+        except _PerCandidate:
+            cols, rows = pb.CandidateColumns(), []
+        matrix = _MISSING if not len(cols.ids) and cands else embeddings if embeddings is not None else _rows(rows)
         if matrix is not _MISSING:
             msg.columns.CopyFrom(cols)
             return msg if matrix is None else _packed(msg, matrix, len(cands))
@@ -231,6 +246,18 @@ def _packed(msg: pb.RankRequest, embeddings: ArrayLike, n: int) -> pb.RankReques
     msg.embeddings_f32 = matrix.tobytes()
     msg.embedding_dim = matrix.shape[1]
     return msg
+
+
+_FIELD_OF = {column: field for field, column in {**_TEXTS, **_NUMBERS, **_ENUMS}.items()} | {
+    column: field for field, (column, _) in _OPTIONAL.items()}
+_COLUMN_PATH = re.compile(r"columns\.(\w+)\[(\d+)\]")
+
+
+def in_candidate_words(text: str) -> str:
+    """A violation of a request this client sent as columns, in the words of the dict it was given: the column
+    and row ``columns.retrieval_scores[3]`` is the dict's ``candidates[3].retrieval_score``."""
+    text = _COLUMN_PATH.sub(lambda m: f"candidates[{m.group(2)}].{_FIELD_OF.get(m.group(1), m.group(1))}", text)
+    return {"columns.ids": "candidates", "columns.facet_names": "candidates.facet_scores"}.get(text, text)
 
 
 def candidates_of(req: pb.RankRequest) -> list[pb.Candidate]:

@@ -25,7 +25,14 @@ from memrank._gen.v1 import ranking_pb2 as pb
 from memrank._gen.v1 import ranking_service_pb2_grpc as pb_grpc
 from memrank.client.config import retry_policy, seconds_of, service_config
 from memrank.client.errors import RankingError
-from memrank.client.requests import as_message, feedback_request, pack_embeddings, packable, rank_request
+from memrank.client.requests import (
+    as_message,
+    feedback_request,
+    in_candidate_words,
+    pack_embeddings,
+    packable,
+    rank_request,
+)
 from memrank.client.tls import channel_credentials
 
 T = TypeVar("T", bound=Message)
@@ -68,6 +75,11 @@ class Options:
                      embeddings: ArrayLike | None) -> pb.RankRequest:
         msg = rank_request(request, embeddings)
         return pack_embeddings(msg) if embeddings is None and self.pack_embeddings and packable(msg) else msg
+
+    @staticmethod
+    def as_sent(request: object, msg: pb.RankRequest, err: RankingError) -> RankingError:
+        """A refusal of a dict's request in the dict's words (its candidates went as columns)."""
+        return err.renamed(in_candidate_words) if msg is not request and msg.HasField("columns") else err
 
     def deadline(self, timeout: float | None) -> float:
         return self.timeout if timeout is None else timeout
@@ -155,7 +167,11 @@ class RankingClient(SharedOptions):
         when every candidate has one of one dimension (otherwise the request goes as it is).
         The caller's message is never modified.
         """
-        return self._call(self._stub.Rank, self._opts.rank_message(request, embeddings), timeout)
+        msg = self._opts.rank_message(request, embeddings)
+        try:
+            return self._call(self._stub.Rank, msg, timeout)
+        except RankingError as err:
+            raise self._opts.as_sent(request, msg, err) from None
 
     def score_admission(self, request: pb.ScoreAdmissionRequest | Mapping[str, Any],
                         timeout: float | None = None) -> pb.ScoreAdmissionResponse:

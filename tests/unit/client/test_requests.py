@@ -11,7 +11,7 @@ from google.protobuf import json_format
 
 from memrank._gen.v1 import ranking_pb2 as pb
 from memrank.api.call import Call, handle_rank
-from memrank.client.requests import candidates_of, rank_request, time_of
+from memrank.client.requests import candidates_of, in_candidate_words, rank_request, time_of
 from memrank.config import load_settings
 
 SETTINGS = load_settings(env={})
@@ -88,3 +88,25 @@ def test_an_unknown_key_is_named() -> None:
 ])
 def test_times_as_protobuf_json_and_python_say_them(value: object, want: tuple[int, int]) -> None:
     assert time_of(value) == want
+
+
+@pytest.mark.parametrize(("sent", "written"), [
+    ("columns.retrieval_scores[3]", "candidates[3].retrieval_score"),
+    ('columns.facet_scores[2]["bm25"]', 'candidates[2].facet_scores["bm25"]'),
+    ("columns.created_at[0]", "candidates[0].created_at"),
+    ("duplicate of columns.ids[0] ('a')", "duplicate of candidates[0].id ('a')"),
+    ("columns.positions[1]", "candidates[1].position"),
+    ("columns.ids", "candidates"),
+    ("columns.facet_names", "candidates.facet_scores"),
+    ("query", "query"),
+])
+def test_a_refusal_of_a_dict_names_the_dict_s_fields(sent: str, written: str) -> None:
+    assert in_candidate_words(sent) == written
+
+
+@pytest.mark.parametrize("scores", [{"bm25": "NaN"}, {"bm25": float("nan")}, {"": 0.5}])
+def test_what_columns_cannot_say_goes_per_candidate(scores: dict[str, object]) -> None:
+    """NaN is "no score" in the columnar matrix: a NaN score (or a name the server refuses) is sent on its
+    candidate, so the server refuses it there."""
+    req = rank_request({"candidates": [{"id": "a"}, {"id": "b", "facetScores": scores}]})
+    assert not req.HasField("columns") and [c.id for c in req.candidates] == ["a", "b"]
