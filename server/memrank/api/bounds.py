@@ -1,5 +1,5 @@
 """The wire format's fixed bounds (the configurable ones are ``limits.*`` in config), shared by the per-field
-rules (``validate``) and the column-wise proof (``fastpath``)."""
+rules (``validate``, ``candidate_rules``)."""
 
 from __future__ import annotations
 

@@ -85,9 +85,9 @@ def handle_rank(request: pb.RankRequest, settings: Settings, call: Call) -> pb.R
     """
     # Tracing on: child spans of the call's server span when it is sampled (the candidate count set before validation).
     trace = call.trace
-    stage = untraced if trace is None else trace.stages(len(request.candidates))
+    stage = untraced if trace is None else trace.stages(len(request.candidates) or len(request.columns.ids))
     packed = call.embeddings_f32
-    columns = None if packed is None else CandidateColumns(request.candidates, packed, request.embedding_dim)
+    columns = None if packed is None else CandidateColumns.of(request, packed)
     with stage("validate"):
         columns = validate_rank_request(request, settings.limits, columns, profiles=settings.profiles)
     _still_wanted(call.alive, "validated")

@@ -2,7 +2,7 @@
 
 Reading a field of a upb message costs a Python-level operation per
 candidate, so every field is read by one list comprehension over one list of
-candidate wrappers, at most once per request: validation's column fast path
+candidate wrappers, at most once per request: validation's rules
 and the proto -> Batch conversion take their columns from the same
 ``CandidateColumns`` (``validate_rank_request`` returns it and
 ``request_to_domain`` reuses it). Optional fields cost one presence pass
@@ -10,6 +10,11 @@ and the proto -> Batch conversion take their columns from the same
 the bound-method call, about half the cost) and values are read only where
 set; maps are read only for the candidates that have any; the embedding matrix
 is built once (or, packed, viewed in place).
+
+A request sends its candidates in one of two forms: ``candidates`` (a message each) or ``columns`` (a
+repeated field per Candidate field). ``CandidateColumns.of`` reads either into the same columns
+(``CandidateColumns`` the first, ``ColumnarCandidates`` the second), so every rule and the conversion
+see one shape; ``paths`` says how a violation names a row's field in the form it came in.
 """
 
 from __future__ import annotations
@@ -80,6 +85,53 @@ class TimeColumn:
 
 
 @dataclass(frozen=True)
+class ScoreColumn:
+    """One key of a map<string, double> field across the candidates: where it is set, and its values there
+    (NaN elsewhere)."""
+
+    present: np.ndarray  # bool (n,)
+    values: np.ndarray  # float64 (n,)
+
+
+@dataclass(frozen=True)
+class Paths:
+    """How a violation names candidate ``i``'s field in the form the candidates came in."""
+
+    prefix: str  # "candidates", "columns" or "candidate" (ScoreAdmission's one)
+    columnar: bool = False
+
+    def row(self, i: int) -> str:
+        """Candidate ``i`` as a whole: ``candidates[3]``, ``columns.ids[3]``, ``candidate``."""
+        return self.field(i, "id") if self.columnar else self._at(i)
+
+    def field(self, i: int, name: str) -> str:
+        """``candidates[3].retrieval_score``, ``columns.retrieval_scores[3]``, ``candidate.retrieval_score``."""
+        if self.columnar:
+            return f"{self.prefix}.{COLUMN_NAMES.get(name, name)}[{i}]"
+        return f"{self._at(i)}.{name}"
+
+    def key(self, i: int, name: str, key: str) -> str:
+        """A map entry: ``candidates[3].facet_scores["bm25"]``, ``columns.facet_scores[3]["bm25"]``."""
+        return f'{self.field(i, name)}["{key}"]'
+
+    def total(self, name: str) -> str:
+        """A rule over every candidate: ``candidates.facet_scores``, ``columns.facet_names``."""
+        return f"{self.prefix}.{COLUMN_TOTALS.get(name, name) if self.columnar else name}"
+
+    def _at(self, i: int) -> str:
+        return self.prefix if self.prefix == "candidate" else f"{self.prefix}[{i}]"
+
+
+# Candidate field -> its column in CandidateColumns (the message) where the names differ.
+COLUMN_NAMES = {"id": "ids", "layer": "layers", "kind": "kinds", "content": "contents",
+                "retrieval_score": "retrieval_scores", "access_count": "access_counts",
+                "token_count": "token_counts", "source": "sources", "thread": "threads", "position": "positions",
+                "speaker": "speakers"}
+COLUMN_TOTALS = {"facet_scores": "facet_names", "stage_scores": "stage_names"}
+PER_CANDIDATE, COLUMNAR = Paths("candidates"), Paths("columns", columnar=True)
+
+
+@dataclass(frozen=True)
 class MapRow:
     """The map fields of one candidate that has at least one non-empty map."""
 
@@ -89,39 +141,43 @@ class MapRow:
     metadata: dict[str, str]
 
 
-class CandidateColumns:
-    """The candidates of one request as columns, each read from the protobuf at most once (lazily)."""
+def _field(name: str) -> _once[list[Any]]:
+    """A scalar Candidate field of every candidate, in order (``attrgetter`` over the wrappers: no Python frame
+    per candidate)."""
+    def read(self: CandidateColumns) -> list[Any]:
+        return list(map(attrgetter(name), self.cands))
+    return _once(read)
 
-    def __init__(self, cands: Sequence[pb.Candidate], packed: bytes = b"", dim: int = 0) -> None:
+
+class CandidateColumns:
+    """The candidates of one request as columns, each read from the protobuf at most once (lazily).
+
+    This class reads the per-candidate form (``RankRequest.candidates``); ``ColumnarCandidates`` the columnar one.
+    """
+
+    paths = PER_CANDIDATE
+
+    def __init__(self, cands: Sequence[pb.Candidate], packed: bytes = b"", dim: int = 0,
+                 paths: Paths = PER_CANDIDATE) -> None:
         self.cands = list(cands)  # one wrapper per candidate, reused by every column
         self.n = len(self.cands)
         self.packed = packed  # RankRequest.embeddings_f32 (read once: upb copies bytes on every access)
         self.dim = dim
+        self.paths = paths
 
-    @classmethod
-    def of(cls, req: pb.RankRequest) -> CandidateColumns:
-        """The columns of a request, its packed embeddings included."""
-        return cls(req.candidates, req.embeddings_f32, req.embedding_dim)
+    ids, layers, kinds, contents = _field("id"), _field("layer"), _field("kind"), _field("content")
+    provenance, threads, speakers = _field("provenance"), _field("thread"), _field("speaker")
+    access_count, token_count = _field("access_count"), _field("token_count")
+    source, safety = _field("source"), _field("safety")
 
-    @_once
-    def ids(self) -> list[str]:
-        return [c.id for c in self.cands]
-
-    @_once
-    def layers(self) -> list[str]:
-        return [c.layer for c in self.cands]
-
-    @_once
-    def kinds(self) -> list[str]:
-        return [c.kind for c in self.cands]
-
-    @_once
-    def contents(self) -> list[str]:
-        return [c.content for c in self.cands]
-
-    @_once
-    def provenance(self) -> list[str]:
-        return [c.provenance for c in self.cands]
+    @staticmethod
+    def of(req: pb.RankRequest, packed: bytes | None = None) -> CandidateColumns:
+        """The columns of a request in either form, its packed embeddings included (``packed``: the
+        embeddings_f32 bytes when the runtime split them off the wire, else the request's own)."""
+        data = req.embeddings_f32 if packed is None else packed
+        if req.HasField("columns"):
+            return ColumnarCandidates(req.columns, data, req.embedding_dim)
+        return CandidateColumns(req.candidates, data, req.embedding_dim)
 
     @_once
     def retrieval(self) -> np.ndarray:
@@ -145,14 +201,6 @@ class CandidateColumns:
         return out
 
     @_once
-    def threads(self) -> list[str]:
-        return [c.thread for c in self.cands]
-
-    @_once
-    def speakers(self) -> list[str]:
-        return [c.speaker for c in self.cands]
-
-    @_once
     def position_set(self) -> list[bool]:
         return ["position" in c for c in self.cands]
 
@@ -168,22 +216,6 @@ class CandidateColumns:
         if len(self.position_values):
             out[np.array(self.position_set, dtype=bool)] = self.position_values
         return out
-
-    @_once
-    def access_count(self) -> list[int]:
-        return [c.access_count for c in self.cands]
-
-    @_once
-    def token_count(self) -> list[int]:
-        return [c.token_count for c in self.cands]
-
-    @_once
-    def source(self) -> list[int]:
-        return [c.source for c in self.cands]
-
-    @_once
-    def safety(self) -> list[int]:
-        return [c.safety for c in self.cands]
 
     @_once
     def times(self) -> dict[str, TimeColumn | None]:
@@ -205,6 +237,31 @@ class CandidateColumns:
         return TimeColumn(mask, seconds, nanos)
 
     @_once
+    def facets(self) -> dict[str, ScoreColumn]:
+        """Candidate.facet_scores, one column per name set by any candidate (sorted)."""
+        return self._scores("facet_scores")
+
+    @_once
+    def stages(self) -> dict[str, ScoreColumn]:
+        """Candidate.stage_scores, one column per name set by any candidate (sorted)."""
+        return self._scores("stage_scores")
+
+    def _scores(self, name: str) -> dict[str, ScoreColumn]:
+        rows = [(r.index, m) for r in self.maps if (m := getattr(r, name))]
+        columns = {key: ScoreColumn(np.zeros(self.n, dtype=bool), _nans(self.n))
+                   for key in sorted({k for _, m in rows for k in m})}
+        for i, m in rows:
+            for k, v in m.items():
+                columns[k].present[i] = True
+                columns[k].values[i] = v
+        return columns
+
+    @_once
+    def metadata(self) -> list[tuple[int, dict[str, str]]]:
+        """(row, Candidate.metadata) of the candidates that have any."""
+        return [(r.index, r.metadata) for r in self.maps if r.metadata]
+
+    @_once
     def maps(self) -> list[MapRow]:
         """The map fields of the candidates that have any (most have none: one length test each)."""
         return [MapRow(i, dict(c.facet_scores), dict(c.stage_scores), dict(c.metadata))
@@ -220,6 +277,21 @@ class CandidateColumns:
         where one is missing), or None when no candidate has one."""
         if self.packed:
             return np.frombuffer(self.packed, dtype="<f4").reshape(self.n, self.dim)
+        return self.row_embeddings
+
+    def nonfinite_embeddings(self, limit: int) -> list[int]:
+        """The rows whose own embedding (Candidate.embedding, at most ``limit`` values) holds NaN or infinity."""
+        lengths = self.embedding_lengths
+        if len(set(lengths)) == 1 and self.row_embeddings is not None:  # one dimension: the matrix, at once
+            if lengths[0] > limit:
+                return []
+            return np.flatnonzero(~np.isfinite(self.row_embeddings).all(axis=1)).tolist()
+        return [i for i, c in enumerate(self.cands)
+                if 0 < lengths[i] <= limit and not np.isfinite(np.asarray(c.embedding, dtype=np.float64)).all()]
+
+    @_once
+    def row_embeddings(self) -> np.ndarray | None:
+        """The candidates' own embeddings (packed ones aside) as ``embeddings`` describes them."""
         lengths = self.embedding_lengths
         dim = max(lengths, default=0)
         if dim == 0:
@@ -233,24 +305,11 @@ class CandidateColumns:
                 out[i] = c.embedding
         return out
 
-    def _keyed(self, name: str) -> dict[str, np.ndarray]:
-        """A map<string, double> field as one float64 column per key (sorted), NaN where a candidate lacks it."""
-        if not self.maps:
-            return {}
-        rows = [(r.index, getattr(r, name)) for r in self.maps]
-        rows = [(i, m) for i, m in rows if m]
-        columns = {key: _nans(self.n) for key in sorted({k for _, m in rows for k in m})}
-        for i, m in rows:
-            for k, v in m.items():
-                columns[k][i] = v
-        return columns
-
     def to_batch(self) -> Batch:
         """The columns as a core Batch (equal to batch_from_rows of candidate_to_domain)."""
         metadata: list[Mapping[str, str]] = [_NO_METADATA] * self.n
-        for r in self.maps:
-            if r.metadata:
-                metadata[r.index] = MappingProxyType(r.metadata)
+        for i, entries in self.metadata:
+            metadata[i] = MappingProxyType(entries)
         times = {name: (_nans(self.n) if t is None else t.epoch()) for name, t in self.times.items()}
         return Batch(
             ids=tuple(self.ids),
@@ -258,7 +317,7 @@ class CandidateColumns:
             kinds=tuple(self.kinds),
             contents=tuple(self.contents),
             retrieval=self.retrieval,
-            facets=MappingProxyType(self._keyed("facet_scores")),
+            facets=MappingProxyType({k: c.values for k, c in self.facets.items()}),
             importance=self.importance,
             access_count=np.array(self.access_count, dtype=np.int64),
             token_count=np.array(self.token_count, dtype=np.int64),
@@ -266,10 +325,97 @@ class CandidateColumns:
             provenance=tuple(self.provenance),
             safety=np.array(self.safety, dtype=np.int8),
             embeddings=self.embeddings,
-            stage_scores=MappingProxyType(self._keyed("stage_scores")),
+            stage_scores=MappingProxyType({k: c.values for k, c in self.stages.items()}),
             metadata=tuple(metadata),
             threads=tuple(self.threads),
             positions=self.positions,
             speakers=tuple(self.speakers),
             **times,
         )
+
+
+def _column(name: str, default: object) -> _once[list[Any]]:
+    """A column of CandidateColumns (the message) as a list: its values, or ``default`` for every row when empty."""
+    def read(self: ColumnarCandidates) -> list[Any]:
+        column = getattr(self.message, name)
+        return list(column) if len(column) else [default] * self.n
+    return _once(read)
+
+
+class ColumnarCandidates(CandidateColumns):
+    """The columnar form (``RankRequest.columns``) read into the same columns: each message column is read
+    once, whole (a repeated scalar field converts in C). Its shape (every column empty or one value per id)
+    is ``validate``'s first rule, checked before any column here is read."""
+
+    def __init__(self, columns: pb.CandidateColumns, packed: bytes = b"", dim: int = 0) -> None:
+        super().__init__((), packed, dim, COLUMNAR)
+        self.message = columns
+        self.n = len(columns.ids)
+
+    ids, layers, kinds, contents = _column("ids", ""), _column("layers", ""), _column("kinds", ""), \
+        _column("contents", "")
+    provenance, threads, speakers = _column("provenance", ""), _column("threads", ""), _column("speakers", "")
+    access_count, token_count = _column("access_counts", 0), _column("token_counts", 0)
+    source, safety = _column("sources", 0), _column("safety", 0)
+
+    @_once
+    def retrieval(self) -> np.ndarray:
+        values = self.message.retrieval_scores
+        return np.array(values, dtype=np.float64) if len(values) else np.zeros(self.n)
+
+    @_once
+    def importance_set(self) -> list[bool]:
+        return _present(self.message.importance, self.message.importance_present, self.n)
+
+    @_once
+    def importance_values(self) -> np.ndarray:
+        values = np.array(self.message.importance, dtype=np.float64)
+        return values[np.array(self.importance_set, dtype=bool)] if len(values) else values
+
+    @_once
+    def position_set(self) -> list[bool]:
+        return _present(self.message.positions, self.message.positions_present, self.n)
+
+    @_once
+    def position_values(self) -> np.ndarray:
+        values = np.array(self.message.positions, dtype=np.int64)
+        return values[np.array(self.position_set, dtype=bool)] if len(values) else values
+
+    def _time(self, name: str) -> TimeColumn | None:
+        column: pb.TimeColumn = getattr(self.message, name)
+        if not len(column.seconds):
+            return None
+        mask = np.array(_present(column.seconds, column.present, self.n), dtype=bool)
+        seconds = np.array(column.seconds, dtype=np.int64)
+        nanos = np.array(column.nanos, dtype=np.int64) if len(column.nanos) else np.zeros(self.n, dtype=np.int64)
+        if not mask.all():
+            seconds[~mask] = nanos[~mask] = 0  # an unset row's values are ignored, as an unset field's
+        return TimeColumn(mask, seconds, nanos) if mask.any() else None
+
+    def _scores(self, name: str) -> dict[str, ScoreColumn]:
+        names = list(getattr(self.message, "facet_names" if name == "facet_scores" else "stage_names"))
+        if not names:
+            return {}
+        matrix = np.array(getattr(self.message, name), dtype=np.float64).reshape(self.n, len(names))
+        present = ~np.isnan(matrix)
+        return {key: ScoreColumn(present[:, j].copy(), matrix[:, j].copy())
+                for key, j in sorted((key, j) for j, key in enumerate(names)) if present[:, j].any()}
+
+    @_once
+    def metadata(self) -> list[tuple[int, dict[str, str]]]:
+        return [(i, dict(row.entries)) for i, row in enumerate(self.message.metadata) if len(row.entries)]
+
+    @_once
+    def embedding_lengths(self) -> list[int]:
+        return [0] * self.n  # the columnar form's embeddings are the packed matrix only
+
+    @_once
+    def row_embeddings(self) -> np.ndarray | None:
+        return None
+
+
+def _present(values: Sequence[object], present: Sequence[bool], n: int) -> list[bool]:
+    """Which rows set an optional column: none when it is empty, all when its presence column is."""
+    if not len(values):
+        return [False] * n
+    return list(present) if len(present) else [True] * n

@@ -12,8 +12,6 @@ error can name it. It stops at the first malformed byte and returns None.
 
 from __future__ import annotations
 
-import struct
-
 from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
 from google.protobuf.descriptor import Descriptor, FieldDescriptor
 from google.protobuf.message import DecodeError, Message
@@ -117,8 +115,8 @@ def bad_utf8_field(data: bytes, message: Descriptor) -> str | None:
 
 
 def _top_level_rank_request() -> type[Message]:
-    """RankRequest with its candidates (and layers) as opaque bytes: parsing it reads only the top-level fields
-    (candidates are copied, not decoded), and serialising it writes them back unchanged."""
+    """RankRequest with its candidates (either form) and layers as opaque bytes: parsing it reads only the
+    top-level fields (candidates are copied, not decoded), and serialising it writes them back unchanged."""
     file = descriptor_pb2.FileDescriptorProto()
     pb.DESCRIPTOR.CopyToProto(file)
     source = next(m for m in file.message_type if m.name == "RankRequest")
@@ -128,7 +126,7 @@ def _top_level_rank_request() -> type[Message]:
     message = top.message_type.add()
     message.CopyFrom(source)
     for field in message.field:
-        if field.name in ("candidates", "layers"):
+        if field.name in ("candidates", "layers", "columns"):
             field.type = descriptor_pb2.FieldDescriptorProto.TYPE_BYTES
             field.ClearField("type_name")
         elif field.type_name.startswith(".memrank.v1.RankRequest."):  # its own map entries
@@ -144,9 +142,8 @@ def _top_level_rank_request() -> type[Message]:
 _TOP = _top_level_rank_request()
 _EMBEDDINGS = _TOP.DESCRIPTOR.fields_by_name["embeddings_f32"]
 _HEADER = bytes([_EMBEDDINGS.number << 3 | 2])  # its key: field 14, length-delimited (one byte)
-# The fields numbered after it, which a serialiser writes after it: embedding_dim (15, uint32), relevance_threshold
-# (16, optional double), log_decision (17, bool); keys as they are written (tests/unit/api checks them).
-_DIM, _THRESHOLD, _LOGGED = b"\x78", b"\x81\x01", b"\x88\x01"
+# The fields numbered after it, which a serialiser writes after it (every one a scalar or opaque bytes here).
+_AFTER = [f.name for f in _TOP.DESCRIPTOR.fields if f.number > _EMBEDDINGS.number]
 _SPLIT_FROM = 256 << 10  # bytes of request from which the matrix is cut from the wire bytes (below: a few KiB)
 
 
@@ -161,11 +158,11 @@ def _varint_bytes(value: int) -> bytes:
 
 def _after(top: Message) -> bytes:
     """The serialisation of ``top``'s fields numbered after the embeddings (what ends ``top``'s own)."""
-    dim: int = top.embedding_dim
-    tail = _DIM + _varint_bytes(dim) if dim else b""
-    if top.HasField("relevance_threshold"):
-        tail += _THRESHOLD + struct.pack("<d", top.relevance_threshold)
-    return tail + _LOGGED + b"\x01" if top.log_decision else tail
+    tail = _TOP()
+    for name in _AFTER:
+        if top.HasField(name) if _TOP.DESCRIPTOR.fields_by_name[name].has_presence else getattr(top, name):
+            setattr(tail, name, getattr(top, name))
+    return bytes(tail.SerializeToString())
 
 
 def _where(data: bytes, rest: bytes, tail: bytes) -> tuple[int, int] | None:

@@ -15,6 +15,7 @@ from memrank._gen.v1.ranking_pb2 import (
     Budget,
     CalibrationBucket,
     Candidate,
+    CandidateColumns,
     DroppedMemory,
     DropReason,
     ExplainLevel,
@@ -24,6 +25,7 @@ from memrank._gen.v1.ranking_pb2 import (
     LayerPolicy,
     ListProfilesRequest,
     ListProfilesResponse,
+    MetadataRow,
     Placement,
     Profile,
     RankedMemory,
@@ -41,6 +43,7 @@ from memrank._gen.v1.ranking_pb2 import (
     SignalScore,
     SignalWeight,
     Source,
+    TimeColumn,
 )
 from memrank.client.aio import AsyncRankingClient
 from memrank.client.config import service_config
@@ -62,6 +65,7 @@ __all__ = [
     "Budget",
     "CalibrationBucket",
     "Candidate",
+    "CandidateColumns",
     "DropReason",
     "DroppedMemory",
     "ExplainLevel",
@@ -73,6 +77,7 @@ __all__ = [
     "LayerPolicy",
     "ListProfilesRequest",
     "ListProfilesResponse",
+    "MetadataRow",
     "Placement",
     "Profile",
     "RankRequest",
@@ -94,6 +99,7 @@ __all__ = [
     "SignalScore",
     "SignalWeight",
     "Source",
+    "TimeColumn",
     "Timestamp",
     "Unauthenticated",
     "Unavailable",

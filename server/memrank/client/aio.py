@@ -62,7 +62,11 @@ class AsyncRankingClient(SharedOptions):
                    embeddings: ArrayLike | None = None) -> pb.RankResponse:
         """Rank candidates (as RankingClient.rank)."""
         stub, _ = self._stubs()
-        return await self._call(stub.Rank, self._opts.rank_message(request, embeddings), timeout)
+        msg = self._opts.rank_message(request, embeddings)
+        try:
+            return await self._call(stub.Rank, msg, timeout)
+        except RankingError as err:
+            raise self._opts.as_sent(request, msg, err) from None
 
     async def score_admission(self, request: pb.ScoreAdmissionRequest | Mapping[str, Any],
                               timeout: float | None = None) -> pb.ScoreAdmissionResponse:

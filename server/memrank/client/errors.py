@@ -4,7 +4,7 @@ and a subclass per code a caller handles apart."""
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -73,6 +73,11 @@ class RankingError(Exception):
 
     def __reduce__(self) -> tuple[Any, ...]:
         return type(self), (self.code, self.message, self.violations, self.reason), self.__dict__
+
+    def renamed(self, rename: Callable[[str], str]) -> RankingError:
+        """The same error with ``rename`` applied to its message and each violation's field and description."""
+        return RankingError(self.code, rename(self.message),
+                            [FieldError(rename(v.field), rename(v.description)) for v in self.violations], self.reason)
 
     @property
     def fields(self) -> tuple[str, ...]:

@@ -1,36 +1,293 @@
-"""Requests as the Python clients send them: messages from dicts, packed embeddings, feedback by decision."""
+"""Requests as the Python clients send them: messages from dicts (no JSON conversion), candidates as columns,
+packed embeddings, feedback by decision.
+
+A dict is read as protobuf JSON would be (camelCase keys, and the snake_case field names too; times as RFC 3339
+strings; enums by name or number), but straight into the message: ``RankRequest`` dicts put their candidates
+in the columnar form (``RankRequest.columns``, one repeated field per Candidate field, filled a column at a
+time) with the embeddings packed as ``embeddings_f32``; the server answers both forms alike.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import base64
+import datetime
+import math
+import re
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, TypeVar
 
 import numpy as np
-from google.protobuf import json_format
+from google.protobuf.descriptor import Descriptor, FieldDescriptor
 from google.protobuf.message import Message
+from google.protobuf.timestamp_pb2 import Timestamp
 from numpy.typing import ArrayLike
 
 from memrank._gen.v1 import ranking_pb2 as pb
-from memrank.api.convert import candidate_to_proto
-from memrank.core.batch import CandidateInput
 
 T = TypeVar("T", bound=Message)
+_EPOCH = datetime.datetime(1970, 1, 1, tzinfo=datetime.UTC)
+_SECOND = datetime.timedelta(seconds=1)
+_MISSING = object()
+
+
+def _names(descriptor: Descriptor) -> dict[str, FieldDescriptor]:
+    return {**{f.json_name: f for f in descriptor.fields}, **descriptor.fields_by_name}
+
+
+def _field(names: Mapping[str, FieldDescriptor], key: str, where: str) -> FieldDescriptor:
+    field = names.get(key)
+    if field is None:
+        raise ValueError(f"{where} has no field {key!r}")
+    return field
+
+
+def time_of(value: Any) -> tuple[int, int]:
+    """(seconds, nanos) of an RFC 3339 string, a datetime (naive: UTC), epoch seconds, a Timestamp, or a
+    {"seconds", "nanos"} dict."""
+    if isinstance(value, str):
+        head, dot, rest = value.partition(".")
+        digits = rest[:len(rest) - len(rest.lstrip("0123456789"))] if dot else ""
+        moment = datetime.datetime.fromisoformat(head + rest[len(digits):] if dot else head)
+        return time_of(moment.replace(microsecond=0))[0], int(digits[:9].ljust(9, "0")) if digits else 0
+    if isinstance(value, datetime.datetime):
+        moment = value if value.tzinfo is not None else value.replace(tzinfo=datetime.UTC)
+        whole = moment.replace(microsecond=0)
+        return (whole - _EPOCH) // _SECOND, moment.microsecond * 1000
+    if isinstance(value, Timestamp):
+        return value.seconds, value.nanos
+    if isinstance(value, Mapping):
+        return int(value.get("seconds", 0)), int(value.get("nanos", 0))
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        floor = math.floor(value)
+        return floor, min(round((value - floor) * 1e9), 999_999_999)
+    raise TypeError(f"a time must be an RFC 3339 string, a datetime or epoch seconds, got {type(value).__name__}")
+
+
+_FLOATS = (FieldDescriptor.CPPTYPE_DOUBLE, FieldDescriptor.CPPTYPE_FLOAT)
+_INTS = (FieldDescriptor.CPPTYPE_INT32, FieldDescriptor.CPPTYPE_INT64, FieldDescriptor.CPPTYPE_UINT32,
+         FieldDescriptor.CPPTYPE_UINT64)
+
+
+def _scalar(field: FieldDescriptor, value: Any) -> Any:
+    """A protobuf-JSON value as the field holds it: enum names, base64 bytes, "NaN" and 64-bit integers as text."""
+    if not isinstance(value, str):
+        return value
+    if field.enum_type is not None:
+        return field.enum_type.values_by_name[value].number
+    if field.type == FieldDescriptor.TYPE_BYTES:
+        return base64.b64decode(value)
+    return float(value) if field.cpp_type in _FLOATS else int(value) if field.cpp_type in _INTS else value
+
+
+def _values(field: str, values: list[Any], default: Any) -> list[Any]:
+    """A column's values: ``default`` where not sent, text numbers and enum names as _scalar reads them."""
+    out = [default if v is _MISSING else v for v in values]
+    if field in _TEXTS or not any(isinstance(v, str) for v in out):
+        return out
+    return [_scalar(_CANDIDATE[field], v) for v in out]
+
+
+def fill(msg: T, data: Mapping[str, Any]) -> T:
+    """``msg`` with the fields of a protobuf-JSON-shaped dict set (camelCase or snake_case keys)."""
+    descriptor = msg.DESCRIPTOR
+    names = _names(descriptor)
+    for key, value in data.items():
+        if value is None:
+            continue
+        field = _field(names, key, descriptor.name)
+        target = getattr(msg, field.name)
+        if field.message_type is not None and field.message_type.GetOptions().map_entry:
+            entry = field.message_type.fields_by_name["value"]
+            target.update({k: _scalar(entry, v) for k, v in value.items()})
+        elif field.message_type is Timestamp.DESCRIPTOR and not field.is_repeated:
+            target.seconds, target.nanos = time_of(value)
+        elif field.message_type is not None:
+            for item, sub in zip(value, (target.add() for _ in value), strict=True) if field.is_repeated else \
+                    ((value, target),):
+                sub.CopyFrom(item) if isinstance(item, Message) else fill(sub, item)
+        elif field.is_repeated:
+            target.extend(_scalar(field, v) for v in value)
+        else:
+            setattr(msg, field.name, _scalar(field, value))
+    return msg
 
 
 def as_message(value: Message | Mapping[str, Any], cls: type[T]) -> T:
-    """A message from a message or a protobuf-JSON-shaped dict (CandidateInput rows allowed)."""
+    """A message from a message (as it is) or a protobuf-JSON-shaped dict."""
     if isinstance(value, cls):
         return value
     if not isinstance(value, Mapping):
         raise TypeError(f"expected {cls.__name__} or a dict, got {type(value).__name__}")
-    data = dict(value)
-    rows = [c for c in data.get("candidates", ()) if isinstance(c, CandidateInput)]
-    if rows:
-        data["candidates"] = [c for c in data["candidates"] if not isinstance(c, CandidateInput)]
-    msg = json_format.ParseDict(data, cls())
-    if rows and isinstance(msg, pb.RankRequest):
-        msg.candidates.extend(candidate_to_proto(r) for r in rows)
+    return fill(cls(), value)
+
+
+_CANDIDATE = _names(pb.Candidate.DESCRIPTOR)
+_TEXTS = {"id": "ids", "layer": "layers", "kind": "kinds", "content": "contents", "provenance": "provenance",
+          "thread": "threads", "speaker": "speakers"}
+_NUMBERS = {"retrieval_score": "retrieval_scores", "access_count": "access_counts", "token_count": "token_counts"}
+_ENUMS = {"source": "sources", "safety": "safety"}
+_OPTIONAL = {"importance": ("importance", "importance_present"), "position": ("positions", "positions_present")}
+_TIMES = ("created_at", "last_accessed_at", "event_time", "ingested_at", "valid_from", "valid_to")
+_MATRICES = {"facet_scores": "facet_names", "stage_scores": "stage_names"}
+
+
+def _by_field(cands: Sequence[Mapping[str, Any]]) -> dict[str, list[Any]]:
+    """Each Candidate field sent by any candidate: its value per candidate (_MISSING where not sent)."""
+    n = len(cands)
+    out: dict[str, list[Any]] = {}
+    for i, c in enumerate(cands):
+        for key, value in c.items():
+            name = _field(_CANDIDATE, key, "Candidate").name
+            column = out.get(name)
+            if column is None:
+                column = out[name] = [_MISSING] * n
+            column[i] = _MISSING if value is None else value
+    return out
+
+
+def _or(values: Iterable[Any], default: Any) -> list[Any]:
+    return [default if v is _MISSING else v for v in values]
+
+
+class _PerCandidate(Exception):
+    """What the columnar form cannot say as sent (a NaN score is "no score" there): send the candidates as they are."""
+
+
+def columns_of(cands: Sequence[Mapping[str, Any]]) -> tuple[pb.CandidateColumns, list[Any] | None]:
+    """Candidate dicts as the columnar form, and their ``embedding`` values (None when none sends one).
+
+    Raises _PerCandidate for a NaN facet or stage score or an empty or overlong name (refused per candidate)."""
+    by = _by_field(cands)
+    n = len(cands)
+    cols = pb.CandidateColumns()
+    cols.ids.extend(_or(by.pop("id", [_MISSING] * n), ""))
+    for field, column in {**_TEXTS, **_NUMBERS, **_ENUMS}.items():
+        if field in by:
+            getattr(cols, column).extend(_values(field, by.pop(field), "" if field in _TEXTS else 0))
+    for field, (column, present) in _OPTIONAL.items():
+        if field in by:
+            values = by.pop(field)
+            getattr(cols, column).extend(_values(field, values, 0))
+            if _MISSING in values:
+                getattr(cols, present).extend(v is not _MISSING for v in values)
+    for field in _TIMES:
+        if field in by:
+            values, target = by.pop(field), getattr(cols, field)
+            stamps = [(0, 0) if v is _MISSING else time_of(v) for v in values]
+            target.seconds.extend(s for s, _ in stamps)
+            if any(ns for _, ns in stamps):
+                target.nanos.extend(ns for _, ns in stamps)
+            if _MISSING in values:
+                target.present.extend(v is not _MISSING for v in values)
+    for field, names in _MATRICES.items():
+        if field in by:
+            maps = _or(by.pop(field), {})
+            keys = sorted({k for m in maps for k in m})
+            values = [float(m.get(k, math.nan)) for m in maps for k in keys]
+            if any(not k or len(k.encode()) > 128 for k in keys) or sum(map(math.isnan, values)) != \
+                    n * len(keys) - sum(map(len, maps)):
+                raise _PerCandidate  # a NaN score or a bad name: the server names it on its candidate
+            getattr(cols, names).extend(keys)
+            getattr(cols, field).extend(values)
+    if "metadata" in by:
+        for m in _or(by.pop("metadata"), {}):
+            cols.metadata.add().entries.update(m)
+    embeddings = by.pop("embedding", None)
+    if by:
+        raise ValueError(f"Candidate field {sorted(by)[0]!r} has no column")  # none: every field has one
+    return cols, embeddings
+
+
+def rank_request(value: pb.RankRequest | Mapping[str, Any], embeddings: ArrayLike | None = None) -> pb.RankRequest:
+    """The RankRequest of a message (as it is; a copy packed when ``embeddings`` is given) or of a dict (its
+    candidates as columns, their embeddings or ``embeddings`` packed)."""
+    if isinstance(value, pb.RankRequest):
+        return value if embeddings is None else pack_embeddings(value, embeddings)
+    if not isinstance(value, Mapping):
+        raise TypeError(f"expected RankRequest or a dict, got {type(value).__name__}")
+    cands = value.get("candidates") or ()
+    msg = fill(pb.RankRequest(), {k: v for k, v in value.items() if k != "candidates"})
+    if isinstance(cands, Sequence) and all(isinstance(c, Mapping) for c in cands) and not len(msg.columns.ids):
+        try:
+            cols, rows = columns_of(cands)
+        except _PerCandidate:
+            cols, rows = pb.CandidateColumns(), []
+        matrix = _MISSING if not len(cols.ids) and cands else embeddings if embeddings is not None else _rows(rows)
+        if matrix is not _MISSING:
+            msg.columns.CopyFrom(cols)
+            return msg if matrix is None else _packed(msg, matrix, len(cands))
+    fill(msg, {"candidates": cands})  # messages among them, or embeddings of several dimensions: as sent
+    return msg if embeddings is None else pack_embeddings(msg, embeddings)
+
+
+def _rows(rows: list[Any] | None) -> Any:
+    """The candidates' own embeddings as one matrix (zero rows where missing, as the server reads them), None
+    when no candidate has one, _MISSING when they differ in dimension (sent per candidate: the server names it)."""
+    if rows is None:
+        return None
+    dims = {len(r) for r in rows if r is not _MISSING} - {0}
+    if not dims:
+        return None
+    if len(dims) > 1:
+        return _MISSING
+    dim = dims.pop()
+    matrix = np.zeros((len(rows), dim), dtype="<f4")
+    for i, r in enumerate(rows):
+        if r is not _MISSING and len(r):
+            matrix[i] = r
+    return matrix
+
+
+def _packed(msg: pb.RankRequest, embeddings: ArrayLike, n: int) -> pb.RankRequest:
+    matrix = np.ascontiguousarray(embeddings, dtype="<f4")
+    if matrix.ndim != 2 or matrix.shape[0] != n or matrix.shape[1] == 0:
+        raise ValueError(f"embeddings must be an ({n}, dim) matrix with dim >= 1 (one row per candidate), "
+                         f"got shape {matrix.shape}")
+    msg.embeddings_f32 = matrix.tobytes()
+    msg.embedding_dim = matrix.shape[1]
     return msg
+
+
+_FIELD_OF = {column: field for field, column in {**_TEXTS, **_NUMBERS, **_ENUMS}.items()} | {
+    column: field for field, (column, _) in _OPTIONAL.items()}
+_COLUMN_PATH = re.compile(r"columns\.(\w+)\[(\d+)\]")
+
+
+def in_candidate_words(text: str) -> str:
+    """A violation of a request this client sent as columns, in the words of the dict it was given: the column
+    and row ``columns.retrieval_scores[3]`` is the dict's ``candidates[3].retrieval_score``."""
+    text = _COLUMN_PATH.sub(lambda m: f"candidates[{m.group(2)}].{_FIELD_OF.get(m.group(1), m.group(1))}", text)
+    return {"columns.ids": "candidates", "columns.facet_names": "candidates.facet_scores"}.get(text, text)
+
+
+def candidates_of(req: pb.RankRequest) -> list[pb.Candidate]:
+    """A request's candidates as messages, whichever form it sent them in (for receipts and accounting)."""
+    if not req.HasField("columns"):
+        return list(req.candidates)
+    c = req.columns
+    n = len(c.ids)
+    out = [pb.Candidate(id=i) for i in c.ids]
+    for field, column in {**_TEXTS, **_NUMBERS, **_ENUMS}.items():
+        for cand, v in zip(out, getattr(c, column), strict=False):
+            setattr(cand, field, v)
+    for field, (column, present) in _OPTIONAL.items():
+        values, mask = getattr(c, column), getattr(c, present)
+        for i, v in enumerate(values):
+            if not len(mask) or mask[i]:
+                setattr(out[i], field, v)
+    for field in _TIMES:
+        t = getattr(c, field)
+        for i, s in enumerate(t.seconds):
+            if not len(t.present) or t.present[i]:
+                getattr(out[i], field).seconds, getattr(out[i], field).nanos = s, t.nanos[i] if len(t.nanos) else 0
+    for field, names in _MATRICES.items():
+        keys, values = list(getattr(c, names)), getattr(c, field)
+        for i in range(n if keys else 0):
+            getattr(out[i], field).update({k: v for j, k in enumerate(keys)
+                                           if not math.isnan(v := values[i * len(keys) + j])})
+    for cand, row in zip(out, c.metadata, strict=False):
+        cand.metadata.update(row.entries)
+    return out
 
 
 def pack_embeddings(request: pb.RankRequest, embeddings: ArrayLike | None = None) -> pb.RankRequest:
@@ -43,26 +300,19 @@ def pack_embeddings(request: pb.RankRequest, embeddings: ArrayLike | None = None
     candidates carry no ``embedding`` (the server refuses both at once).
     Raises ValueError when the shapes do not fit.
     """
-    n = len(request.candidates)
+    n = len(request.columns.ids) if request.HasField("columns") else len(request.candidates)
     if embeddings is None:
         lengths = {len(c.embedding) for c in request.candidates}
         if len(lengths) != 1 or 0 in lengths:
             raise ValueError("packing needs every candidate to carry an embedding of one dimension; "
                              f"got dimensions {sorted(lengths)}")
-        matrix = np.array([c.embedding for c in request.candidates], dtype="<f4")
-    else:
-        matrix = np.ascontiguousarray(embeddings, dtype="<f4")
-        if matrix.ndim != 2 or matrix.shape[0] != n or matrix.shape[1] == 0:
-            raise ValueError(f"embeddings must be an ({n}, dim) matrix with dim >= 1 (one row per candidate), "
-                             f"got shape {matrix.shape}")
+        embeddings = np.array([c.embedding for c in request.candidates], dtype="<f4")
     out = pb.RankRequest()
     out.CopyFrom(request)
     for c in out.candidates:
         if len(c.embedding):
             c.ClearField("embedding")
-    out.embeddings_f32 = matrix.tobytes()
-    out.embedding_dim = matrix.shape[1]
-    return out
+    return _packed(out, embeddings, n)
 
 
 def packable(request: pb.RankRequest) -> bool:

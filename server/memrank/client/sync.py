@@ -25,7 +25,14 @@ from memrank._gen.v1 import ranking_pb2 as pb
 from memrank._gen.v1 import ranking_service_pb2_grpc as pb_grpc
 from memrank.client.config import retry_policy, seconds_of, service_config
 from memrank.client.errors import RankingError
-from memrank.client.requests import as_message, feedback_request, pack_embeddings, packable
+from memrank.client.requests import (
+    as_message,
+    feedback_request,
+    in_candidate_words,
+    pack_embeddings,
+    packable,
+    rank_request,
+)
 from memrank.client.tls import channel_credentials
 
 T = TypeVar("T", bound=Message)
@@ -66,10 +73,13 @@ class Options:
 
     def rank_message(self, request: pb.RankRequest | Mapping[str, Any],
                      embeddings: ArrayLike | None) -> pb.RankRequest:
-        msg = as_message(request, pb.RankRequest)
-        if embeddings is not None or (self.pack_embeddings and packable(msg)):
-            msg = pack_embeddings(msg, embeddings)
-        return msg
+        msg = rank_request(request, embeddings)
+        return pack_embeddings(msg) if embeddings is None and self.pack_embeddings and packable(msg) else msg
+
+    @staticmethod
+    def as_sent(request: object, msg: pb.RankRequest, err: RankingError) -> RankingError:
+        """A refusal of a dict's request in the dict's words (its candidates went as columns)."""
+        return err.renamed(in_candidate_words) if msg is not request and msg.HasField("columns") else err
 
     def deadline(self, timeout: float | None) -> float:
         return self.timeout if timeout is None else timeout
@@ -148,15 +158,20 @@ class RankingClient(SharedOptions):
 
     def rank(self, request: pb.RankRequest | Mapping[str, Any], timeout: float | None = None, *,
              embeddings: ArrayLike | None = None) -> pb.RankResponse:
-        """Rank candidates; ``request`` is a RankRequest or a dict in protobuf JSON form.
+        """Rank candidates; ``request`` is a RankRequest (sent as it is) or a dict in protobuf JSON form
+        (camelCase or snake_case keys), whose candidates are sent as columns (``RankRequest.columns``).
 
         ``embeddings`` (an (n, dim) array, one row per candidate) is sent packed in
-        ``embeddings_f32``; without it, a client made with ``pack_embeddings=True``
-        packs the candidates' own embeddings when every candidate has one of one
-        dimension (otherwise the request goes as it is). The caller's message is
-        never modified.
+        ``embeddings_f32``; a dict's candidates' own embeddings are packed too. Without it, a
+        client made with ``pack_embeddings=True`` packs a message's candidates' embeddings
+        when every candidate has one of one dimension (otherwise the request goes as it is).
+        The caller's message is never modified.
         """
-        return self._call(self._stub.Rank, self._opts.rank_message(request, embeddings), timeout)
+        msg = self._opts.rank_message(request, embeddings)
+        try:
+            return self._call(self._stub.Rank, msg, timeout)
+        except RankingError as err:
+            raise self._opts.as_sent(request, msg, err) from None
 
     def score_admission(self, request: pb.ScoreAdmissionRequest | Mapping[str, Any],
                         timeout: float | None = None) -> pb.ScoreAdmissionResponse:

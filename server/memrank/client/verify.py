@@ -19,7 +19,7 @@ import json
 import struct
 import sys
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from itertools import pairwise
 from pathlib import Path
@@ -29,6 +29,7 @@ from google.protobuf import json_format
 from google.protobuf.timestamp_pb2 import Timestamp
 
 from memrank._gen.v1 import ranking_pb2 as pb
+from memrank.client.requests import candidates_of
 
 SCHEMA = "memrank.receipt.v3"  # what the server writes
 SCHEMAS = ("memrank.receipt.v2", SCHEMA)  # what this verifier rebuilds
@@ -138,9 +139,8 @@ def _k(maps: list[Mapping[str, str]]) -> bytes:
             + _s([k for m in maps for k in sorted(m, key=str.encode)]))
 
 
-def _candidate_columns(req: pb.RankRequest) -> list[str]:
+def _candidate_columns(cs: Sequence[pb.Candidate]) -> list[str]:
     """v3: one line per candidate column, the SHA-256 of its bytes."""
-    cs = list(req.candidates)
 
     def some(c: Any, name: str, value: Any) -> float | None:
         return float(value) if c.HasField(name) else None
@@ -194,12 +194,13 @@ def canonical_lines(req: pb.RankRequest, resp: pb.RankResponse, schema: str = ""
               f"relevance_threshold {_opt(req, 'relevance_threshold')}", f"layers {len(req.layers)}"]
     lines += [f"layer {q(x.name)} {f(x.share)} {x.floor_tokens} {x.max_items} {_opt(x, 'min_score')}"
               for x in req.layers]
-    lines += [_embeddings(req), f"candidates {len(req.candidates)}"]
+    cands = candidates_of(req)  # either request form, as Candidate messages
+    lines += [_embeddings(req), f"candidates {len(cands)}"]
     if v2:
-        for c in req.candidates:
+        for c in cands:
             lines += _candidate(c)
     else:
-        lines += _candidate_columns(req)
+        lines += _candidate_columns(cands)
     lines.append(f"selected {len(resp.selected)}")
     for m in sorted(resp.selected, key=lambda m: m.rank):
         if not m.HasField("breakdown"):
@@ -227,7 +228,7 @@ def _accounting(req: pb.RankRequest, resp: pb.RankResponse) -> list[str]:
     """What the response says that cannot be an answer to the request (every candidate exactly once, ranks
     1..k, positions in order, public scores strictly decreasing with rank)."""
     out: list[str] = []
-    asked = Counter(c.id for c in req.candidates)
+    asked = Counter(c.id for c in candidates_of(req))
     told = Counter([m.id for m in resp.selected] + [d.id for d in resp.dropped])
     out += [f"candidate {cid!r} is neither selected nor dropped" for cid in asked if cid not in told]
     out += [f"{cid!r} is in the response but is no candidate of the request" for cid in told if cid not in asked]

@@ -74,7 +74,7 @@ def parse_line(where: str, text: str) -> tuple[pb.RankRequest, dict[str, float],
 def query_of_line(where: str, text: str, profile: Profile, limits: Limits, now: float) -> Query:
     """One line as a scored Query (its own group unless it names one)."""
     request, grades, group = parse_line(where, text)
-    ids = {c.id for c in request.candidates}
+    ids = set(request.columns.ids) if request.HasField("columns") else {c.id for c in request.candidates}
     unknown = [cid for cid in grades if cid not in ids]
     try:
         query = query_of_request(request, grades, profile, limits, now, where, group or where)

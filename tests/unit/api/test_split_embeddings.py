@@ -140,13 +140,19 @@ def test_a_dimension_without_a_matrix_is_no_split(monkeypatch: pytest.MonkeyPatc
     assert split_embeddings(empty_field) is None
 
 
-def test_the_keys_written_after_the_embeddings() -> None:
-    """wire writes the fields numbered after embeddings_f32 by hand: their keys are protobuf's own."""
-    fields = [f for f in pb.RankRequest.DESCRIPTOR.fields if f.number > 14]
-    assert [f.name for f in fields] == ["embedding_dim", "relevance_threshold", "log_decision"]
-    assert pb.RankRequest(embedding_dim=1).SerializeToString() == wire._DIM + b"\x01"
-    assert pb.RankRequest(relevance_threshold=0.0).SerializeToString() == wire._THRESHOLD + b"\x00" * 8
-    assert pb.RankRequest(log_decision=True).SerializeToString() == wire._LOGGED + b"\x01"
+def test_every_field_numbered_after_the_embeddings_keeps_the_cut_from_the_wire(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The columnar form (field 18, after embeddings_f32) with packed rows, and each later field set alone: the
+    matrix still comes out of the request bytes, and the rest parses to the request without it."""
+    _from_the_parse_fails(monkeypatch)
+    monkeypatch.setattr(wire, "_SPLIT_FROM", 0)
+    columnar = pb.RankRequest(query="q", embedding_dim=2, embeddings_f32=b"\x00" * 24, log_decision=True,
+                              columns=pb.CandidateColumns(ids=["a", "b", "c"], contents=["x", "y", "z"]))
+    later = [f for f in pb.RankRequest.DESCRIPTOR.fields if f.number > 14]
+    assert {f.name for f in later} >= {"embedding_dim", "relevance_threshold", "log_decision", "columns"}
+    for req in (columnar, pb.RankRequest(embedding_dim=2, embeddings_f32=b"\x01" * 8, relevance_threshold=0.0)):
+        data = req.SerializeToString()
+        assert _joined(data) == req
 
 
 @settings(max_examples=300, deadline=None)

@@ -201,7 +201,7 @@ class Budget(_message.Message):
     def __init__(self, max_tokens: _Optional[int] = ..., max_items: _Optional[int] = ...) -> None: ...
 
 class RankRequest(_message.Message):
-    __slots__ = ("request_id", "query", "reference_time", "profile", "candidates", "layers", "budget", "placement", "explicit_lookup", "weight_overrides", "min_score", "explain", "shadow_profile", "embeddings_f32", "embedding_dim", "relevance_threshold", "log_decision")
+    __slots__ = ("request_id", "query", "reference_time", "profile", "candidates", "layers", "budget", "placement", "explicit_lookup", "weight_overrides", "min_score", "explain", "shadow_profile", "embeddings_f32", "embedding_dim", "relevance_threshold", "log_decision", "columns")
     class WeightOverridesEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -226,6 +226,7 @@ class RankRequest(_message.Message):
     EMBEDDING_DIM_FIELD_NUMBER: _ClassVar[int]
     RELEVANCE_THRESHOLD_FIELD_NUMBER: _ClassVar[int]
     LOG_DECISION_FIELD_NUMBER: _ClassVar[int]
+    COLUMNS_FIELD_NUMBER: _ClassVar[int]
     request_id: str
     query: str
     reference_time: _timestamp_pb2.Timestamp
@@ -243,7 +244,89 @@ class RankRequest(_message.Message):
     embedding_dim: int
     relevance_threshold: float
     log_decision: bool
-    def __init__(self, request_id: _Optional[str] = ..., query: _Optional[str] = ..., reference_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., profile: _Optional[str] = ..., candidates: _Optional[_Iterable[_Union[Candidate, _Mapping]]] = ..., layers: _Optional[_Iterable[_Union[LayerPolicy, _Mapping]]] = ..., budget: _Optional[_Union[Budget, _Mapping]] = ..., placement: _Optional[_Union[Placement, str]] = ..., explicit_lookup: _Optional[bool] = ..., weight_overrides: _Optional[_Mapping[str, float]] = ..., min_score: _Optional[float] = ..., explain: _Optional[_Union[ExplainLevel, str]] = ..., shadow_profile: _Optional[str] = ..., embeddings_f32: _Optional[bytes] = ..., embedding_dim: _Optional[int] = ..., relevance_threshold: _Optional[float] = ..., log_decision: _Optional[bool] = ...) -> None: ...
+    columns: CandidateColumns
+    def __init__(self, request_id: _Optional[str] = ..., query: _Optional[str] = ..., reference_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., profile: _Optional[str] = ..., candidates: _Optional[_Iterable[_Union[Candidate, _Mapping]]] = ..., layers: _Optional[_Iterable[_Union[LayerPolicy, _Mapping]]] = ..., budget: _Optional[_Union[Budget, _Mapping]] = ..., placement: _Optional[_Union[Placement, str]] = ..., explicit_lookup: _Optional[bool] = ..., weight_overrides: _Optional[_Mapping[str, float]] = ..., min_score: _Optional[float] = ..., explain: _Optional[_Union[ExplainLevel, str]] = ..., shadow_profile: _Optional[str] = ..., embeddings_f32: _Optional[bytes] = ..., embedding_dim: _Optional[int] = ..., relevance_threshold: _Optional[float] = ..., log_decision: _Optional[bool] = ..., columns: _Optional[_Union[CandidateColumns, _Mapping]] = ...) -> None: ...
+
+class TimeColumn(_message.Message):
+    __slots__ = ("seconds", "nanos", "present")
+    SECONDS_FIELD_NUMBER: _ClassVar[int]
+    NANOS_FIELD_NUMBER: _ClassVar[int]
+    PRESENT_FIELD_NUMBER: _ClassVar[int]
+    seconds: _containers.RepeatedScalarFieldContainer[int]
+    nanos: _containers.RepeatedScalarFieldContainer[int]
+    present: _containers.RepeatedScalarFieldContainer[bool]
+    def __init__(self, seconds: _Optional[_Iterable[int]] = ..., nanos: _Optional[_Iterable[int]] = ..., present: _Optional[_Iterable[bool]] = ...) -> None: ...
+
+class MetadataRow(_message.Message):
+    __slots__ = ("entries",)
+    class EntriesEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: str
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
+    ENTRIES_FIELD_NUMBER: _ClassVar[int]
+    entries: _containers.ScalarMap[str, str]
+    def __init__(self, entries: _Optional[_Mapping[str, str]] = ...) -> None: ...
+
+class CandidateColumns(_message.Message):
+    __slots__ = ("ids", "layers", "kinds", "contents", "retrieval_scores", "facet_names", "facet_scores", "importance", "importance_present", "access_counts", "token_counts", "created_at", "last_accessed_at", "event_time", "ingested_at", "valid_from", "valid_to", "sources", "provenance", "safety", "stage_names", "stage_scores", "metadata", "threads", "positions", "positions_present", "speakers")
+    IDS_FIELD_NUMBER: _ClassVar[int]
+    LAYERS_FIELD_NUMBER: _ClassVar[int]
+    KINDS_FIELD_NUMBER: _ClassVar[int]
+    CONTENTS_FIELD_NUMBER: _ClassVar[int]
+    RETRIEVAL_SCORES_FIELD_NUMBER: _ClassVar[int]
+    FACET_NAMES_FIELD_NUMBER: _ClassVar[int]
+    FACET_SCORES_FIELD_NUMBER: _ClassVar[int]
+    IMPORTANCE_FIELD_NUMBER: _ClassVar[int]
+    IMPORTANCE_PRESENT_FIELD_NUMBER: _ClassVar[int]
+    ACCESS_COUNTS_FIELD_NUMBER: _ClassVar[int]
+    TOKEN_COUNTS_FIELD_NUMBER: _ClassVar[int]
+    CREATED_AT_FIELD_NUMBER: _ClassVar[int]
+    LAST_ACCESSED_AT_FIELD_NUMBER: _ClassVar[int]
+    EVENT_TIME_FIELD_NUMBER: _ClassVar[int]
+    INGESTED_AT_FIELD_NUMBER: _ClassVar[int]
+    VALID_FROM_FIELD_NUMBER: _ClassVar[int]
+    VALID_TO_FIELD_NUMBER: _ClassVar[int]
+    SOURCES_FIELD_NUMBER: _ClassVar[int]
+    PROVENANCE_FIELD_NUMBER: _ClassVar[int]
+    SAFETY_FIELD_NUMBER: _ClassVar[int]
+    STAGE_NAMES_FIELD_NUMBER: _ClassVar[int]
+    STAGE_SCORES_FIELD_NUMBER: _ClassVar[int]
+    METADATA_FIELD_NUMBER: _ClassVar[int]
+    THREADS_FIELD_NUMBER: _ClassVar[int]
+    POSITIONS_FIELD_NUMBER: _ClassVar[int]
+    POSITIONS_PRESENT_FIELD_NUMBER: _ClassVar[int]
+    SPEAKERS_FIELD_NUMBER: _ClassVar[int]
+    ids: _containers.RepeatedScalarFieldContainer[str]
+    layers: _containers.RepeatedScalarFieldContainer[str]
+    kinds: _containers.RepeatedScalarFieldContainer[str]
+    contents: _containers.RepeatedScalarFieldContainer[str]
+    retrieval_scores: _containers.RepeatedScalarFieldContainer[float]
+    facet_names: _containers.RepeatedScalarFieldContainer[str]
+    facet_scores: _containers.RepeatedScalarFieldContainer[float]
+    importance: _containers.RepeatedScalarFieldContainer[float]
+    importance_present: _containers.RepeatedScalarFieldContainer[bool]
+    access_counts: _containers.RepeatedScalarFieldContainer[int]
+    token_counts: _containers.RepeatedScalarFieldContainer[int]
+    created_at: TimeColumn
+    last_accessed_at: TimeColumn
+    event_time: TimeColumn
+    ingested_at: TimeColumn
+    valid_from: TimeColumn
+    valid_to: TimeColumn
+    sources: _containers.RepeatedScalarFieldContainer[Source]
+    provenance: _containers.RepeatedScalarFieldContainer[str]
+    safety: _containers.RepeatedScalarFieldContainer[SafetyStatus]
+    stage_names: _containers.RepeatedScalarFieldContainer[str]
+    stage_scores: _containers.RepeatedScalarFieldContainer[float]
+    metadata: _containers.RepeatedCompositeFieldContainer[MetadataRow]
+    threads: _containers.RepeatedScalarFieldContainer[str]
+    positions: _containers.RepeatedScalarFieldContainer[int]
+    positions_present: _containers.RepeatedScalarFieldContainer[bool]
+    speakers: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, ids: _Optional[_Iterable[str]] = ..., layers: _Optional[_Iterable[str]] = ..., kinds: _Optional[_Iterable[str]] = ..., contents: _Optional[_Iterable[str]] = ..., retrieval_scores: _Optional[_Iterable[float]] = ..., facet_names: _Optional[_Iterable[str]] = ..., facet_scores: _Optional[_Iterable[float]] = ..., importance: _Optional[_Iterable[float]] = ..., importance_present: _Optional[_Iterable[bool]] = ..., access_counts: _Optional[_Iterable[int]] = ..., token_counts: _Optional[_Iterable[int]] = ..., created_at: _Optional[_Union[TimeColumn, _Mapping]] = ..., last_accessed_at: _Optional[_Union[TimeColumn, _Mapping]] = ..., event_time: _Optional[_Union[TimeColumn, _Mapping]] = ..., ingested_at: _Optional[_Union[TimeColumn, _Mapping]] = ..., valid_from: _Optional[_Union[TimeColumn, _Mapping]] = ..., valid_to: _Optional[_Union[TimeColumn, _Mapping]] = ..., sources: _Optional[_Iterable[_Union[Source, str]]] = ..., provenance: _Optional[_Iterable[str]] = ..., safety: _Optional[_Iterable[_Union[SafetyStatus, str]]] = ..., stage_names: _Optional[_Iterable[str]] = ..., stage_scores: _Optional[_Iterable[float]] = ..., metadata: _Optional[_Iterable[_Union[MetadataRow, _Mapping]]] = ..., threads: _Optional[_Iterable[str]] = ..., positions: _Optional[_Iterable[int]] = ..., positions_present: _Optional[_Iterable[bool]] = ..., speakers: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class SignalScore(_message.Message):
     __slots__ = ("name", "raw", "normalized", "weight", "contribution", "reasons")

@@ -1,0 +1,77 @@
+"""The per-candidate form of a RankRequest rewritten in the columnar form (RankRequest.columns), written from the
+proto's comments alone (no server code): the oracle of the tests that both forms give the same answer."""
+
+from __future__ import annotations
+
+import math
+import struct
+
+from memrank._gen.v1 import ranking_pb2 as pb
+
+TIMES = ("created_at", "last_accessed_at", "event_time", "ingested_at", "valid_from", "valid_to")
+TEXTS = {"layer": "layers", "kind": "kinds", "content": "contents", "provenance": "provenance",
+         "thread": "threads", "speaker": "speakers"}
+
+
+def representable(req: pb.RankRequest) -> bool:
+    """Whether the columnar form can say what ``req`` says: NaN is how a matrix says "no score", a name lives
+    once per column (so it is a valid one), and the embeddings travel packed (one dimension, when any)."""
+    for c in req.candidates:
+        for scores in (c.facet_scores, c.stage_scores):
+            if any(not k or len(k.encode()) > 128 or math.isnan(v) for k, v in scores.items()):
+                return False
+    lengths = {len(c.embedding) for c in req.candidates} - {0}
+    return not (lengths and (len(lengths) > 1 or req.embeddings_f32 or req.embedding_dim or max(lengths) > 4096))
+
+
+def to_columnar(req: pb.RankRequest) -> pb.RankRequest:
+    """``req`` with its candidates as ``columns`` (every column sent, as a client would; embeddings packed)."""
+    out = pb.RankRequest()
+    out.CopyFrom(req)
+    out.ClearField("candidates")
+    cands = list(req.candidates)
+    cols = out.columns
+    cols.SetInParent()
+    cols.ids.extend(c.id for c in cands)
+    for field, column in TEXTS.items():
+        getattr(cols, column).extend(getattr(c, field) for c in cands)
+    cols.retrieval_scores.extend(c.retrieval_score for c in cands)
+    cols.importance.extend(c.importance for c in cands)
+    cols.importance_present.extend(c.HasField("importance") for c in cands)
+    cols.access_counts.extend(c.access_count for c in cands)
+    cols.token_counts.extend(c.token_count for c in cands)
+    cols.sources.extend(c.source for c in cands)
+    cols.safety.extend(c.safety for c in cands)
+    cols.positions.extend(c.position for c in cands)
+    cols.positions_present.extend(c.HasField("position") for c in cands)
+    for name in TIMES:
+        column = getattr(cols, name)
+        column.seconds.extend(getattr(c, name).seconds for c in cands)
+        column.nanos.extend(getattr(c, name).nanos for c in cands)
+        column.present.extend(c.HasField(name) for c in cands)
+    for names, matrix, field in (("facet_names", "facet_scores", "facet_scores"),
+                                 ("stage_names", "stage_scores", "stage_scores")):
+        keys = sorted({k for c in cands for k in getattr(c, field)})
+        getattr(cols, names).extend(keys)
+        getattr(cols, matrix).extend(getattr(c, field).get(k, math.nan) for c in cands for k in keys)
+    for c in cands:
+        cols.metadata.add().entries.update(c.metadata)
+    dim = max((len(c.embedding) for c in cands), default=0)
+    if dim and not req.embeddings_f32:
+        zeros = [0.0] * dim
+        out.embeddings_f32 = b"".join(struct.pack(f"<{dim}f", *(c.embedding or zeros)) for c in cands)
+        out.embedding_dim = dim
+    return out
+
+
+def column_path(path: str) -> str:
+    """A per-candidate violation's field path as the columnar form names it: ``candidates[3].retrieval_score``
+    -> ``columns.retrieval_scores[3]``; ``candidates[3].facet_scores["bm25"]`` -> ``columns.facet_scores[3]["bm25"]``
+    """
+    if not path.startswith("candidates["):
+        return path
+    index, rest = path[len("candidates["):].split("].", 1)
+    field, _, key = rest.partition("[")
+    names = {"id": "ids", "retrieval_score": "retrieval_scores", "access_count": "access_counts",
+             "token_count": "token_counts", "source": "sources", "position": "positions", **TEXTS}
+    return f"columns.{names.get(field, field)}[{index}]" + (f"[{key}" if key else "")

@@ -1,0 +1,112 @@
+"""The client builds its requests itself: dicts go straight into the columnar form (no JSON conversion), messages
+go as they are, and the server answers a dict exactly as it answers the same request parsed from JSON."""
+
+from __future__ import annotations
+
+import datetime
+
+import numpy as np
+import pytest
+from google.protobuf import json_format
+
+from memrank._gen.v1 import ranking_pb2 as pb
+from memrank.api.call import Call, handle_rank
+from memrank.client.requests import candidates_of, in_candidate_words, rank_request, time_of
+from memrank.config import load_settings
+
+SETTINGS = load_settings(env={})
+CANDIDATES = [
+    {"id": "m1", "content": "The user prefers green tea, no sugar.", "retrievalScore": 0.82, "kind": "preference",
+     "createdAt": "2026-05-30T09:00:00Z", "importance": 0.7, "facetScores": {"bm25": 7.5, "dense": 0.8},
+     "source": "SOURCE_USER_PROVIDED", "metadata": {"topic": "tea"}, "thread": "s1", "position": "3"},
+    {"id": "m2", "content": "thanks!", "retrievalScore": 0.40, "lastAccessedAt": "2026-05-31T10:00:00.5+02:00",
+     "facetScores": {"dense": 0.1}, "safety": 2, "stageScores": {"cross": 0.3}, "validTo": "2027-01-01T00:00:00Z"},
+    {"id": "m3", "content": "Tea: oolong on weekends", "retrievalScore": 0.6, "speaker": "Ada", "tokenCount": 12},
+]
+REQUEST = {"requestId": "r", "query": "what tea does the user like?", "referenceTime": "2026-06-01T12:00:00Z",
+           "budget": {"maxItems": 2}, "explain": "EXPLAIN_LEVEL_FULL", "candidates": CANDIDATES}
+MATRIX = np.array([[1, 0, 0], [0.6, 0.8, 0], [0, 0, 1]], dtype=np.float32)
+
+
+def _answer(req: pb.RankRequest) -> bytes:
+    return bytes(handle_rank(req, SETTINGS, Call(1.767e9, b"p", b"k")).SerializeToString())
+
+
+def test_a_dict_is_sent_as_columns_without_json(monkeypatch: pytest.MonkeyPatch) -> None:
+    def refuse(*_a: object, **_k: object) -> None:
+        raise AssertionError("the client converted through JSON")
+
+    monkeypatch.setattr(json_format, "ParseDict", refuse)
+    monkeypatch.setattr(json_format, "Parse", refuse)
+    req = rank_request(REQUEST, MATRIX)
+    assert not req.candidates and list(req.columns.ids) == ["m1", "m2", "m3"]
+    assert req.embedding_dim == 3 and req.embeddings_f32 == MATRIX.astype("<f4").tobytes()
+    assert list(req.columns.facet_names) == ["bm25", "dense"]
+    assert list(req.columns.importance_present) == [True, False, False]
+
+
+def test_a_dict_gets_the_answer_of_the_same_request_parsed_from_json() -> None:
+    parsed = json_format.ParseDict(REQUEST, pb.RankRequest())
+    for c, row in zip(parsed.candidates, MATRIX, strict=True):
+        c.embedding.extend(row.tolist())
+    assert _answer(rank_request(REQUEST, MATRIX)) == _answer(parsed)
+    with_rows = dict(REQUEST, candidates=[dict(c, embedding=r.tolist()) for c, r in zip(CANDIDATES, MATRIX,
+                                                                                         strict=True)])
+    assert _answer(rank_request(with_rows)) == _answer(parsed)
+
+
+def test_snake_case_keys_are_the_same_fields() -> None:
+    snake = {"request_id": "r", "query": "q", "candidates": [
+        {"id": "a", "retrieval_score": 0.5, "created_at": "2026-05-30T09:00:00Z", "facet_scores": {"x": 1.0}}]}
+    camel = {"requestId": "r", "query": "q", "candidates": [
+        {"id": "a", "retrievalScore": 0.5, "createdAt": "2026-05-30T09:00:00Z", "facetScores": {"x": 1.0}}]}
+    assert rank_request(snake) == rank_request(camel)
+
+
+def test_a_message_is_sent_as_it_is() -> None:
+    msg = json_format.ParseDict(REQUEST, pb.RankRequest())
+    assert rank_request(msg) is msg
+
+
+def test_the_columns_read_back_as_the_candidates_sent() -> None:
+    parsed = json_format.ParseDict(REQUEST, pb.RankRequest())
+    assert candidates_of(rank_request(REQUEST)) == list(parsed.candidates)
+
+
+def test_an_unknown_key_is_named() -> None:
+    with pytest.raises(ValueError, match="'retrieval'"):
+        rank_request({"candidates": [{"id": "a", "retrieval": 0.5}]})
+
+
+@pytest.mark.parametrize(("value", "want"), [
+    ("1970-01-01T00:00:01Z", (1, 0)),
+    ("1970-01-01T00:00:01.000000001Z", (1, 1)),
+    ("1970-01-01T01:00:00.25+01:00", (0, 250_000_000)),
+    (datetime.datetime(1970, 1, 2, tzinfo=datetime.UTC), (86_400, 0)),
+    (1.5, (1, 500_000_000)),
+    ({"seconds": 7, "nanos": 9}, (7, 9)),
+])
+def test_times_as_protobuf_json_and_python_say_them(value: object, want: tuple[int, int]) -> None:
+    assert time_of(value) == want
+
+
+@pytest.mark.parametrize(("sent", "written"), [
+    ("columns.retrieval_scores[3]", "candidates[3].retrieval_score"),
+    ('columns.facet_scores[2]["bm25"]', 'candidates[2].facet_scores["bm25"]'),
+    ("columns.created_at[0]", "candidates[0].created_at"),
+    ("duplicate of columns.ids[0] ('a')", "duplicate of candidates[0].id ('a')"),
+    ("columns.positions[1]", "candidates[1].position"),
+    ("columns.ids", "candidates"),
+    ("columns.facet_names", "candidates.facet_scores"),
+    ("query", "query"),
+])
+def test_a_refusal_of_a_dict_names_the_dict_s_fields(sent: str, written: str) -> None:
+    assert in_candidate_words(sent) == written
+
+
+@pytest.mark.parametrize("scores", [{"bm25": "NaN"}, {"bm25": float("nan")}, {"": 0.5}])
+def test_what_columns_cannot_say_goes_per_candidate(scores: dict[str, object]) -> None:
+    """NaN is "no score" in the columnar matrix: a NaN score (or a name the server refuses) is sent on its
+    candidate, so the server refuses it there."""
+    req = rank_request({"candidates": [{"id": "a"}, {"id": "b", "facetScores": scores}]})
+    assert not req.HasField("columns") and [c.id for c in req.candidates] == ["a", "b"]
