@@ -99,14 +99,16 @@ EDGE_AND_UP = ("memrank.grpc", "memrank.client", "memrank.lifecycle", "memrank.i
     # Evaluation sits below tuning: tune's LoCoMo set is eval's harness, both score with evaluation.metrics,
     # and `eval --log` (a replay of the decision log through tuning's objective) is tuning.replay.
     ("evaluation", ("memrank.tuning", "memrank.integrations", "memrank.cli")),
-    ("client", ("memrank.config", "memrank.profiles", "memrank.system", "memrank.metrics", "memrank.decisions",
+    ("client", ("memrank.core", "memrank.api", "memrank.config", "memrank.profiles", "memrank.system",
+                "memrank.metrics", "memrank.decisions",
                 "memrank.grpc", "memrank.lifecycle", "memrank.integrations", "memrank.tuning", "memrank.evaluation",
                 "memrank.cli")),
 ])
 def test_a_layer_imports_nothing_above_it(layer: str, forbidden: tuple[str, ...]) -> None:
-    """core <- profiles <- config <- api <- metrics, decisions <- grpc <- the rest, and core <- api <- client: the
-    scoring core reads no profile parsing, configuration, metrics or transport; profiles read only core; the wire
-    API no runtime; the client no configuration, runtime or metrics; and so on up to the edge."""
+    """core <- profiles <- config <- system <- api <- metrics, decisions <- grpc <- lifecycle <- the rest, and the
+    client beside them: the scoring core reads no profile parsing, configuration, metrics or transport; profiles
+    read only core; the wire API no runtime; the client nothing of the server (only the generated messages); and so
+    on up to the edge."""
     assert _violations(layer, forbidden) == []
 
 
@@ -237,3 +239,18 @@ def test_a_core_stage_imports_no_later_stage(stage: str) -> None:
 @pytest.mark.parametrize("module", CORE_VOCABULARY)
 def test_the_core_vocabulary_imports_no_stage(module: str) -> None:
     assert _violations(f"core/{module}.py", (*(f"memrank.core.{s}" for s in CORE_STAGES), *CORE_ENTRIES)) == []
+
+
+def test_the_client_loads_nothing_of_the_server() -> None:
+    """Importing memrank.client (and using its request builder) loads only the client and the generated
+    messages: no core, wire API, configuration or runtime, so a caller's process pays for none of them."""
+    import subprocess
+    import sys
+
+    code = ("import sys, memrank.client as c; c.RankingClient; "
+            "from memrank.client.requests import rank_request; "
+            "print(sorted(m for m in sys.modules if m.startswith('memrank')))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    loaded = eval(out)  # a list literal printed by the child
+    assert "memrank.client.sync" in loaded  # the walk sees what it checks
+    assert [m for m in loaded if m != "memrank" and not m.startswith(("memrank.client", "memrank._gen"))] == []
