@@ -5,7 +5,9 @@ Everything a caller builds or reads comes from here: the request and response me
 (google.protobuf's, for ``reference_time`` and the candidates' times), the enums (``DropReason.Name(d.reason)`` is
 "DROP_REASON_REDUNDANT"), the errors (``RankingError`` and its subclasses by code), ``pack_embeddings``,
 ``tls_credentials``, ``service_config`` and ``verify_receipt`` (a response's receipt). Nobody needs
-``memrank._gen``. Importing this module loads no server code (see memrank.client.sync).
+``memrank._gen``: a message's repr names the module protobuf generated it in (``memrank._gen.v1.ranking_pb2``),
+where it is defined, but that path is not part of the API and may move; import the messages from here.
+Importing this module loads no server code (``tests/unit/test_layers.py`` checks it).
 """
 
 from google.protobuf.timestamp_pb2 import Timestamp
@@ -56,7 +58,8 @@ from memrank.client.errors import (
     Unavailable,
 )
 from memrank.client.requests import pack_embeddings
-from memrank.client.sync import RankingClient, tls_credentials
+from memrank.client.sync import RankingClient
+from memrank.client.tls import tls_credentials
 from memrank.client.verify import ReceiptCheck, verify_receipt
 
 __all__ = [

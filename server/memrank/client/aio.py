@@ -15,9 +15,9 @@ from numpy.typing import ArrayLike
 
 from memrank._gen.v1 import ranking_pb2 as pb
 from memrank._gen.v1 import ranking_service_pb2_grpc as pb_grpc
+from memrank.client._options import Options, SharedOptions
 from memrank.client.errors import RankingError
 from memrank.client.requests import as_message, feedback_request
-from memrank.client.sync import Options, SharedOptions
 
 T = TypeVar("T", bound=Message)
 

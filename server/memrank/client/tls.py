@@ -8,7 +8,7 @@ from pathlib import Path
 import grpc
 
 
-def channel_credentials(ca_file: str | None = None, cert_file: str | None = None,
+def tls_credentials(ca_file: str | None = None, cert_file: str | None = None,
                         key_file: str | None = None) -> grpc.ChannelCredentials:
     """Client credentials: trust ``ca_file`` (None = system roots), present a certificate for mutual TLS."""
     if bool(cert_file) != bool(key_file):

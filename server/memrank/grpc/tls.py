@@ -1,6 +1,6 @@
 """TLS and mutual TLS from PEM files (as Kubernetes Secrets mount them), reloaded when they change.
 
-The server side; the clients' credentials are ``memrank.client.tls.channel_credentials``.
+The server side; the clients' credentials are ``memrank.client.tls.tls_credentials``.
 """
 
 from __future__ import annotations
