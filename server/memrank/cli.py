@@ -2,7 +2,7 @@
 
 A little past 250 lines on purpose: the argument parser and the short commands it dispatches to read best
 side by side; the long commands live in their packages (``evaluation.cli``, ``tuning.cli``, ``tuning.replay``,
-``client.verify``, ``lifecycle.supervisor``) and are imported only when run, so ``memrank --help`` stays fast.
+``audit``, ``lifecycle.supervisor``) and are imported only when run, so ``memrank --help`` stays fast.
 """
 
 from __future__ import annotations
@@ -308,7 +308,7 @@ def _main(argv: list[str]) -> int:
 
             return run_tune(args)
         if args.command == "verify":
-            from memrank.client.verify import run as run_verify
+            from memrank.audit import run as run_verify
 
             return run_verify(args)
         from memrank.config import SettingsSource

@@ -12,17 +12,14 @@ response that can be verified.
 
 from __future__ import annotations
 
-import argparse
 import hashlib
 import hmac
 import json
 import struct
-import sys
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from itertools import pairwise
-from pathlib import Path
 from typing import Any
 
 from google.protobuf import json_format
@@ -294,37 +291,3 @@ def verify_receipt(request: pb.RankRequest | Mapping[str, Any] | None,
                         "response are not the pair the receipt was made for (a candidate field, the query, a "
                         "parameter, a score, an id or a drop differs)")
     return ReceiptCheck(not problems, digest, tuple(problems), tuple(unchecked))
-
-
-def _read(name: str) -> str:
-    return sys.stdin.read() if name == "-" else Path(name).read_text(encoding="utf-8")
-
-
-def run(args: argparse.Namespace) -> int:
-    """``memrank verify``: 0 verified, 1 something differs, 2 not verifiable (or unreadable input)."""
-    try:
-        response = json_format.Parse(_read(args.response), pb.RankResponse())
-    except json_format.ParseError as exc:
-        print(f"memrank verify: {args.response}: not a RankResponse: {exc}", file=sys.stderr)
-        return 2
-    request = None
-    if args.request:
-        try:
-            request = json_format.Parse(_read(args.request), pb.RankRequest())
-        except json_format.ParseError as exc:
-            print(f"memrank verify: {args.request}: not a RankRequest: {exc}", file=sys.stderr)
-            return 2
-    key = None
-    if args.key_file:
-        key = Path(args.key_file).read_bytes().strip()
-        if not key:
-            print(f"memrank verify: {args.key_file} is empty", file=sys.stderr)
-            return 2
-    if args.lines and request is not None:
-        try:
-            print("\n".join(canonical_lines(request, response)))
-        except Unverifiable as exc:
-            print(f"memrank verify: no canonical lines: {exc}", file=sys.stderr)
-    check = verify_receipt(request, response, key)
-    print(check.message(), file=sys.stdout if check.ok else sys.stderr)
-    return 0 if check.ok else 1 if check.problems else 2
