@@ -203,7 +203,7 @@ def _rank(args: argparse.Namespace, settings: Settings) -> int:
     from google.protobuf import json_format
 
     from memrank._gen.v1 import ranking_pb2 as pb
-    from memrank.api.call import Call, handle_rank
+    from memrank.api.call import Call, Policy, RankInput, handle_rank
 
     text = sys.stdin.read() if args.file == "-" else Path(args.file).read_text(encoding="utf-8")
     try:
@@ -212,8 +212,8 @@ def _rank(args: argparse.Namespace, settings: Settings) -> int:
         print(f"memrank rank: {args.file}: not a RankRequest: {exc}", file=sys.stderr)
         return 2
     try:
-        response = handle_rank(request, settings, Call(time.time(), settings.provenance_key(),
-                                                          settings.receipt_key()))
+        response = handle_rank(RankInput(request), Policy.of(settings),
+                               Call(time.time(), settings.provenance_key(), settings.receipt_key()))
     except InvalidRequest as exc:
         for v in exc.violations:
             print(f"memrank rank: INVALID_ARGUMENT {v.field}: {v.description}", file=sys.stderr)
@@ -247,7 +247,7 @@ def _drift_snapshot(args: argparse.Namespace, settings: Settings) -> int:
     from google.protobuf import json_format
 
     from memrank._gen.v1 import ranking_pb2 as pb
-    from memrank.api.call import Call, handle_rank
+    from memrank.api.call import Call, Policy, RankInput, handle_rank
     from memrank.core.explain.outcome import RankOutcome
     from memrank.metrics import reference
 
@@ -263,7 +263,8 @@ def _drift_snapshot(args: argparse.Namespace, settings: Settings) -> int:
             docs = [x for x in text.splitlines() if x.strip()] if name.endswith(".jsonl") else [text]
             for doc in docs:
                 request = json_format.Parse(doc, pb.RankRequest())
-                handle_rank(request, settings, Call(time.time(), settings.provenance_key(), observe=outcomes.append))
+                handle_rank(RankInput(request), Policy.of(settings),
+                            Call(time.time(), settings.provenance_key(), observe=outcomes.append))
         refs = reference.from_outcomes(outcomes)
     if not refs:
         print("memrank drift snapshot: no signal values found; nothing written", file=sys.stderr)

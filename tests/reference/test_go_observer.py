@@ -22,7 +22,7 @@ import pytest
 from google.protobuf.timestamp_pb2 import Timestamp
 
 from memrank._gen.v1 import ranking_pb2 as pb
-from memrank.api.call import Call, handle_rank
+from memrank.api.call import Call, Policy, RankInput, handle_rank
 from memrank.config import load_settings
 from memrank.core.scoring.combine import score
 from memrank.core.text.golang import fields, to_lower
@@ -238,7 +238,7 @@ def test_final_score_through_the_rank_path_equals_go(go_observer: Path) -> None:
                                                           retrieval_score=mem["relevance"],
                                                           access_count=mem["access_count"])
                                              for i, (mem, c) in enumerate(zip(mems, contents, strict=True))])
-        response = handle_rank(request, settings, Call(0.0))
+        response = handle_rank(RankInput(request), Policy.of(settings), Call(0.0))
         assert not response.dropped
         finals = {m.id: m.breakdown.final_score for m in response.selected}
         for i, want in enumerate(go["scores"]):

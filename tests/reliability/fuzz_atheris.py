@@ -23,7 +23,7 @@ with atheris.instrument_imports(include=["memrank"]):
     from google.protobuf.message import DecodeError
 
     from memrank._gen.v1 import ranking_pb2 as pb
-    from memrank.api.call import Call, handle_rank
+    from memrank.api.call import Call, Policy, RankInput, handle_rank
     from memrank.config import load_settings
     from memrank.core.errors import InvalidRequest
 
@@ -97,7 +97,7 @@ def test_one_input(data: bytes) -> None:
         except DecodeError:
             return
     try:
-        response = handle_rank(request, SETTINGS, Call(float(NOW), KEY))
+        response = handle_rank(RankInput(request), Policy.of(SETTINGS), Call(float(NOW), KEY))
     except InvalidRequest:
         return
     got = sorted([m.id for m in response.selected] + [d.id for d in response.dropped])

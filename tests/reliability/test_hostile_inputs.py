@@ -10,7 +10,7 @@ from hypothesis import HealthCheck, given, settings
 
 from memrank._gen.v1 import ranking_pb2 as pb
 from memrank._gen.v1 import ranking_service_pb2_grpc as pb_grpc
-from memrank.api.call import Call, handle_rank
+from memrank.api.call import Call, Policy, RankInput, handle_rank
 from memrank.client import RankingClient
 from memrank.config import load_settings
 from memrank.core.errors import InvalidRequest
@@ -33,12 +33,12 @@ COMMON = {"deadline": None, "suppress_health_check": list(HealthCheck), "derando
 @given(rank_requests())
 def test_hostile_requests_are_ranked_or_refused_in_process(request: pb.RankRequest) -> None:
     try:
-        response = handle_rank(request, SETTINGS, Call(NOW, b"key"))
+        response = handle_rank(RankInput(request), Policy.of(SETTINGS), Call(NOW, b"key"))
     except InvalidRequest as exc:  # INVALID_ARGUMENT (LimitExceeded and UnknownProfile included)
         assert exc.violations and all(v.field for v in exc.violations)
         return
     assert accounted(request, response)
-    again = handle_rank(request, SETTINGS, Call(NOW, b"key"))
+    again = handle_rank(RankInput(request), Policy.of(SETTINGS), Call(NOW, b"key"))
     assert again.SerializeToString(deterministic=True) == response.SerializeToString(deterministic=True)
 
 
@@ -90,7 +90,7 @@ def test_request_fields_are_checked_even_when_every_candidate_is_valid(field: st
     else:
         request.request_id = "r" * 200
     with pytest.raises(InvalidRequest) as err:
-        handle_rank(request, SETTINGS, Call(NOW))
+        handle_rank(RankInput(request), Policy.of(SETTINGS), Call(NOW))
     assert any(v.field.startswith(field) for v in err.value.violations)
 
 
@@ -100,7 +100,7 @@ def test_huge_layer_shares_are_relative_not_an_overflow() -> None:
     request.layers.add(name="session", share=1.7e308)
     request.layers.add(name="durable", share=1.7e308, floor_tokens=10)
     request.layers.add(name="knowledge", share=5e-324)
-    response = handle_rank(request, SETTINGS, Call(NOW))
+    response = handle_rank(RankInput(request), Policy.of(SETTINGS), Call(NOW))
     assert accounted(request, response)
     assert sum(a.used_tokens for a in response.allocations) <= request.budget.max_tokens
     assert all(a.budget_tokens <= request.budget.max_tokens for a in response.allocations)

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from memrank._gen.v1 import ranking_pb2 as pb
-from memrank.api.call import Call, handle_rank
+from memrank.api.call import Call, Policy, RankInput, handle_rank
 from memrank.client import RankingClient, RankingError, pack_embeddings
 from memrank.config import load_settings
 from tests.support.servers import start_serve, stop
@@ -182,7 +182,7 @@ def test_a_served_answer_is_the_same_whatever_the_blas_thread_count(tmp_path: Pa
     rows = topics[np.arange(400) % 20] + 0.3 * gen.standard_normal((400, 384))
     matrix = (rows / np.linalg.norm(rows, axis=1, keepdims=True)).astype(np.float32)
     req = _packed(_request(400, None, budget=pb.Budget(max_items=20, max_tokens=4000)), matrix)
-    here = _bytes(handle_rank(req, load_settings(env={}), Call(0.0)))
+    here = _bytes(handle_rank(RankInput(req), Policy.of(load_settings(env={})), Call(0.0)))
     proc = start_serve(tmp_path, "--address", "127.0.0.1:0", "--metrics-port", "0", "--workers", "1")
     try:
         with RankingClient(f"127.0.0.1:{proc.port}", timeout=20) as c:

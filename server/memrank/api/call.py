@@ -1,16 +1,18 @@
 """One call through the wire API: validate, convert, rank in the pure core, encode (the servicer and the CLI).
 
-``handle_rank(request, settings, call)``: ``call`` is what the call brings besides its request, one small
-object (``Call``): its time, the keys, and the runtime's optional hooks (metrics observer, liveness, decision
-hook, tracing). No gRPC server here: the runtime (``memrank.grpc``) passes these in and turns the core's
-errors and ``CallAbandoned`` into statuses.
+``handle_rank(parsed, policy, call)``: ``parsed`` is the request as the runtime parsed it (``RankInput``: the
+message and the packed embeddings split off the wire before parsing), ``policy`` what it is ranked under (the
+limits, profiles and layers of ``Policy``, not the whole settings), ``call`` what the call brings besides its
+request, one small object (``Call``): its time, the keys, and the runtime's optional hooks (metrics observer,
+liveness, decision hook, tracing). No gRPC server here: the runtime (``memrank.grpc``) passes these in and
+turns the core's errors and ``CallAbandoned`` into statuses.
 """
 
 from __future__ import annotations
 
 import contextlib
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -18,11 +20,12 @@ from memrank._gen.v1 import ranking_pb2 as pb
 from memrank.api import convert, encode
 from memrank.api.request_columns import CandidateColumns
 from memrank.api.validate import validate_admission_request, validate_rank_request
-from memrank.config import Settings
+from memrank.config import Limits, Settings
 from memrank.core.admission import score_admission
-from memrank.core.batch import Batch, RankParams, batch_from_rows
+from memrank.core.batch import Batch, LayerSpec, RankParams, batch_from_rows
 from memrank.core.explain.outcome import RankOutcome
 from memrank.core.pipeline import rank, resolve_profile
+from memrank.core.profile import Profile
 from memrank.core.signals.base import ScoringContext
 
 log = logging.getLogger("memrank.rpc")
@@ -53,8 +56,6 @@ class Call:
     server's keys (None: off). ``observe``: given the outcome once the answer is built (metrics).
     ``alive``: asked between stages; False stops the call with ``CallAbandoned``. ``decide``: the decision
     log's hook; its answer is ``decision_logged``. ``trace``: tracing on (each stage a child span).
-    ``embeddings_f32``: the request's packed embeddings when the runtime split them off the wire before
-    parsing (``memrank.api.wire.split_embeddings``; the request then carries none), else None.
     """
 
     now: float
@@ -64,7 +65,31 @@ class Call:
     alive: Callable[[], bool] | None = None
     decide: Decide | None = None
     trace: Tracer | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class RankInput:
+    """A Rank request as parsed: the message, and its packed embeddings when the runtime split them off the wire
+    before parsing (``memrank.api.wire.split_embeddings``; the message then carries none), else None."""
+
+    request: pb.RankRequest
     embeddings_f32: bytes | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Policy:
+    """What a call is validated and ranked under: the wire's limits, the profiles, the default layers and the
+    version that names them (responses, receipts and decision records carry it)."""
+
+    limits: Limits
+    profiles: Mapping[str, Profile]
+    layers: tuple[LayerSpec, ...]
+    policy_version: str
+
+    @classmethod
+    def of(cls, settings: Settings) -> Policy:
+        """The policy of a server's settings (read again at every reload)."""
+        return cls(settings.limits, settings.profiles, settings.layers, settings.policy_version)
 
 
 class CallAbandoned(Exception):
@@ -76,7 +101,7 @@ def _still_wanted(alive: Callable[[], bool] | None, stage: str) -> None:
         raise CallAbandoned(stage)
 
 
-def handle_rank(request: pb.RankRequest, settings: Settings, call: Call) -> pb.RankResponse:
+def handle_rank(parsed: RankInput, policy: Policy, call: Call) -> pb.RankResponse:
     """Validate, convert, rank and convert back (shared by the servicer and `memrank rank`).
 
     ``call.alive`` (the call's ``is_active``) is asked between stages: a cancelled call or
@@ -84,12 +109,12 @@ def handle_rank(request: pb.RankRequest, settings: Settings, call: Call) -> pb.R
     ``call.trace`` (tracing on): each stage is a child span of the call's server span.
     """
     # Tracing on: child spans of the call's server span when it is sampled (the candidate count set before validation).
+    request, packed = parsed.request, parsed.embeddings_f32
     trace = call.trace
     stage = untraced if trace is None else trace.stages(len(request.candidates) or len(request.columns.ids))
-    packed = call.embeddings_f32
     columns = None if packed is None else CandidateColumns.of(request, packed)
     with stage("validate"):
-        columns = validate_rank_request(request, settings.limits, columns, profiles=settings.profiles)
+        columns = validate_rank_request(request, policy.limits, columns, profiles=policy.profiles)
     _still_wanted(call.alive, "validated")
     with stage("convert"):
         batch, params = convert.request_to_domain(request, call.now, columns)  # the columns validation read
@@ -98,7 +123,7 @@ def handle_rank(request: pb.RankRequest, settings: Settings, call: Call) -> pb.R
     del columns
     _still_wanted(call.alive, "converted")
     with stage("rank"):  # scoring and selection: one call into the pure core
-        outcome = rank(batch, params, settings.profiles, settings.layers, call.provenance_key)
+        outcome = rank(batch, params, policy.profiles, policy.layers, call.provenance_key)
     if trace is not None:
         trace.outcome(outcome)
     _still_wanted(call.alive, "ranked")
@@ -107,7 +132,7 @@ def handle_rank(request: pb.RankRequest, settings: Settings, call: Call) -> pb.R
         log.debug("rank detail", extra={"request_id": request.request_id, "query": request.query,
                                         "selected": [batch.ids[i] for i in outcome.ranked]})
     with stage("encode"):
-        response = encode.outcome_to_proto(outcome, batch, params, request.request_id, settings.policy_version,
+        response = encode.outcome_to_proto(outcome, batch, params, request.request_id, policy.policy_version,
                                             call.receipt_key)
     if call.decide is not None:  # before the answer leaves: a record of every answered call is queued
         response.decision_logged = call.decide(request, outcome, batch, params, response, call.now)
@@ -116,12 +141,11 @@ def handle_rank(request: pb.RankRequest, settings: Settings, call: Call) -> pb.R
     return response
 
 
-def handle_admission(request: pb.ScoreAdmissionRequest, settings: Settings,
-                     call: Call) -> pb.ScoreAdmissionResponse:
+def handle_admission(request: pb.ScoreAdmissionRequest, policy: Policy, call: Call) -> pb.ScoreAdmissionResponse:
     """Validate, convert, score the candidate for admission under its profile (default lians-admission), convert
     back."""
-    validate_admission_request(request, settings.limits)
-    profile = resolve_profile(settings.profiles, request.profile or "lians-admission")
+    validate_admission_request(request, policy.limits)
+    profile = resolve_profile(policy.profiles, request.profile or "lians-admission")
     ref = convert.ts_to_seconds(request.reference_time) if request.HasField("reference_time") else call.now
     batch = batch_from_rows([convert.candidate_to_domain(request.candidate)])
     result = score_admission(batch, ScoringContext("", ref, False, call.provenance_key), profile)

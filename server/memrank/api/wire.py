@@ -18,6 +18,7 @@ from google.protobuf.message import DecodeError, Message
 from google.protobuf.unknown_fields import UnknownFieldSet
 
 from memrank._gen.v1 import ranking_pb2 as pb
+from memrank.api.call import RankInput
 
 _MAX_DEPTH = 16  # memrank's messages nest three deep; a hostile payload cannot recurse further
 
@@ -225,3 +226,12 @@ def _read(top: Message) -> tuple[bytes, bytes] | None:
         return None
     top.ClearField("embeddings_f32")
     return top.SerializeToString(), embeddings
+
+
+def parse_rank(data: bytes) -> RankInput:
+    """A Rank request's bytes as the servicer takes them: the packed embeddings are split off the wire before
+    parsing (``split_embeddings``), so they are held once, not twice."""
+    parts = split_embeddings(data)
+    if parts is None:
+        return RankInput(pb.RankRequest.FromString(data))
+    return RankInput(pb.RankRequest.FromString(parts[0]), parts[1])

@@ -60,9 +60,6 @@ class CallContext:
     """What a handler uses of grpc.ServicerContext, for a call run on the handler pool."""
 
     def __init__(self, metadata: Sequence[tuple[str, Any]], time_remaining: float | None) -> None:
-        # A Rank request's packed embeddings when they were split off the wire before parsing (the parsed
-        # request then has none; ``memrank.api.wire.split_embeddings``); None otherwise.
-        self.embeddings_f32: bytes | None = None
         self._metadata = tuple(metadata)
         self._deadline = None if time_remaining is None else time.monotonic() + time_remaining
         # True once the loop is done with the call (cancelled, deadline, server stop): a flag the handler thread

@@ -21,7 +21,7 @@ from grpc_reflection.v1alpha import reflection
 
 from memrank._gen.v1 import ranking_service_pb2 as svc_pb
 from memrank.api.feedback import relevance_wire_violations
-from memrank.api.wire import bad_utf8_field, split_embeddings
+from memrank.api.wire import bad_utf8_field, parse_rank
 from memrank.config import ServerSettings, Settings
 from memrank.core.errors import ConfigError, FieldViolation, InvalidRequest
 from memrank.grpc.accounting import Unknown, method_label
@@ -178,26 +178,21 @@ class _MethodAwarePool:
 
 # What protobuf parses without complaint but reads wrong, checked on a method's request bytes.
 WIRE_CHECKS: dict[str, Callable[[bytes], list[FieldViolation]]] = {"RecordFeedback": relevance_wire_violations}
-SPLITS: dict[str, Callable[[bytes], tuple[bytes, bytes] | None]] = {"Rank": split_embeddings}
 
 
-def _handle(name: str, parse: Callable[[bytes], Message], method: Callable[[Message, Any], Message],
+PARSERS: dict[str, Callable[[bytes], Any]] = {"Rank": parse_rank}
+
+
+def _handle(name: str, parse: Callable[[bytes], Any], method: Callable[[Any, Any], Message],
             descriptor: Descriptor, observe: Callable[[str], None],
-            check: Callable[[bytes], list[FieldViolation]] | None = None,
-            split: Callable[[bytes], tuple[bytes, bytes] | None] | None = None) -> Handle:
+            check: Callable[[bytes], list[FieldViolation]] | None = None) -> Handle:
     """Parse, call, serialise; request bytes that do not parse are INVALID_ARGUMENT with a field
     violation (grpc itself answers INTERNAL), naming the string field that is not UTF-8 when that is why,
-    and counted (``observe``) as the servicer counts the calls it refuses. ``split`` (Rank: the packed
-    embeddings) takes one bytes field off the wire before parsing, so it is held once, not twice."""
+    and counted (``observe``) as the servicer counts the calls it refuses."""
     def handle(holder: list[bytes], context: CallContext) -> bytes:
         data = holder.pop()
         try:
-            parts = split(data) if split is not None else None
-            if parts is None:
-                request = parse(data)
-            else:  # the message without the split-off field, which the context carries to the servicer
-                request, context.embeddings_f32 = parse(parts[0]), parts[1]
-                del parts
+            request = parse(data)
         except DecodeError as exc:
             field = bad_utf8_field(data, descriptor) if "UTF-8" in str(exc) else None
             violation = FieldViolation(field, "not valid UTF-8 (string fields must be UTF-8)") if field else \
@@ -227,11 +222,11 @@ def _add_ranking_service(servicer: RankingService, intake: Intake, server: grpc.
     """Register the service like the generated helper, each method behind the intake."""
     handlers = {}
     for m in svc_pb.DESCRIPTOR.services_by_name["RankingService"].methods:
-        parse = message_factory.GetMessageClass(m.input_type).FromString
+        parse = PARSERS.get(m.name, message_factory.GetMessageClass(m.input_type).FromString)
         handlers[m.name] = intake.method_handler(m.name, _handle(m.input_type.full_name, parse,
                                                                  getattr(servicer, m.name), m.input_type,
                                                                  partial(servicer.observe_call, m.name),
-                                                                 WIRE_CHECKS.get(m.name), SPLITS.get(m.name)))
+                                                                 WIRE_CHECKS.get(m.name)))
     server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler(SERVICE_NAME, handlers),))
     server.add_registered_method_handlers(SERVICE_NAME, handlers)
 

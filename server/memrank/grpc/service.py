@@ -12,7 +12,7 @@ import grpc
 from memrank._gen.v1 import ranking_pb2 as pb
 from memrank._gen.v1 import ranking_service_pb2_grpc as pb_grpc
 from memrank.api import encode
-from memrank.api.call import Call, CallAbandoned, handle_admission, handle_rank
+from memrank.api.call import Call, CallAbandoned, Policy, RankInput, handle_admission, handle_rank
 from memrank.api.feedback import feedback_id, validate_feedback
 from memrank.config import Settings
 from memrank.core.batch import Batch, RankParams
@@ -119,18 +119,19 @@ class RankingService(pb_grpc.RankingServiceServicer):
             return answer
         raise AssertionError("unreachable")  # abort raised
 
-    def Rank(self, request: pb.RankRequest, context: grpc.ServicerContext) -> pb.RankResponse:
-        """Rank candidate memories."""
-        return self._call("Rank", request.request_id, context, lambda: handle_rank(request, self._settings, Call(
-            self._clock(), self._provenance_key, self._receipt_key, self._record, context.is_active, self._decide,
-            self._tracing, getattr(context, "embeddings_f32", None))))
+    def Rank(self, parsed: RankInput, context: grpc.ServicerContext) -> pb.RankResponse:
+        """Rank candidate memories (``parsed``: the request as the server's parse step left it)."""
+        return self._call("Rank", parsed.request.request_id, context, lambda: handle_rank(
+            parsed, Policy.of(self._settings), Call(self._clock(), self._provenance_key, self._receipt_key,
+                                                    self._record, context.is_active, self._decide, self._tracing)))
 
     def ScoreAdmission(
         self, request: pb.ScoreAdmissionRequest, context: grpc.ServicerContext
     ) -> pb.ScoreAdmissionResponse:
         """Score one memory for admission."""
         return self._call("ScoreAdmission", request.request_id, context,
-                          lambda: handle_admission(request, self._settings, Call(self._clock(), self._provenance_key)))
+                          lambda: handle_admission(request, Policy.of(self._settings),
+                                                   Call(self._clock(), self._provenance_key)))
 
     def ListProfiles(
         self, request: pb.ListProfilesRequest, context: grpc.ServicerContext

@@ -79,7 +79,7 @@ def test_packed_embeddings_give_the_same_columns() -> None:
 def test_a_call_reads_each_timestamp_field_once(monkeypatch: pytest.MonkeyPatch) -> None:
     """Validation and the conversion share one parse of every Timestamp column (the profile had
     counted the same parse under both callers)."""
-    from memrank.api.call import Call, handle_rank
+    from memrank.api.call import Call, Policy, RankInput, handle_rank
     from memrank.api.request_columns import TIME_FIELDS
 
     read: list[str] = []
@@ -92,5 +92,6 @@ def test_a_call_reads_each_timestamp_field_once(monkeypatch: pytest.MonkeyPatch)
     monkeypatch.setattr(CandidateColumns, "_time", counted)
     cands = [candidate_to_proto(CandidateInput(id=f"m{i}", content="kafka retry", created_at=1.7e9 - i,
                                                valid_from=1.6e9, valid_to=1.8e9)) for i in range(5)]
-    handle_rank(pb.RankRequest(query="kafka", candidates=cands), load_settings(env={}), Call(1.7e9))
+    handle_rank(RankInput(pb.RankRequest(query="kafka", candidates=cands)), Policy.of(load_settings(env={})),
+                Call(1.7e9))
     assert sorted(read) == sorted(TIME_FIELDS)

@@ -13,7 +13,7 @@ from google.protobuf import json_format
 from hypothesis import HealthCheck, assume, given, settings
 
 from memrank._gen.v1 import ranking_pb2 as pb
-from memrank.api.call import Call, handle_rank
+from memrank.api.call import Call, Policy, RankInput, handle_rank
 from memrank.config import load_settings
 from memrank.core.errors import InvalidRequest
 from tests.support import hostile
@@ -26,7 +26,8 @@ VECTORS = sorted((Path(__file__).resolve().parents[2] / "vectors").glob("*.json"
 def _answer(req: pb.RankRequest) -> tuple[str, object]:
     """The response bytes, or the refusal: its type and (field, description) pairs."""
     try:
-        return "ok", handle_rank(req, SETTINGS, Call(1.767e9, b"p", b"k")).SerializeToString()
+        response = handle_rank(RankInput(req), Policy.of(SETTINGS), Call(1.767e9, b"p", b"k"))
+        return "ok", response.SerializeToString()
     except InvalidRequest as err:
         return type(err).__name__, [(v.field, v.description) for v in err.violations]
 

@@ -11,8 +11,8 @@ from hypothesis import strategies as st
 
 from memrank._gen.v1 import ranking_pb2 as pb
 from memrank.api import wire
-from memrank.api.call import Call, handle_rank
-from memrank.api.wire import split_embeddings
+from memrank.api.call import Call, Policy, RankInput, handle_rank
+from memrank.api.wire import parse_rank, split_embeddings
 from memrank.config import load_settings
 
 
@@ -83,9 +83,11 @@ def test_a_split_request_gets_the_same_answer_bytes() -> None:
     data = _packed(12, 8).SerializeToString()
     parts = split_embeddings(data)
     assert parts is not None
-    direct = handle_rank(pb.RankRequest.FromString(data), s, Call(1.767e9, None, b"k")).SerializeToString()
-    split = handle_rank(pb.RankRequest.FromString(parts[0]), s,
-                        Call(1.767e9, None, b"k", embeddings_f32=parts[1])).SerializeToString()
+    call, policy = Call(1.767e9, None, b"k"), Policy.of(s)
+    direct = handle_rank(RankInput(pb.RankRequest.FromString(data)), policy, call).SerializeToString()
+    parsed = parse_rank(data)
+    assert parsed.embeddings_f32 == parts[1] and not parsed.request.embeddings_f32  # the split took the matrix
+    split = handle_rank(parsed, policy, call).SerializeToString()
     assert split == direct
 
 

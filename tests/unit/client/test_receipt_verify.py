@@ -19,7 +19,7 @@ from google.protobuf import json_format
 
 from memrank import cli
 from memrank._gen.v1 import ranking_pb2 as pb
-from memrank.api.call import Call, handle_rank
+from memrank.api.call import Call, Policy, RankInput, handle_rank
 from memrank.client import verify_receipt
 from memrank.client.verify import canonical_lines, q
 from memrank.config import load_settings
@@ -35,7 +35,7 @@ REF = "2026-06-01T12:00:00Z"
 def rank(request: dict[str, Any] | pb.RankRequest, key: bytes | None = None) -> tuple[pb.RankRequest,
                                                                                        pb.RankResponse]:
     req = request if isinstance(request, pb.RankRequest) else json_format.ParseDict(request, pb.RankRequest())
-    return req, handle_rank(req, SETTINGS, Call(time.time(), receipt_key=key))
+    return req, handle_rank(RankInput(req), Policy.of(SETTINGS), Call(time.time(), receipt_key=key))
 
 
 def cand(cid: str, content: str, retrieval: float, **extra: Any) -> dict[str, Any]:

@@ -10,7 +10,7 @@ import pytest
 from google.protobuf import json_format
 
 from memrank._gen.v1 import ranking_pb2 as pb
-from memrank.api.call import Call, handle_rank
+from memrank.api.call import Call, Policy, RankInput, handle_rank
 from memrank.client.requests import candidates_of, in_candidate_words, rank_request, time_of
 from memrank.config import load_settings
 
@@ -29,7 +29,7 @@ MATRIX = np.array([[1, 0, 0], [0.6, 0.8, 0], [0, 0, 1]], dtype=np.float32)
 
 
 def _answer(req: pb.RankRequest) -> bytes:
-    return bytes(handle_rank(req, SETTINGS, Call(1.767e9, b"p", b"k")).SerializeToString())
+    return bytes(handle_rank(RankInput(req), Policy.of(SETTINGS), Call(1.767e9, b"p", b"k")).SerializeToString())
 
 
 def test_a_dict_is_sent_as_columns_without_json(monkeypatch: pytest.MonkeyPatch) -> None:
