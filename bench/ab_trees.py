@@ -27,9 +27,10 @@ _CHILD = r"""
 import json, sys, time
 from bench.data import workload
 from memrank._gen.v1 import ranking_pb2 as pb
-from memrank.api.call import Call, handle_rank
+from bench.calls import call_of, rank_handler
 from memrank.config import load_settings
 settings = load_settings()
+handle = rank_handler(settings)
 stage, specs = sys.argv[1], json.loads(sys.argv[2])
 calls = {}
 for n, dim in specs:
@@ -37,7 +38,7 @@ for n, dim in specs:
     data = w.request.SerializeToString()
     if stage == "handler":
         def call(data=data):
-            return handle_rank(pb.RankRequest.FromString(data), settings, Call(0.0)).SerializeToString()
+            return handle(data, call_of(now=0.0)).SerializeToString()
     else:
         from memrank.api import convert
         from memrank.api.validate import validate_rank_request

@@ -18,16 +18,11 @@ from pathlib import Path
 
 from google.protobuf import json_format  # type: ignore[import-untyped]
 
+from bench.calls import call_of, rank_handler
 from bench.data import workload
 from memrank._gen.v1 import ranking_pb2 as pb
-from memrank.api.call import Call, handle_rank
 from memrank.config import load_settings
 from memrank.core.errors import MemrankError
-
-try:  # trees before the split compare too
-    from memrank.api.wire import split_embeddings
-except ImportError:
-    split_embeddings = None  # type: ignore[assignment]
 
 VECTORS = Path(__file__).resolve().parents[1] / "tests" / "vectors"
 NOW = 1_767_225_600.5
@@ -107,17 +102,14 @@ def requests() -> dict[str, pb.RankRequest]:
 def digests() -> dict[str, str]:
     """SHA-256 of each response's bytes, or the error and its field violations, with and without a receipt key."""
     settings = load_settings(env={})
+    handle = rank_handler(settings)  # as the server reads a request, in this tree's signature
     out = {}
     for key in (None, b"receipt-key"):
         for name, r in requests().items():
             data = r.SerializeToString()
-            # As the server reads a request: packed embeddings split off the wire first, where this tree does so.
-            parts = split_embeddings(data) if split_embeddings is not None else None
-            request = pb.RankRequest.FromString(data if parts is None else parts[0])
-            extra = {} if parts is None else {"embeddings_f32": parts[1]}
             label = f"{'key' if key else 'nokey'}|{name}"
             try:
-                resp = handle_rank(request, settings, Call(NOW, b"provenance-key", key, **extra))
+                resp = handle(data, call_of(now=NOW, provenance_key=b"provenance-key", receipt_key=key))
                 out[label] = hashlib.sha256(resp.SerializeToString()).hexdigest()
             except MemrankError as exc:
                 out[label] = f"{type(exc).__name__}: {exc} {getattr(exc, 'violations', '')!r}"

@@ -38,7 +38,7 @@ from bench.data import workload
 from bench.live import Caller, serve, throughput
 from bench.timing import children, measure, measure_pair, proc_cpu_seconds
 from memrank.api import convert
-from memrank.api.call import Call, handle_rank
+from memrank.api.call import Call, Policy, RankInput, handle_rank
 from memrank.api.encode import outcome_to_proto
 from memrank.api.validate import validate_rank_request
 from memrank.config import DecisionLogSettings, load_settings
@@ -61,8 +61,9 @@ def in_process(rounds: int, folder: Path) -> dict[str, float]:
     req = workload(400, 384).request
     now = time.time()
     try:
-        off, on = measure_pair(lambda: handle_rank(req, s, Call(now)),
-                               lambda: handle_rank(req, s, Call(now, decide=service._decide)), rounds)
+        parsed, policy = RankInput(req), Policy.of(s)
+        off, on = measure_pair(lambda: handle_rank(parsed, policy, Call(now)),
+                               lambda: handle_rank(parsed, policy, Call(now, decide=service._decide)), rounds)
         cols = validate_rank_request(req, s.limits, profiles=s.profiles)
         batch, params = convert.request_to_domain(req, now, cols)
         outcome = rank(batch, params, s.profiles, s.layers)

@@ -27,15 +27,15 @@ from pathlib import Path
 _CHILD = r"""
 import sys
 from bench.data import workload
-from memrank._gen.v1 import ranking_pb2 as pb
-from memrank.api.call import Call, handle_rank
+from bench.calls import call_of, rank_handler
 from memrank.config import load_settings
 settings = load_settings()
 n, dim, calls = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3])
 data = workload(n, dim).request.SerializeToString()
-handle_rank(pb.RankRequest.FromString(data), settings, Call(0.0)).SerializeToString()  # warm: caches, lazy imports
+handle = rank_handler(settings)
+handle(data, call_of(now=0.0)).SerializeToString()  # warm: caches, lazy imports
 for _ in range(calls):
-    handle_rank(pb.RankRequest.FromString(data), settings, Call(0.0)).SerializeToString()
+    handle(data, call_of(now=0.0)).SerializeToString()
 """
 
 

@@ -17,7 +17,7 @@ from bench.data import K, Workload, workload
 from bench.timing import Timing, measure, measure_pair, peak_rss_mib
 from memrank._gen.v1 import ranking_pb2 as pb
 from memrank.api import convert
-from memrank.api.call import Call, handle_rank
+from memrank.api.call import Call, Policy, RankInput, handle_rank
 from memrank.api.encode import outcome_to_proto
 from memrank.api.validate import validate_rank_request
 from memrank.config import load_settings
@@ -87,7 +87,8 @@ def stages(w: Workload, reps: int) -> dict[str, Any]:
             strict=True)),
         "encode": _ms(measure(lambda: outcome_to_proto(outcome, batch, params, "bench", "v")
                               .SerializeToString(), reps)),
-        "handler": _ms(measure(lambda: handle_rank(req, settings, Call(0.0)).SerializeToString(), reps)),
+        "handler": _ms(measure(lambda: handle_rank(RankInput(req), Policy.of(settings), Call(0.0))
+                               .SerializeToString(), reps)),
         "selected": len(outcome.ranked),
     }
     out["selection"] = {"p50_ms": max(0.0, out["core"]["p50_ms"] - out["signals"]["p50_ms"]),
@@ -172,7 +173,7 @@ def growth(small: Workload, large: Workload, reps: int) -> dict[str, Any]:
         batch, params = convert.request_to_domain(w.request, 0.0)
         req = pb.RankRequest.FromString(w.request.SerializeToString())
         cores.append(lambda b=batch, p=params: rank(dataclasses.replace(b), p, settings.profiles, settings.layers))
-        handlers.append(lambda r=req: handle_rank(r, settings, Call(0.0)).SerializeToString())
+        handlers.append(lambda r=req: handle_rank(RankInput(r), Policy.of(settings), Call(0.0)).SerializeToString())
     for name, (f_small, f_large) in (("core", cores), ("handler", handlers)):
         a, b = measure_pair(f_small, f_large, reps)
         out[name] = {"small_cpu_p50_ms": a.cpu_p50, "large_cpu_p50_ms": b.cpu_p50, "ratio": b.cpu_p50 / a.cpu_p50}

@@ -40,7 +40,7 @@ from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 
 from bench.data import workload
 from memrank.api import convert
-from memrank.api.call import Call, handle_rank, untraced
+from memrank.api.call import Call, Policy, RankInput, handle_rank, untraced
 from memrank.api.encode import outcome_to_proto
 from memrank.api.validate import validate_rank_request
 from memrank.config import TracingSettings, load_settings
@@ -105,7 +105,7 @@ def main() -> None:
     def served(trace: Tracing | None, metadata: tuple[tuple[str, str], ...],
                serve: Callable[[Any, Any], Awaitable[bytes]] | None = None) -> Callable[[], None]:
         async def handle(_requests: Any, _context: Any) -> bytes:
-            return bytes(handle_rank(req, s, Call(now, trace=trace)).request_id, "utf-8")
+            return bytes(handle_rank(RankInput(req), Policy.of(s), Call(now, trace=trace)).request_id, "utf-8")
 
         inner = serve or handle
         handler = inner if trace is None else trace.server("Rank", inner)

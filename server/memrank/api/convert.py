@@ -53,7 +53,8 @@ def candidate_to_proto(row: CandidateInput) -> pb.Candidate:
     c = pb.Candidate(
         id=row.id, layer=row.layer, kind=row.kind, content=row.content, retrieval_score=row.retrieval_score,
         facet_scores=dict(row.facet_scores), access_count=row.access_count, token_count=row.token_count,
-        source=row.source, provenance=row.provenance, safety=row.safety, embedding=list(row.embedding),
+        source=pb.Source.ValueType(row.source), provenance=row.provenance,
+        safety=pb.SafetyStatus.ValueType(row.safety), embedding=list(row.embedding),
         stage_scores=dict(row.stage_scores), metadata=dict(row.metadata), thread=row.thread, speaker=row.speaker,
     )
     if row.importance is not None:

@@ -16,7 +16,7 @@ from memrank.core.batch import Batch, RankParams
 from memrank.core.explain import receipt
 from memrank.core.explain.outcome import SCORING_SCHEMA, RankOutcome
 from memrank.core.profile import Profile
-from memrank.core.reasons import rows_of
+from memrank.core.reasons import Row, rows_of
 from memrank.core.scoring.scores import Scores
 from memrank.core.text.words import CHARS_PER_TOKEN
 from memrank.core.types import ExplainLevel
@@ -43,7 +43,7 @@ class Breakdowns:
     the notes are the gates' reasons, and nothing of selection is written).
     """
 
-    def __init__(self, scores: Scores, batch: Batch, final: np.ndarray, notes: Sequence[Sequence[str]],
+    def __init__(self, scores: Scores, batch: Batch, final: np.ndarray, notes: Sequence[Row],
                  estimated: np.ndarray, tokens: np.ndarray, covered_by: np.ndarray, gain: np.ndarray,
                  lower: np.ndarray, upper: np.ndarray) -> None:
         self.scores, self.ids = scores, batch.ids
@@ -123,12 +123,17 @@ def outcome_to_proto(o: RankOutcome, batch: Batch, params: RankParams, request_i
     resp = pb.RankResponse(
         request_id=request_id, weights=weights_to_proto(o.profile),
         scoring_schema=SCORING_SCHEMA, policy_version=policy_version, profile=o.profile.name,
-        # Plain dicts: the constructor fills every entry in C (an Allocation's fields are LayerAllocation's).
-        allocations=list(map(vars, o.allocations)),
+        # Plain dicts: the constructor fills every entry in C. Named field by field, so the core's dataclasses
+        # never have to match the wire's messages.
+        allocations=[{"layer": a.layer, "budget_tokens": a.budget_tokens, "used_tokens": a.used_tokens,
+                      "floor_tokens": a.floor_tokens, "candidate_count": a.candidate_count,
+                      "selected_count": a.selected_count, "released_tokens": a.released_tokens,
+                      "received_tokens": a.received_tokens} for a in o.allocations],
         importance_suggestions=[{"id": ids[i], "suggested_importance": v} for i, v in o.suggestions],
         selected=selected, dropped=dropped, reference_time=seconds_to_ts(params.reference_time),
-        # A ShadowResult's fields are ShadowComparison's.
-        **({} if o.shadow is None else {"shadow": vars(o.shadow)}),
+        shadow=None if o.shadow is None else pb.ShadowComparison(
+            profile=o.shadow.profile, k=o.shadow.k, overlap_at_k=o.shadow.overlap_at_k,
+            kendall_tau=o.shadow.kendall_tau, selected_ids=o.shadow.selected_ids),
     )
     digest, signature = receipt.seal(receipt_payload(o, batch, params, resp), receipt_key)
     r = resp.receipt
@@ -162,7 +167,8 @@ def admission_to_proto(request_id: str, result: AdmissionResult, batch: Batch, p
                        reference_time: float) -> pb.ScoreAdmissionResponse:
     """The ScoreAdmissionResponse for one scored candidate."""
     return pb.ScoreAdmissionResponse(
-        request_id=request_id, decision=int(result.decision), score=result.score, reasons=list(result.reasons),
+        request_id=request_id, decision=pb.AdmissionDecision.ValueType(int(result.decision)), score=result.score,
+        reasons=list(result.reasons),
         admit_threshold=profile.admit_threshold, hold_threshold=profile.hold_threshold, profile=profile.name,
         breakdown=Breakdowns.of_scores(result.scores, batch).dicts([0])[0],
         reference_time=seconds_to_ts(reference_time),

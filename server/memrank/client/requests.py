@@ -212,8 +212,8 @@ def rank_request(value: pb.RankRequest | Mapping[str, Any], embeddings: ArrayLik
             cols, rows = columns_of(cands)
         except _PerCandidate:
             cols, rows = pb.CandidateColumns(), []
-        matrix = _MISSING if not len(cols.ids) and cands else embeddings if embeddings is not None else _rows(rows)
-        if matrix is not _MISSING:
+        if len(cols.ids) or not cands:  # else a candidate the columns cannot carry: sent per candidate below
+            matrix = embeddings if embeddings is not None else _rows(rows)
             msg.columns.CopyFrom(cols)
             return msg if matrix is None else _packed(msg, matrix, len(cands))
     fill(msg, {"candidates": cands})  # messages among them, or embeddings of several dimensions: as sent

@@ -3,6 +3,8 @@ a call recorded, ``FlushFirst`` publishes it before a scrape reads any family.""
 
 from __future__ import annotations
 
+from prometheus_client.metrics_core import Metric
+
 from memrank.core.explain.outcome import RankOutcome
 from memrank.metrics.recorder import Recorder
 
@@ -37,11 +39,11 @@ class FlushFirst:
     def __init__(self) -> None:
         self.target: AfterReply | None = None
 
-    def describe(self) -> list[object]:
+    def describe(self) -> list[Metric]:
         """No families of its own."""
         return []
 
-    def collect(self) -> list[object]:
+    def collect(self) -> list[Metric]:
         """Flush, then export nothing."""
         if self.target is not None:
             self.target.flush()
