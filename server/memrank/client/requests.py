@@ -14,7 +14,7 @@ import datetime
 import math
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 import numpy as np
 from google.protobuf.descriptor import Descriptor, FieldDescriptor
@@ -212,10 +212,12 @@ def rank_request(value: pb.RankRequest | Mapping[str, Any], embeddings: ArrayLik
             cols, rows = columns_of(cands)
         except _PerCandidate:
             cols, rows = pb.CandidateColumns(), []
-        if len(cols.ids) or not cands:  # else a candidate the columns cannot carry: sent per candidate below
-            matrix = embeddings if embeddings is not None else _rows(rows)
+        # Sent per candidate below instead: a candidate the columns cannot carry, or embeddings of several
+        # dimensions (the server names the offending candidate).
+        matrix = embeddings if embeddings is not None else _rows(rows)
+        if (len(cols.ids) or not cands) and matrix is not _MISSING:
             msg.columns.CopyFrom(cols)
-            return msg if matrix is None else _packed(msg, matrix, len(cands))
+            return msg if matrix is None else _packed(msg, cast(ArrayLike, matrix), len(cands))
     fill(msg, {"candidates": cands})  # messages among them, or embeddings of several dimensions: as sent
     return msg if embeddings is None else pack_embeddings(msg, embeddings)
 
