@@ -159,5 +159,6 @@ def test_auth_settings_come_from_the_helm_chart_environment(tokens: Path) -> Non
     s = load_settings(env={"MEMRANK_AUTH_TOKEN_FILE": str(tokens), "MEMRANK_AUTH_OPEN_METHODS": ""})
     assert s.security.auth_token_file == str(tokens)
     assert s.security.auth_open_methods == ""
-    with pytest.raises(ConfigError, match=r"security\.auth_open_methods: 'not a name'"):
+    named = r"security\.auth_open_methods \(set by MEMRANK_AUTH_OPEN_METHODS\): 'not a name'"
+    with pytest.raises(ConfigError, match=named):
         load_settings(env={"MEMRANK_AUTH_OPEN_METHODS": "not a name"})
