@@ -8,7 +8,6 @@ candidate was not picked, and how each layer's budget was used.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import lru_cache
 
 import numpy as np
 
@@ -117,16 +116,10 @@ def _with_catch_all(layers: tuple[LayerSpec, ...], layer_of: tuple[str, ...]) ->
     return (*layers, LayerSpec(CATCH_ALL_LAYER, share=mean if np.isfinite(mean) else max(shares)))
 
 
-@lru_cache(maxsize=64)
 def _plan(layers: tuple[LayerSpec, ...], max_tokens: int) -> tuple[tuple[budget.LayerBudget, ...], np.ndarray,
                                                                    tuple[int, ...]]:
-    """The layers as the allocator sees them, their item caps and the first allocation.
-
-    A function of the layer policies and the budget alone, which repeat from call to call (the configured
-    layers, a client's budget): computed once per distinct pair. The caps array is read-only.
-    """
+    """The layers as the allocator sees them, their item caps and the first allocation."""
     items = np.array([layer.max_items or NO_CAP for layer in layers], dtype=np.int64)
-    items.setflags(write=False)
     specs = tuple(budget.LayerBudget(x.name, x.share, x.floor_tokens) for x in layers)
     alloc = budget.allocate(specs, max_tokens) if max_tokens else [NO_CAP] * len(layers)
     return specs, items, tuple(alloc)
