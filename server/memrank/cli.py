@@ -18,9 +18,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-import memrank.system.defaults  # noqa: F401  (before numpy loads: one BLAS thread, freed memory kept)
 from memrank import __version__
 from memrank.core.errors import ConfigError, InvalidRequest
+from memrank.system import defaults
 from memrank.system.ports import AddressInUse
 
 if TYPE_CHECKING:
@@ -275,6 +275,7 @@ def _drift_snapshot(args: argparse.Namespace, settings: Settings) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the `memrank` console script."""
+    defaults.apply()  # before numpy loads: one BLAS thread, freed memory kept (inherited by spawned workers)
     argv = sys.argv[1:] if argv is None else list(argv)
     _announce_loading(argv)
     args = _parser().parse_args(argv)
