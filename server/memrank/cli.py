@@ -145,7 +145,12 @@ def _where_set(key: str) -> str:
 
 def _early_level(argv: Sequence[str]) -> str:
     """The log level `memrank serve` will run at, as far as the flags and environment say before any import
-    (a config file's server.log_level is read later)."""
+    (a config file's server.log_level is read later).
+
+    The one read of the environment outside ``config``: it picks the level of the first "loading" line only,
+    which is logged before the configuration package (pydantic, seconds on a cold machine) is imported; the
+    server's level is the settings' ``server.log_level``, read by ``config`` like every other key.
+    """
     level = os.environ.get("MEMRANK_LOG_LEVEL", "info")
     for i, arg in enumerate(argv):
         if arg == "--log-level" and i + 1 < len(argv):

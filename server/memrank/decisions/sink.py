@@ -17,7 +17,6 @@ from pathlib import Path
 
 from memrank.core.errors import ConfigError
 
-LOCK_ENV = "MEMRANK_DECISION_LOG_LOCK"
 # Never through a symbolic link: a link planted at the path (or at its .lock) would send records elsewhere.
 _NOFOLLOW = os.O_NOFOLLOW | os.O_CLOEXEC
 
@@ -46,10 +45,11 @@ class _Lock:
 
 
 class StdoutSink:
-    """JSON lines on file descriptor 1 (a container's log stream)."""
+    """JSON lines on file descriptor 1 (a container's log stream); each line under ``lock`` (a file shared
+    with the other workers writing to the same stdout, ``config.decision_log_lock``) when given."""
 
-    def __init__(self) -> None:
-        self._lock = _Lock(os.environ.get(LOCK_ENV))
+    def __init__(self, lock: str | None = None) -> None:
+        self._lock = _Lock(lock)
 
     def write(self, line: bytes) -> None:
         """Write one whole line."""
@@ -131,9 +131,10 @@ def check_sink(kind: str, path: str | None) -> None:
         raise ConfigError(f"decision_log.path: cannot write {path!r}: {why}") from None
 
 
-def open_sink(kind: str, path: str | None, max_bytes: int, backups: int) -> StdoutSink | FileSink:
-    """The sink ``decision_log.sink`` names."""
+def open_sink(kind: str, path: str | None, max_bytes: int, backups: int,
+              lock: str | None = None) -> StdoutSink | FileSink:
+    """The sink ``decision_log.sink`` names (``lock``: see StdoutSink)."""
     if kind == "file":
         assert path is not None
         return FileSink(path, max_bytes, backups)
-    return StdoutSink()
+    return StdoutSink(lock)

@@ -35,7 +35,7 @@ import time
 from dataclasses import asdict
 from typing import IO, Any
 
-from memrank.config import DecisionLogSettings
+from memrank.config import DecisionLogSettings, decision_log_lock
 from memrank.decisions.capture import DECISION, FEEDBACK
 from memrank.decisions.mask import HASH, PLAIN, Masker
 from memrank.decisions.process import WriterProcess
@@ -241,7 +241,7 @@ def main(argv: list[str]) -> int:
     setup_logging("info")
     settings = DecisionLogSettings(**json.loads(argv[0]))
     reports = os.fdopen(int(argv[1]), "wb", buffering=0)
-    sink = open_sink(settings.sink, settings.path, settings.max_bytes, settings.backups)
+    sink = open_sink(settings.sink, settings.path, settings.max_bytes, settings.backups, decision_log_lock())
     masker = Masker(settings.content, settings.hash_key() if settings.content == HASH else None)
     stream = sys.stdin.buffer
     while (head := _read_exactly(stream, 8)) is not None:
