@@ -42,7 +42,6 @@ from memrank.core.text.words import terms, tokens
 
 _SHOWN_TERMS = 5
 SMALL_CHARS = 2048  # with at most SMALL_BATCH memories, up to this many characters in all are read in Python
-_LEARN_ABOVE = 8  # query terms: up to this many, each is one scan of the word hashes (cheaper than a sort)
 
 
 def presence(query_terms: list[str], contents: tuple[str, ...]) -> np.ndarray:
@@ -52,8 +51,7 @@ def presence(query_terms: list[str], contents: tuple[str, ...]) -> np.ndarray:
 
 def _presence(query_terms: list[str], index: WordIndex) -> np.ndarray:
     out = np.zeros((index.n, len(query_terms)), dtype=bool)
-    if len(query_terms) > _LEARN_ABOVE:  # one sorted presence test rules out the absent terms; a few are scanned
-        index.present_words(query_terms)
+    index.present_words(query_terms)  # one sorted presence test rules out the absent terms
     for j, t in enumerate(query_terms):  # one column per term, from the batch's word index
         out[:, j] = index.has(t)
     return out
