@@ -4,4 +4,6 @@
 # inherited by the servers it starts), so in-process timings see what a server sees: one BLAS thread per
 # process (OpenBLAS's idle threads left spinning by the LangChain baseline took the core from the server's
 # calls) and glibc keeping freed memory for the next call (memrank.system.defaults).
-import memrank.system.defaults  # noqa: F401
+from memrank.system import defaults
+
+defaults.apply()

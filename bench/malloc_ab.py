@@ -1,6 +1,6 @@
 """``python -m bench.malloc_ab``: a live server with glibc's malloc defaults next to one with memrank's settings.
 
-Two 1-worker servers on loopback; one is started with ``memrank.system.defaults`` replaced by an empty module (so
+Two 1-worker servers on loopback; one is started with ``memrank.system.defaults.apply`` replaced by a no-op (so
 neither the BLAS default nor ``mallopt`` runs in it; OPENBLAS_NUM_THREADS=1 comes from the environment for
 both), the other as ``memrank serve`` runs. Calls alternate, call for call; the table gives e2e p50 and the
 server CPU per call (from /proc) of each. The evidence for the malloc decision in bench/README.md.
@@ -20,8 +20,7 @@ from bench.data import workload
 from bench.timing import measure_pair
 
 _KEYS = ("MALLOC_TRIM_THRESHOLD_", "MALLOC_MMAP_THRESHOLD_", "MALLOC_ARENA_MAX")
-_NO_SETTINGS = ("import sys, types; "
-                "sys.modules['memrank.system.defaults'] = types.ModuleType('memrank.system.defaults'); "
+_NO_SETTINGS = ("import sys; from memrank.system import defaults; defaults.apply = dict; "
                 "from memrank.cli import main; sys.exit(main(sys.argv[1:]))")
 
 

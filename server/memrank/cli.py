@@ -18,9 +18,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-import memrank.system.defaults  # noqa: F401  (before numpy loads: one BLAS thread, freed memory kept)
 from memrank import __version__
 from memrank.core.errors import ConfigError, InvalidRequest
+from memrank.system import defaults
 from memrank.system.ports import AddressInUse
 from memrank.system.signals import held
 
@@ -146,7 +146,12 @@ def _where_set(key: str) -> str:
 
 def _early_level(argv: Sequence[str]) -> str:
     """The log level `memrank serve` will run at, as far as the flags and environment say before any import
-    (a config file's server.log_level is read later)."""
+    (a config file's server.log_level is read later).
+
+    The one read of the environment outside ``config``: it picks the level of the first "loading" line only,
+    which is logged before the configuration package (pydantic, seconds on a cold machine) is imported; the
+    server's level is the settings' ``server.log_level``, read by ``config`` like every other key.
+    """
     level = os.environ.get("MEMRANK_LOG_LEVEL", "info")
     for i, arg in enumerate(argv):
         if arg == "--log-level" and i + 1 < len(argv):
@@ -277,6 +282,7 @@ def _drift_snapshot(args: argparse.Namespace, settings: Settings) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the `memrank` console script."""
+    defaults.apply()  # before numpy loads: one BLAS thread, freed memory kept (inherited by spawned workers)
     argv = sys.argv[1:] if argv is None else list(argv)
     if argv[:1] == ["serve"]:
         # First: a SIGHUP (reload storm), SIGTERM or SIGINT while the server loads waits for its handlers

@@ -45,6 +45,7 @@ from memrank.profiles.model import profile_from_mapping, profile_to_mapping
 
 __all__ = [
     "BOUNDS",
+    "DECISION_LOG_LOCK_ENV",
     "ENV_KEYS",
     "DecisionLogSettings",
     "DriftSettings",
@@ -56,6 +57,7 @@ __all__ = [
     "TracingSettings",
     "builtin_defaults",
     "config_file",
+    "decision_log_lock",
     "load_settings",
     "policy_version_of",
 ]
@@ -112,6 +114,16 @@ def policy_version_of(limits: Limits, layers: tuple[LayerSpec, ...], profiles: M
     }
     canonical = json.dumps(data, sort_keys=True, default=str)
     return "policy-" + hashlib.sha256(canonical.encode()).hexdigest()[:12]
+
+
+# Set by a supervisor for the workers it starts (a file they lock around each stdout decision-log line), not by
+# users: a process channel, so not a key of ENV_KEYS.
+DECISION_LOG_LOCK_ENV = "MEMRANK_DECISION_LOG_LOCK"
+
+
+def decision_log_lock(env: Mapping[str, str] | None = None) -> str | None:
+    """The lock file this process's stdout decision log shares with its supervisor's other workers, else None."""
+    return (os.environ if env is None else env).get(DECISION_LOG_LOCK_ENV) or None
 
 
 def config_file(path: str | None, env: Mapping[str, str]) -> tuple[str, str] | None:

@@ -2,22 +2,66 @@
 
 Times are float64 seconds since the Unix epoch with NaN for "unset"; optional
 numbers use NaN for "unset" too. Columns are read-only so signals cannot
-mutate their input by accident.
+mutate their input by accident. The one mutable part of a ``Batch`` is its
+``memo`` (``Memo``): values computed from the columns on first use and kept
+for the batch's life, each a pure function of the batch and its key, so no
+result depends on whether it was computed before.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
 from operator import attrgetter
 from types import MappingProxyType
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
 from memrank.core.types import ExplainLevel, Placement
 
 _EMPTY_MAP: Mapping[str, str] = MappingProxyType({})
+T = TypeVar("T")
+
+
+class Memo:
+    """What signals derive from a batch's columns, computed once per batch: the text indexes
+    (``core.text.buffers``), a query's lexical presence matrix, the float64 squared norms, the context match.
+
+    Write-once: a key's value is built by ``get`` (or stored by ``put``) once and never replaced, and each is
+    a function of the batch and the key alone, so a memo is never an input, only saved work. It lives as long
+    as its batch (one request); ``Batch.take`` starts an empty one.
+    """
+
+    __slots__ = ("_held",)
+
+    def __init__(self) -> None:
+        self._held: dict[Hashable, Any] = {}
+
+    def get(self, key: Hashable, build: Callable[[], T]) -> T:
+        """The value kept under ``key``, built by ``build()`` on first use."""
+        held = self._held
+        if key not in held:
+            held[key] = build()
+        value: T = held[key]
+        return value
+
+    def peek(self, key: Hashable) -> Any:
+        """The value kept under ``key``, else None (nothing is built)."""
+        return self._held.get(key)
+
+    def put(self, key: Hashable, value: Any) -> None:
+        """Keep ``value`` under a key that holds nothing yet."""
+        if key in self._held:
+            raise KeyError(f"memo key {key!r} is written once")
+        self._held[key] = value
+
+    def __contains__(self, key: Hashable) -> bool:
+        return key in self._held
+
+    def values(self) -> list[Any]:
+        """Everything kept (what a batch holds on to until the response is written)."""
+        return list(self._held.values())
 
 
 def _frozen(a: np.ndarray) -> np.ndarray:
@@ -55,10 +99,7 @@ class Batch:
     embeddings: np.ndarray | None  # float32 (n, d), None when no candidate has one
     stage_scores: Mapping[str, np.ndarray]  # stage name -> float64, NaN where missing
     metadata: tuple[Mapping[str, str], ...]
-    # Values derived from the columns on first use (the text indexes, ``core.text.buffers``; the lexical presence
-    # matrix of a query, ``signals.lexical``): they live exactly
-    # as long as the batch and never take part in equality. Not an input: nothing outside ``core`` writes it.
-    derived: dict[Any, Any] = field(default_factory=dict, init=False, repr=False, compare=False)
+    memo: Memo = field(default_factory=Memo, init=False, repr=False, compare=False)  # see Memo: saved work only
     threads: tuple[str, ...]  # "" = no thread (or the empty-named one, for a candidate with a position)
     positions: np.ndarray  # float64 turn index within the thread (integers up to 2^53 are exact), NaN = unset
     speakers: tuple[str, ...]  # "" = unknown

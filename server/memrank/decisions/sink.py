@@ -21,7 +21,6 @@ from pathlib import Path
 from memrank.core.errors import ConfigError
 
 log = logging.getLogger("memrank.decisions")
-LOCK_ENV = "MEMRANK_DECISION_LOG_LOCK"
 # Never through a symbolic link: a link planted at the path (or at its .lock) would send records elsewhere.
 _NOFOLLOW = os.O_NOFOLLOW | os.O_CLOEXEC
 
@@ -50,10 +49,11 @@ class _Lock:
 
 
 class StdoutSink:
-    """JSON lines on file descriptor 1 (a container's log stream)."""
+    """JSON lines on file descriptor 1 (a container's log stream); each line under ``lock`` (a file shared
+    with the other workers writing to the same stdout, ``config.decision_log_lock``) when given."""
 
-    def __init__(self) -> None:
-        self._lock = _Lock(os.environ.get(LOCK_ENV))
+    def __init__(self, lock: str | None = None) -> None:
+        self._lock = _Lock(lock)
         self._torn = False  # a failed write left part of a line: the next one ends it first
 
     def write(self, line: bytes) -> None:
@@ -217,9 +217,10 @@ def check_sink(kind: str, path: str | None) -> None:
 
 
 def open_sink(kind: str, path: str | None, max_bytes: int, backups: int,
-              sync_on_close: bool = False) -> StdoutSink | FileSink:
-    """The sink ``decision_log.sink`` names (``sync_on_close``: a file fsynced before it is rotated away)."""
+              sync_on_close: bool = False, lock: str | None = None) -> StdoutSink | FileSink:
+    """The sink ``decision_log.sink`` names (``sync_on_close``: a file fsynced before it is rotated away;
+    ``lock``: see StdoutSink)."""
     if kind == "file":
         assert path is not None
         return FileSink(path, max_bytes, backups, sync_on_close)
-    return StdoutSink()
+    return StdoutSink(lock)

@@ -42,7 +42,7 @@ import time
 from dataclasses import asdict
 from typing import IO, Any
 
-from memrank.config import DecisionLogSettings
+from memrank.config import DecisionLogSettings, decision_log_lock
 from memrank.decisions.capture import DECISION, FEEDBACK
 from memrank.decisions.durability import Durability
 from memrank.decisions.mask import HASH, PLAIN, Masker
@@ -265,8 +265,9 @@ def main(argv: list[str]) -> int:
     reports = os.fdopen(int(argv[1]), "wb", buffering=0)
     retry = Retry(reports)  # a restarted writer may find the folder unwritable for a while: it waits
     policy = settings.fsync if settings.sink == "file" else "never"  # a stream has nothing to fsync
+    lock = decision_log_lock()
     sink = retry.run(lambda: open_sink(settings.sink, settings.path, settings.max_bytes, settings.backups,
-                                       sync_on_close=policy != "never"))
+                                       sync_on_close=policy != "never", lock=lock))
     durable = Durability(sink, policy, settings.fsync_interval_seconds, retry.failed)
     masker = Masker(settings.content, settings.hash_key() if settings.content == HASH else None)
     stream = sys.stdin.buffer

@@ -21,9 +21,8 @@ import time
 from dataclasses import replace
 from types import FrameType
 
-from memrank.config import Settings, SettingsSource
+from memrank.config import DECISION_LOG_LOCK_ENV, Settings, SettingsSource
 from memrank.core.errors import ConfigError
-from memrank.decisions.sink import LOCK_ENV as DECISION_LOCK_ENV
 from memrank.lifecycle.announce import log_ready, metrics_url
 from memrank.lifecycle.preflight import check_start
 from memrank.lifecycle.server_process import serve_single
@@ -145,7 +144,7 @@ def _supervise(settings: Settings, source: SettingsSource) -> None:
     mp_dir = tempfile.mkdtemp(prefix=f"{METRICS_DIR_PREFIX}{os.getpid()}-")
     os.environ["PROMETHEUS_MULTIPROC_DIR"] = mp_dir  # read by prometheus_client in the spawned workers
     # Workers' decision log writers take this lock around each line on a shared stdout (see decisions.sink).
-    os.environ[DECISION_LOCK_ENV] = os.path.join(mp_dir, "decision-log.lock")
+    os.environ[DECISION_LOG_LOCK_ENV] = os.path.join(mp_dir, "decision-log.lock")
     registry = workers_registry(mp_dir)
     try:
         exposition = serve_metrics(settings.server.metrics_host, settings.server.metrics_port, registry)

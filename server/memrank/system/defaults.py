@@ -1,4 +1,5 @@
-"""Process-wide defaults, set before numpy loads (imported first by the ``memrank`` command and the bench).
+"""Process-wide defaults, set by ``apply()`` before numpy loads (the first thing the ``memrank`` command's ``main``
+and the bench do; importing this module changes nothing).
 
 - **One BLAS/OpenMP thread per process.** A memrank process scores one request at a time on one core;
   parallelism comes from worker processes (``server.workers``), which inherit this environment. A
@@ -45,15 +46,13 @@ _MALLOPT = {"MALLOC_TRIM_THRESHOLD_": (-1, TRIM_THRESHOLD), "MALLOC_MMAP_THRESHO
             "MALLOC_ARENA_MAX": (-8, ARENA_MAX)}
 
 
-def _blas_threads() -> None:
+def apply() -> dict[str, int]:
+    """Set this process's defaults (see the module docstring); returns the malloc settings ``mallopt`` took
+    (empty when none did: not glibc, or each was already set in the environment). Call it before numpy loads;
+    a second call changes nothing (the first one's settings are in the environment then)."""
     for variable in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
         os.environ.setdefault(variable, "1")
-
-
-def malloc_settings() -> dict[str, int]:
-    """The malloc thresholds this module applied to the running process (empty when none: not glibc, or
-    every one was already set in the environment)."""
-    return dict(_applied)
+    return _keep_freed_memory()
 
 
 def _keep_freed_memory() -> dict[str, int]:
@@ -95,6 +94,4 @@ def release_freed_memory() -> None:
 
 TRIM_AFTER_BYTES = 8 << 20  # request size from which a call's freed memory is handed back
 
-_blas_threads()
-_applied = _keep_freed_memory()
-_malloc_trim = _trimmer()
+_malloc_trim = _trimmer()  # a symbol lookup, no setting

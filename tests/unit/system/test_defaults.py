@@ -1,8 +1,10 @@
 """The memrank command's process settings: one BLAS thread per process, and glibc keeping freed memory for
-the next request; each unless the environment says otherwise."""
+the next request; each unless the environment says otherwise. ``defaults.apply()`` sets them, called first by
+the command's ``main``; importing the module sets nothing."""
 
 from __future__ import annotations
 
+import json
 import os
 import platform
 import subprocess
@@ -10,26 +12,23 @@ import sys
 
 import pytest
 
-PROBE = ("import memrank.cli, os, numpy as np\n"
+# The command's entry (main) with --version, which exits after applying the settings; then numpy, a matrix
+# product, and a spawned child (as a worker is): what each sees.
+PROBE = ("import contextlib, os, subprocess, sys, memrank.cli\n"
+         "with contextlib.suppress(SystemExit), contextlib.redirect_stdout(None):\n"
+         "    memrank.cli.main(['--version'])\n"
+         "import numpy as np\n"
          "a = np.ones((600, 600), np.float32)\n"
          "for _ in range(3): a @ a\n"
-         "print(os.environ['OPENBLAS_NUM_THREADS'], len(os.listdir('/proc/self/task')))\n")
+         "show = 'import os; print(os.environ.get(\"MALLOC_TRIM_THRESHOLD_\"))'\n"
+         "child = subprocess.run([sys.executable, '-c', show], capture_output=True, text=True).stdout.strip()\n"
+         "print(os.environ['OPENBLAS_NUM_THREADS'], len(os.listdir('/proc/self/task')), child)\n")
 
-# One "request": arrays of 160-560 KiB that live for the call, like a batch's columns. Prints the minor page
-# faults per call after a warm-up, and the malloc settings memrank.system.defaults applied.
-FAULTS = ("import os, sys, resource\n"
-          "if sys.argv[1] == 'memrank':\n"
-          "    import memrank.cli\n"
-          "import numpy as np\n"
-          "def call():\n"
-          "    arrays = [np.ones(n) for n in (30_000, 50_000, 70_000, 20_000, 60_000)]\n"
-          "    return sum(a.size for a in arrays)\n"
-          "for _ in range(5): call()\n"
-          "f0 = resource.getrusage(resource.RUSAGE_SELF).ru_minflt\n"
-          "for _ in range(100): call()\n"
-          "import memrank.system.defaults as p\n"
-          "print((resource.getrusage(resource.RUSAGE_SELF).ru_minflt - f0) / 100, sorted(p.malloc_settings()),\n"
-          "      os.environ.get('MALLOC_TRIM_THRESHOLD_'))\n")
+# apply() in a fresh process: what mallopt took, and the environment it leaves.
+APPLY = ("import json, os, memrank.system.defaults as d\n"
+         "before = os.environ.get('MALLOC_TRIM_THRESHOLD_')\n"
+         "first, second = sorted(d.apply()), sorted(d.apply())\n"
+         "print(json.dumps([first, second, before, os.environ.get('MALLOC_TRIM_THRESHOLD_')]))\n")
 
 
 def _clean(**env: str) -> dict[str, str]:
@@ -37,46 +36,39 @@ def _clean(**env: str) -> dict[str, str]:
     return {**kept, **env}
 
 
-def _probe(**env: str) -> list[str]:
-    out = subprocess.run([sys.executable, "-c", PROBE], env=_clean(**env), capture_output=True, text=True,
+def _run(code: str, **env: str) -> list[str]:
+    out = subprocess.run([sys.executable, "-c", code], env=_clean(**env), capture_output=True, text=True,
                          check=True, timeout=60)
     return out.stdout.split()
 
 
-def _faults(mode: str, **env: str) -> tuple[float, str, str]:
-    out = subprocess.run([sys.executable, "-c", FAULTS, mode], env=_clean(**env), capture_output=True, text=True,
-                         check=True, timeout=60)
-    faults, rest = out.stdout.split(" ", 1)
-    settings, trim = rest.rsplit(" ", 1)
-    return float(faults), settings, trim.strip()
-
-
 def test_the_command_loads_numpy_with_one_blas_thread() -> None:
-    assert _probe() == ["1", "1"]  # the setting, and no BLAS worker threads after a matrix product
+    assert _run(PROBE)[:2] == ["1", "1"]  # the setting, and no BLAS worker threads after a matrix product
 
 
 def test_an_explicit_setting_wins() -> None:
-    assert _probe(OPENBLAS_NUM_THREADS="2")[0] == "2"
+    assert _run(PROBE, OPENBLAS_NUM_THREADS="2")[0] == "2"
+
+
+def test_importing_the_module_sets_nothing() -> None:
+    code = "import os, memrank.cli, memrank.system.defaults\nprint(os.environ.get('OPENBLAS_NUM_THREADS'))\n"
+    assert _run(code) == ["None"]
 
 
 glibc = pytest.mark.skipif(platform.libc_ver()[0] != "glibc", reason="the malloc settings are glibc's")
 
 
 @glibc
-def test_freed_request_memory_is_reused_without_page_faults() -> None:
-    default, _, _ = _faults("plain")
-    tuned, settings, trim = _faults("memrank")
-    # glibc's defaults hand the trimmed heap top back to the kernel after every call: each call faults much of
-    # its 1.8 MiB (450 pages) of arrays in again (about 260 pages measured here). Kept, the pages are reused.
-    assert default > 100
-    assert tuned < 5
-    assert settings == "['MALLOC_ARENA_MAX', 'MALLOC_MMAP_THRESHOLD_', 'MALLOC_TRIM_THRESHOLD_']"
-    assert trim == str(128 << 20)  # passed on to spawned workers through the environment
+def test_mallopt_takes_the_settings_and_workers_inherit_them() -> None:
+    took, again, before, after = json.loads(" ".join(_run(APPLY)))
+    assert took == ["MALLOC_ARENA_MAX", "MALLOC_MMAP_THRESHOLD_", "MALLOC_TRIM_THRESHOLD_"]  # mallopt returned 1
+    assert again == []  # a second call changes nothing: the first one's settings are in the environment
+    assert (before, after) == (None, str(128 << 20))
+    assert _run(PROBE)[2] == str(128 << 20)  # a process the command starts (a worker) is given them
 
 
 @glibc
 def test_a_malloc_setting_in_the_environment_wins() -> None:
-    faults, settings, trim = _faults("memrank", MALLOC_TRIM_THRESHOLD_="0")
-    assert settings == "['MALLOC_ARENA_MAX', 'MALLOC_MMAP_THRESHOLD_']"
-    assert trim == "0"
-    assert faults > 100  # trimming at every free: the caller's choice, kept
+    assert json.loads(" ".join(_run(APPLY, MALLOC_TRIM_THRESHOLD_="0"))) == [
+        ["MALLOC_ARENA_MAX", "MALLOC_MMAP_THRESHOLD_"], [], "0", "0"]
+    assert _run(PROBE, MALLOC_TRIM_THRESHOLD_="0")[2] == "0"

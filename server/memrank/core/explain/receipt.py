@@ -136,19 +136,10 @@ def canonical(batch: Batch, o: RankOutcome, params: RankParams, ref_seconds: int
     return "\n".join(lines).encode()
 
 
-_TEMPLATES: dict[tuple[str, ...], str] = {}
-
-
 def _memory_template(names: tuple[str, ...]) -> str:
-    """The %-template of a memory line and its signal lines for these signal names (kept per name tuple)."""
-    tpl = _TEMPLATES.get(names)
-    if tpl is None:
-        tpl = "memory %d %s %s %d %s %s %s %s" + "".join(
-            f"\nsignal {q(name).replace('%', '%%')} %s %s %s %s" for name in names)
-        if len(_TEMPLATES) >= 64:  # names come from profiles: a handful, but never unbounded
-            _TEMPLATES.clear()
-        _TEMPLATES[names] = tpl
-    return tpl
+    """The %-template of a memory line and its signal lines for these signal names."""
+    return "memory %d %s %s %d %s %s %s %s" + "".join(
+        f"\nsignal {q(name).replace('%', '%%')} %s %s %s %s" for name in names)
 
 
 def _selected(o: RankOutcome, ids: Mapping[int, str], quoted: dict[str, str]) -> list[str]:

@@ -49,6 +49,24 @@ class SelectState:
 
 
 @dataclass(frozen=True)
+class Candidates:
+    """What every phase of one selection reads of the candidates, and the diversity settings."""
+
+    score: np.ndarray  # float64: the score after every stage
+    tie_rank: np.ndarray  # int64: the place in the tie order
+    layer: np.ndarray  # int64: the layer's index
+    tokens: np.ndarray  # int64
+    sim: Similarity | None  # None: no diversity pass
+    lam: float  # MMR's lambda (1.0 = no diversity)
+    dedupe: float  # similarity at or above which a candidate is a near-duplicate of a pick
+
+    @property
+    def diversity(self) -> bool:
+        """Whether picks are weighed against their similarity to earlier picks (MMR)."""
+        return self.lam < 1.0 and self.sim is not None
+
+
+@dataclass(frozen=True)
 class Caps:
     """Caps of one selection phase."""
 
@@ -57,20 +75,19 @@ class Caps:
     max_items: int  # 0 = none
 
 
-def _scan(state: SelectState, pool: np.ndarray, score: np.ndarray, tie_rank: np.ndarray, layer: np.ndarray,
-          tokens: np.ndarray, caps: Caps) -> None:
+def _scan(state: SelectState, pool: np.ndarray, c: Candidates, caps: Caps) -> None:
     """Without diversity: take the pool in tie order, each candidate that still fits (gain = its score).
 
     The room left per layer is kept in Python ints (exact, as the int64 counts): a pass costs a few
     operations per candidate instead of a handful of numpy calls each.
     """
-    order = np.argsort(tie_rank)  # a permutation: every sort gives the same order
+    order = np.argsort(c.tie_rank)  # a permutation: every sort gives the same order
     cand = order[pool[order]]
     room_tokens = (caps.layer_tokens - state.used_tokens).tolist()
     room_items = (caps.layer_items - state.used_items).tolist()
     left = caps.max_items - len(state.picked) if caps.max_items else cand.size
     taken: list[int] = []
-    for i, k, t in zip(cand.tolist(), layer[cand].tolist(), tokens[cand].tolist(), strict=True):
+    for i, k, t in zip(cand.tolist(), c.layer[cand].tolist(), c.tokens[cand].tolist(), strict=True):
         if len(taken) >= left:
             break
         if t <= room_tokens[k] and room_items[k] > 0:
@@ -79,40 +96,36 @@ def _scan(state: SelectState, pool: np.ndarray, score: np.ndarray, tie_rank: np.
             taken.append(i)
     picks = np.array(taken, dtype=np.int64)
     state.picked.extend(taken)
-    state.gain[picks] = score[picks]
+    state.gain[picks] = c.score[picks]
     state.used_tokens[:] = caps.layer_tokens - np.array(room_tokens, dtype=np.int64)
     state.used_items[:] = caps.layer_items - np.array(room_items, dtype=np.int64)
     pool[picks] = False
 
 
-def _take(state: SelectState, i: int, g: float, layer: np.ndarray, tokens: np.ndarray, sim: Similarity | None,
-          diversity: bool) -> None:
+def _take(state: SelectState, i: int, g: float, c: Candidates, sim: Similarity) -> None:
     state.picked.append(i)
     state.gain[i] = g
-    state.used_tokens[layer[i]] += tokens[i]
-    state.used_items[layer[i]] += 1
-    if diversity and sim is not None:
-        row = sim.row(i)
-        state.cover[row > state.max_sim] = i
-        np.maximum(state.max_sim, row, out=state.max_sim)
+    state.used_tokens[c.layer[i]] += c.tokens[i]
+    state.used_items[c.layer[i]] += 1
+    row = sim.row(i)
+    state.cover[row > state.max_sim] = i
+    np.maximum(state.max_sim, row, out=state.max_sim)
 
 
-def run_phase(
-    state: SelectState, pool: np.ndarray, score: np.ndarray, tie_rank: np.ndarray, layer: np.ndarray,
-    tokens: np.ndarray, caps: Caps, sim: Similarity | None, lam: float, dedupe: float,
-) -> None:
+def run_phase(state: SelectState, pool: np.ndarray, c: Candidates, caps: Caps) -> None:
     """Pick from ``pool`` (bool mask of undecided eligible candidates) until nothing fits; updates state."""
-    diversity = lam < 1.0 and sim is not None
-    if not diversity:
-        _scan(state, pool, score, tie_rank, layer, tokens, caps)
+    sim = c.sim
+    if sim is None or not c.diversity:
+        _scan(state, pool, c, caps)
         return
+    lam, dedupe = c.lam, c.dedupe
     # Within a phase the room left in a layer only shrinks and max_sim only grows, so a candidate that is
     # a near-duplicate or does not fit now never will: the candidate list only shrinks. The candidates'
     # layers, tokens and weighted scores are gathered once and shrink with it.
     cand = pool.nonzero()[0]
     if cand.size == 0:
         return
-    c_layer, c_tokens, c_weighted = layer[cand], tokens[cand], lam * score[cand]
+    c_layer, c_tokens, c_weighted = c.layer[cand], c.tokens[cand], lam * c.score[cand]
     penalty = 1.0 - lam
     # The tokens each layer still takes; none (below any count) once its item cap is reached. Only the layer
     # of a pick changes, so only its entry is written after one.
@@ -131,17 +144,14 @@ def run_phase(
         gain = c_weighted - penalty * c_sim
         best_gain = np.maximum.reduce(gain)  # gain.max() without its Python wrapper
         ties = (gain == best_gain).nonzero()[0]
-        last = int(ties[np.argmin(tie_rank[cand[ties]])]) if ties.size > 1 else int(ties[0])
+        last = int(ties[np.argmin(c.tie_rank[cand[ties]])]) if ties.size > 1 else int(ties[0])
         i, k = int(cand[last]), int(c_layer[last])
-        _take(state, i, float(best_gain), layer, tokens, sim, True)
+        _take(state, i, float(best_gain), c, sim)
         pool[i] = False
         room[k] = caps.layer_tokens[k] - state.used_tokens[k] if caps.layer_items[k] > state.used_items[k] else _NONE
 
 
-def classify_rest(
-    state: SelectState, rest: np.ndarray, layer: np.ndarray, tokens: np.ndarray, caps: Caps, dedupe: float,
-    diversity: bool,
-) -> tuple[np.ndarray, np.ndarray]:
+def classify_rest(state: SelectState, rest: np.ndarray, c: Candidates, caps: Caps) -> tuple[np.ndarray, np.ndarray]:
     """Drop reason (int8) and covering pick (-1 = none) for each candidate index in ``rest``."""
     reason = np.empty(rest.size, dtype=np.int8)
     reason.fill(_OVER_BUDGET)
@@ -149,13 +159,13 @@ def classify_rest(
     cover.fill(-1)
     if rest.size == 0:
         return reason, cover
-    li = layer[rest]
+    li = c.layer[rest]
     items_full = (caps.layer_items[li] - state.used_items[li]) <= 0
     if caps.max_items and len(state.picked) >= caps.max_items:
         items_full[:] = True
     reason[items_full] = DropReason.MAX_ITEMS
-    if diversity:
-        redundant = state.max_sim[rest] >= dedupe
+    if c.sim is not None:
+        redundant = state.max_sim[rest] >= c.dedupe
         reason[redundant] = DropReason.REDUNDANT
         cover[redundant] = state.cover[rest][redundant]
     return reason, cover

@@ -8,14 +8,13 @@ candidate was not picked, and how each layer's budget was used.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import lru_cache
 
 import numpy as np
 
 from memrank.core.batch import Batch, LayerSpec
 from memrank.core.selection import budget
 from memrank.core.selection.budget import Allocation
-from memrank.core.selection.covering import NO_CAP, Caps, SelectState, classify_rest, run_phase
+from memrank.core.selection.covering import NO_CAP, Candidates, Caps, SelectState, classify_rest, run_phase
 from memrank.core.selection.similarity import Similarity
 from memrank.core.types import DropReason
 
@@ -60,22 +59,12 @@ class SelectParams:
 
 def select(batch: Batch, pool: Pool, params: SelectParams) -> Selection:
     """Greedy selection with floors, allocations and release rounds (``max_tokens`` 0 = no token budget)."""
-    layers, layer_of, tokens, current, tie_rank, eligible = (params.layers, pool.layer_of, pool.tokens, pool.score,
-                                                             pool.tie_rank, pool.eligible)
-    max_tokens, max_items = params.max_tokens, params.max_items
-    diversity_lambda, dedupe_threshold = params.diversity_lambda, params.dedupe_threshold
-    names = [layer.name for layer in layers]
-    if CATCH_ALL_LAYER in layer_of and CATCH_ALL_LAYER not in names:
-        shares = [layer.share for layer in layers]
-        with np.errstate(over="ignore"):  # shares near DBL_MAX: the mean overflows (shares are relative)
-            mean = float(np.mean(shares)) if shares else 1.0
-        catch_all = LayerSpec(CATCH_ALL_LAYER, share=mean if np.isfinite(mean) else max(shares))
-        layers = (*layers, catch_all)
-        names.append(CATCH_ALL_LAYER)
-    index = {name: k for k, name in enumerate(names)}
-    layer = np.fromiter(map(index.__getitem__, layer_of), dtype=np.int64, count=len(layer_of))
-    lam = diversity_lambda
-    sim = Similarity(batch) if lam < 1.0 and np.count_nonzero(eligible) else None
+    layers = _with_catch_all(params.layers, pool.layer_of)
+    index = {layer.name: k for k, layer in enumerate(layers)}
+    layer = np.fromiter(map(index.__getitem__, pool.layer_of), dtype=np.int64, count=len(pool.layer_of))
+    lam, max_tokens, max_items = params.diversity_lambda, params.max_tokens, params.max_items
+    sim = Similarity(batch) if lam < 1.0 and np.count_nonzero(pool.eligible) else None
+    cands = Candidates(pool.score, pool.tie_rank, layer, pool.tokens, sim, lam, params.dedupe_threshold)
     specs, items, first_alloc = _plan(layers, max_tokens)
     alloc = list(first_alloc)
     released_total = [0] * len(layers)
@@ -83,17 +72,16 @@ def select(batch: Batch, pool: Pool, params: SelectParams) -> Selection:
     for _ in range(budget.MAX_ROUNDS):
         state = SelectState(batch.n, len(layers))
         caps = Caps(np.array(alloc, dtype=np.int64), items, max_items)
-        open_ = eligible.copy()
+        open_ = pool.eligible.copy()
         floors = np.array([min(x.floor_tokens, a) for x, a in zip(layers, alloc, strict=True)], dtype=np.int64)
         if max_tokens and np.count_nonzero(floors):
             # Floors first: a floored layer's best memories are picked before anyone else can crowd it out.
             floor_pool = open_ & (floors[layer] > 0)
-            run_phase(state, floor_pool, current, tie_rank, layer, tokens, Caps(floors, items, max_items),
-                      sim, lam, dedupe_threshold)
+            run_phase(state, floor_pool, cands, Caps(floors, items, max_items))
             open_[state.picked] = False
-        run_phase(state, open_, current, tie_rank, layer, tokens, caps, sim, lam, dedupe_threshold)
+        run_phase(state, open_, cands, caps)
         rest = open_.nonzero()[0]
-        reason, cover = classify_rest(state, rest, layer, tokens, caps, dedupe_threshold, sim is not None)
+        reason, cover = classify_rest(state, rest, cands, caps)
         if not max_tokens:
             break
         over = np.bincount(layer[rest[reason == _OVER_BUDGET]], minlength=len(layers))
@@ -118,16 +106,20 @@ def select(batch: Batch, pool: Pool, params: SelectParams) -> Selection:
                      sim.kind if sim is not None else "none")
 
 
-@lru_cache(maxsize=64)
+def _with_catch_all(layers: tuple[LayerSpec, ...], layer_of: tuple[str, ...]) -> tuple[LayerSpec, ...]:
+    """The layers, plus the catch-all layer (the mean share) when a candidate names it and no policy does."""
+    if CATCH_ALL_LAYER not in layer_of or any(layer.name == CATCH_ALL_LAYER for layer in layers):
+        return layers
+    shares = [layer.share for layer in layers]
+    with np.errstate(over="ignore"):  # shares near DBL_MAX: the mean overflows (shares are relative)
+        mean = float(np.mean(shares)) if shares else 1.0
+    return (*layers, LayerSpec(CATCH_ALL_LAYER, share=mean if np.isfinite(mean) else max(shares)))
+
+
 def _plan(layers: tuple[LayerSpec, ...], max_tokens: int) -> tuple[tuple[budget.LayerBudget, ...], np.ndarray,
                                                                    tuple[int, ...]]:
-    """The layers as the allocator sees them, their item caps and the first allocation.
-
-    A function of the layer policies and the budget alone, which repeat from call to call (the configured
-    layers, a client's budget): computed once per distinct pair. The caps array is read-only.
-    """
+    """The layers as the allocator sees them, their item caps and the first allocation."""
     items = np.array([layer.max_items or NO_CAP for layer in layers], dtype=np.int64)
-    items.setflags(write=False)
     specs = tuple(budget.LayerBudget(x.name, x.share, x.floor_tokens) for x in layers)
     alloc = budget.allocate(specs, max_tokens) if max_tokens else [NO_CAP] * len(layers)
     return specs, items, tuple(alloc)

@@ -11,6 +11,11 @@ from memrank.core.batch import Batch
 from memrank.core.profile import Profile
 from memrank.core.reasons import Same
 
+# Up to this many memories, importance, lexical and safety read each memory in Python rather than column-wise:
+# the column-wise passes cost a few dozen to ~150 numpy calls whatever the batch size. Each use names what
+# reading column-wise instead costs at 1 x 384 (``python -m bench.instructions``, the only bench size <= 8).
+SMALL_BATCH = 8
+
 # Per candidate, a tuple of reason strings; usually a lazy ``core.reasons`` column.
 Reasons = Sequence[tuple[str, ...]]
 

@@ -36,13 +36,15 @@ def match(batch: Batch, ctx: ScoringContext, profile: Profile, population: np.nd
     Computed once per batch, profile, query and population (``context``, ``thread`` and ``hop`` share it).
     """
     key = ("match", id(profile), ctx.query, ctx.explicit_lookup, population.tobytes())
-    held = batch.derived.get(key)
-    if held is not None and held[0] is profile:
-        cached: np.ndarray = held[1]
-        return cached
+    # The profile is kept with the value: an id is only unique among live objects.
+    held: tuple[Profile, np.ndarray] = batch.memo.get(key, lambda: (profile, _frozen_match(batch, ctx, profile,
+                                                                                            population)))
+    return held[1] if held[0] is profile else _frozen_match(batch, ctx, profile, population)
+
+
+def _frozen_match(batch: Batch, ctx: ScoringContext, profile: Profile, population: np.ndarray) -> np.ndarray:
     m = _match(batch, ctx, profile, population)
     m.setflags(write=False)
-    batch.derived[key] = (profile, m)
     return m
 
 

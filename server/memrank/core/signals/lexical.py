@@ -32,19 +32,16 @@ import numpy as np
 from memrank.core.batch import Batch
 from memrank.core.profile import Profile
 from memrank.core.reasons import Lazy, Same
-from memrank.core.signals.base import RawSignal, ScoringContext
+from memrank.core.signals.base import SMALL_BATCH, RawSignal, ScoringContext
 from memrank.core.text.buffers import token_index, token_index_of
 from memrank.core.text.hashing import encode
 from memrank.core.text.index import WordIndex
-from memrank.core.text.stem import PREFIX_BYTES, PREFIX_LANGUAGES, matching, stem
+from memrank.core.text.stem import StemRule, matching, stem
 from memrank.core.text.stopwords import BY_LANGUAGE
 from memrank.core.text.words import terms, tokens
 
 _SHOWN_TERMS = 5
-# Up to this many memories of at most TINY_CHARS characters in all, presence is read memory by memory.
-TINY_BATCH = 8
-TINY_CHARS = 2048
-_LEARN_ABOVE = 8  # query terms: up to this many, each is one scan of the word hashes (cheaper than a sort)
+SMALL_CHARS = 2048  # with at most SMALL_BATCH memories, up to this many characters in all are read in Python
 
 
 def presence(query_terms: list[str], contents: tuple[str, ...]) -> np.ndarray:
@@ -54,8 +51,7 @@ def presence(query_terms: list[str], contents: tuple[str, ...]) -> np.ndarray:
 
 def _presence(query_terms: list[str], index: WordIndex) -> np.ndarray:
     out = np.zeros((index.n, len(query_terms)), dtype=bool)
-    if len(query_terms) > _LEARN_ABOVE:  # one sorted presence test rules out the absent terms; a few are scanned
-        index.present_words(query_terms)
+    index.present_words(query_terms)  # one sorted presence test rules out the absent terms
     for j, t in enumerate(query_terms):  # one column per term, from the batch's word index
         out[:, j] = index.has(t)
     return out
@@ -95,25 +91,27 @@ def lexical(batch: Batch, ctx: ScoringContext, profile: Profile, population: np.
 def _hits(batch: Batch, query_terms: list[str], stemmer: str | None) -> tuple[np.ndarray, list[str]]:
     """The presence matrix and its column labels, found once per batch, query and stemmer: the context
     signal's neighbour match and a lexical blend read the same matrix (it does not depend on the gates)."""
-    key = ("lexical hits", stemmer, tuple(query_terms))
-    found = batch.derived.get(key)
-    if found is None:
-        if batch.n <= TINY_BATCH and sum(map(len, batch.contents)) <= TINY_CHARS:
-            found = _tiny_presence(query_terms, batch.contents, stemmer)
-        elif stemmer:
-            found = _stemmed_presence(query_terms, token_index(batch), stemmer)
-        else:
-            found = (_presence(query_terms, token_index(batch)), query_terms)
-        found[0].setflags(write=False)
-        batch.derived[key] = found
-    hits, labels = found
+    hits, labels = batch.memo.get(("lexical hits", stemmer, tuple(query_terms)),
+                                  lambda: _find_hits(batch, query_terms, stemmer))
     return hits, list(labels)
 
 
-def _tiny_presence(query_terms: list[str], contents: tuple[str, ...],
-                   stemmer: str | None) -> tuple[np.ndarray, list[str]]:
-    """``_presence`` / ``_stemmed_presence`` of a few short memories, read off each one's ``tokens`` in Python:
-    what the word index answers column-wise, without its fixed cost of a few dozen numpy calls per term."""
+def _find_hits(batch: Batch, query_terms: list[str], stemmer: str | None) -> tuple[np.ndarray, list[str]]:
+    if batch.n <= SMALL_BATCH and sum(map(len, batch.contents)) <= SMALL_CHARS:
+        # the word index instead: +9.8 % instructions per call at 1 x 384 (4.35 -> 4.77 M)
+        found = _small_presence(query_terms, batch.contents, stemmer)
+    elif stemmer:
+        found = _stemmed_presence(query_terms, token_index(batch), stemmer)
+    else:
+        found = (_presence(query_terms, token_index(batch)), query_terms)
+    found[0].setflags(write=False)
+    return found
+
+
+def _small_presence(query_terms: list[str], contents: tuple[str, ...],
+                    stemmer: str | None) -> tuple[np.ndarray, list[str]]:
+    """``_presence`` / ``_stemmed_presence`` of a few short memories, read off each one's ``tokens`` in Python
+    (the same ``StemRule``): what the word index answers column-wise, without its fixed numpy calls."""
     words = [set(tokens(c)) for c in contents]
     if not stemmer:
         found = [[t in ws for t in query_terms] for ws in words]
@@ -121,26 +119,13 @@ def _tiny_presence(query_terms: list[str], contents: tuple[str, ...],
     labels: dict[str, str] = {}
     for t in query_terms:
         labels.setdefault(stem(stemmer, t), t)
-    wanted = {s: k for k, s in enumerate(labels)}
+    rule = StemRule(stemmer, list(labels))
     out = np.zeros((len(contents), len(labels)), dtype=bool)
-    if stemmer not in PREFIX_LANGUAGES:  # as ``stem.matching``: every word stemmed
-        for i, ws in enumerate(words):
-            for w in ws:
-                k = wanted.get(stem(stemmer, w))
-                if k is not None:
-                    out[i, k] = True
-        return out, list(labels.values())
-    # As ``stem.matching`` in a prefix language: a word matches a stem when its bytes begin with the stem's first
-    # PREFIX_BYTES bytes (no word matches an empty stem) and its stem is that stem.
-    prefixes = [encode(s)[:PREFIX_BYTES] for s in labels]
-    starts = tuple(p for p in prefixes if p)
     for i, ws in enumerate(words):
         for w in ws:
-            raw = encode(w)
-            if raw.startswith(starts):
-                k = wanted.get(stem(stemmer, w))
-                if k is not None and prefixes[k] and raw.startswith(prefixes[k]):
-                    out[i, k] = True
+            k = rule.which(w, encode(w))
+            if k >= 0:
+                out[i, k] = True
     return out, list(labels.values())
 
 

@@ -21,7 +21,7 @@ import numpy as np
 from memrank.core.batch import Batch
 from memrank.core.profile import Profile
 from memrank.core.reasons import Lazy
-from memrank.core.signals.base import RawSignal, ScoringContext
+from memrank.core.signals.base import SMALL_BATCH, RawSignal, ScoringContext
 from memrank.core.text.buffers import short_ascii, token_index
 from memrank.core.text.hashing import word_table
 from memrank.core.text.index import WordIndex
@@ -82,10 +82,6 @@ _PRESCAN_GROUP = np.repeat([0, 1, 2], [len(PRESCAN_ALL_OF[0]), len(PRESCAN_ALL_O
 _PRESCAN_TABLE = word_table(PRESCAN_WORDS)
 
 
-# Up to this many memories, all are scanned with the patterns: the pre-scan's fixed cost (a word index lookup,
-# a few dozen numpy calls) is more than scanning a few memories' text.
-TINY_BATCH = 8
-
 
 def prescan(index: WordIndex) -> np.ndarray:
     """(n,) mask of the candidates whose words could make a pattern match (see PRESCAN_ANY)."""
@@ -114,7 +110,7 @@ def safety(batch: Batch, ctx: ScoringContext, profile: Profile, population: np.n
     """1 safe, 0.5 review needed, 0 blocked status or injection-like content."""
     status = batch.safety
     blocked = (status == Safety.UNSAFE) | (status == Safety.QUARANTINED) | (status == Safety.PENDING)
-    if batch.n <= TINY_BATCH:  # every memory scanned: what the pre-scan would rule out cannot match
+    if batch.n <= SMALL_BATCH:  # every memory scanned (the pre-scan instead: +8.8 % instructions at 1 x 384)
         suspect = np.ones(batch.n, dtype=bool)
     else:
         suspect = ~short_ascii(batch) | prescan(token_index(batch))  # long or non-ASCII: always the exact scan

@@ -53,7 +53,7 @@ def seed_dots(batch: Batch, seeds: list[int]) -> np.ndarray:
     emb = batch.embeddings
     assert emb is not None
     n, dim = emb.shape
-    keep = "squares_f64" not in batch.derived
+    keep = "squares_f64" not in batch.memo
     blocks = _blocks(n, dim)
     if len(blocks) == 1:  # one block: the whole copy, as small as a block
         e = emb.astype(np.float64)
@@ -72,17 +72,16 @@ def seed_dots(batch: Batch, seeds: list[int]) -> np.ndarray:
             del e  # before the next block's copy is made, not after
     if squares is not None:
         squares.setflags(write=False)
-        batch.derived["squares_f64"] = squares
+        batch.memo.put("squares_f64", squares)
     return out
 
 
 def float64_squares(batch: Batch) -> np.ndarray:
     """Each candidate's squared norm of its float64 embedding (``hop``'s definition), read-only, computed once
     per batch (the batch must carry embeddings)."""
-    held: np.ndarray | None = batch.derived.get("squares_f64")
-    if held is None:
+    if "squares_f64" not in batch.memo:
         seed_dots(batch, [])
-        held = batch.derived["squares_f64"]
+    held: np.ndarray = batch.memo.peek("squares_f64")
     return held
 
 

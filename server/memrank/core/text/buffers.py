@@ -13,7 +13,7 @@ All-ASCII samples (the usual case) are normalised for the whole batch at once
 by one ``bytes.translate``; other samples go through ``tokens`` /
 ``padded_words`` one at a time, so both give exactly the words of the
 per-candidate functions. A batch's indexes are built on first use and kept in
-the batch's ``derived`` slot, so they live exactly as long as the batch.
+the batch's ``memo`` (``core.batch.Memo``), so they live exactly as long as the batch.
 """
 
 from __future__ import annotations
@@ -96,11 +96,8 @@ def padded_index_of(contents: Sequence[str]) -> WordIndex:
 
 
 def _memo(batch: Batch, name: str, build: Callable[[Batch], Any]) -> Any:
-    """``build(batch)``, computed once per batch and kept on it."""
-    derived = batch.derived
-    if name not in derived:
-        derived[name] = build(batch)
-    return derived[name]
+    """``build(batch)``, computed once per batch and kept in its memo."""
+    return batch.memo.get(name, lambda: build(batch))
 
 
 def _plain_of(batch: Batch) -> tuple[bytes, np.ndarray] | None:

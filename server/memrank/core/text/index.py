@@ -22,8 +22,6 @@ _VECTOR_CHUNKS = 8  # words of up to 64 bytes are hashed column-wise; longer one
 _LOW = np.array([(1 << (8 * k)) - 1 for k in range(8)] + [(1 << 64) - 1], dtype=np.uint64)
 # present_hashes narrows the words to those whose hash shares its low bits (at most 16) with an asked one.
 _BUCKET_BITS = 16
-# word_ids looks up this many words or fewer one by one (a pass over the hashes each), more in one pass.
-_FEW = 8
 
 
 class WordIndex:
@@ -199,8 +197,8 @@ class WordIndex:
         out = np.full(self.hashes.size, -1, dtype=np.int64)
         if not words or not self.hashes.size:
             return out
-        table = word_table(tuple(words)) if len(words) > _FEW else None
-        if table is None:  # few words to find, or two share a hash: word by word
+        table = word_table(tuple(words))
+        if table is None:  # two words share a hash: word by word
             for j in reversed(range(len(words))):  # a word listed twice keeps its first index
                 out[self.positions(words[j])] = j
             return out

@@ -44,6 +44,26 @@ def stem(language: str, word: str) -> str:
     return result
 
 
+class StemRule:
+    """When a word matches one of ``stems``: its stem is that stem and, in a prefix language, its UTF-8 bytes
+    begin with the stem's first ``PREFIX_BYTES`` bytes (so no word matches an empty stem there)."""
+
+    def __init__(self, language: str, stems: list[str]) -> None:
+        self.language = language
+        self.prefixed = language in PREFIX_LANGUAGES
+        self.prefixes = [encode(s)[:PREFIX_BYTES] if self.prefixed else b"" for s in stems]
+        self.wanted = {s: k for k, s in enumerate(stems) if self.prefixes[k] or not self.prefixed}
+        # A word that begins with none of these cannot match (so it is not stemmed).
+        self.starts = tuple(p for p in self.prefixes if p) if self.prefixed else (b"",)
+
+    def which(self, word: str, raw: bytes) -> int:
+        """The index in ``stems`` of the stem the word (``raw``: its ``encode``) matches, else -1."""
+        if not raw.startswith(self.starts):
+            return -1
+        k = self.wanted.get(stem(self.language, word), -1)
+        return k if k >= 0 and raw.startswith(self.prefixes[k]) else -1
+
+
 def matching(index: WordIndex, language: str, stems: list[str]) -> np.ndarray:
     """(words,) int64: per word position of the index, the index in ``stems`` of its stem, else -1.
 
@@ -54,19 +74,16 @@ def matching(index: WordIndex, language: str, stems: list[str]) -> np.ndarray:
     word: of its length and, past 8 bytes, its bytes, so a word sharing its hash never matches in its place.
     """
     out = np.full(index.hashes.size, -1, dtype=np.int64)
-    prefixed = language in PREFIX_LANGUAGES
-    prefixes = [encode(s)[:PREFIX_BYTES] if prefixed else b"" for s in stems]
-    wanted = {s: k for k, s in enumerate(stems) if prefixes[k] or not prefixed}  # an empty stem matches nothing
-    if not wanted or not index.hashes.size:
+    rule = StemRule(language, stems)
+    if not rule.wanted or not index.hashes.size:
         return out
-    at = index.starting_with_any([p for p in prefixes if p]) if prefixed else np.arange(index.hashes.size)
+    at = index.starting_with_any(list(rule.starts)) if rule.prefixed else np.arange(index.hashes.size)
     if not at.size:
         return out
     _, first, group = np.unique(index.hashes[at], return_index=True, return_inverse=True)
     words = [index.word_at(p) for p in at[first].tolist()]
     raws = [encode(w) for w in words]
-    found = [wanted.get(stem(language, w), -1) for w in words]
-    found = [k if k >= 0 and raw.startswith(prefixes[k]) else -1 for raw, k in zip(raws, found, strict=True)]
+    found = [rule.which(w, raw) for w, raw in zip(words, raws, strict=True)]
     if max(found) < 0:
         return out
     which = np.array(found, dtype=np.int64)[group]

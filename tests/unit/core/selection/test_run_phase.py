@@ -7,8 +7,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from memrank.core.batch import CandidateInput, batch_from_rows
-from memrank.core.selection.covering import NO_CAP, Caps, SelectState, run_phase
+from memrank.core.selection.covering import NO_CAP, Candidates, Caps, SelectState, run_phase
 from memrank.core.selection.similarity import Similarity
+
+
+def _candidates(case: dict[str, object], sim: Similarity | None, lam: float) -> Candidates:
+    return Candidates(case["score"], case["tie_rank"], case["layer"], case["tokens"], sim, lam,  # type: ignore[arg-type]
+                      case["dedupe"])  # type: ignore[arg-type]
 
 
 def _reference_phase(state: SelectState, pool: np.ndarray, score: np.ndarray, tie_rank: np.ndarray,
@@ -77,11 +82,14 @@ def test_run_phase_picks_what_the_definition_picks(case: dict[str, object]) -> N
     assert not isinstance(batch, dict)
     sim = Similarity(batch)  # type: ignore[arg-type]
     states, pools = [], []
-    for phase in (run_phase, _reference_phase):
+    for fast in (True, False):
         state = SelectState(batch.n, case["n_layers"])  # type: ignore[attr-defined, arg-type]
         pool = case["pool"].copy()  # type: ignore[attr-defined]
-        phase(state, pool, case["score"], case["tie_rank"], case["layer"], case["tokens"], case["lim"], sim,
-              case["lam"], case["dedupe"])  # type: ignore[arg-type]
+        if fast:
+            run_phase(state, pool, _candidates(case, sim, case["lam"]), case["lim"])  # type: ignore[arg-type]
+        else:
+            _reference_phase(state, pool, case["score"], case["tie_rank"], case["layer"], case["tokens"],
+                             case["lim"], sim, case["lam"], case["dedupe"])  # type: ignore[arg-type]
         states.append(state)
         pools.append(pool)
     fast, slow = states
@@ -119,8 +127,7 @@ def test_run_phase_without_diversity_scans_in_tie_order(case: dict[str, object],
         state.used_tokens[0] = 5  # a phase can start with tokens already used (floors first)
         pool = case["pool"].copy()  # type: ignore[attr-defined]
         if fast:
-            run_phase(state, pool, case["score"], case["tie_rank"], case["layer"], case["tokens"], case["lim"],
-                      sim, 1.0, case["dedupe"])  # type: ignore[arg-type]
+            run_phase(state, pool, _candidates(case, sim, 1.0), case["lim"])  # type: ignore[arg-type]
         else:
             _reference_scan(state, pool, case["score"], case["tie_rank"], case["layer"], case["tokens"],
                             case["lim"])  # type: ignore[arg-type]

@@ -37,7 +37,7 @@ def _importance(rows: list[tuple[str, str, float | None]], few: int, tiny: int =
     batch = batch_from_rows([CandidateInput(id=f"m{i}", content=c, kind=k, importance=imp)
                              for i, (c, k, imp) in enumerate(rows)])
     with mock.patch.object(phrases_module, "FEW_PHRASES", few), \
-            mock.patch.object(importance_module, "TINY_BATCH", tiny):
+            mock.patch.object(importance_module, "SMALL_BATCH", tiny):
         return get_signal("importance")(batch, ScoringContext("", 0.0), BUILTIN_PROFILES["default"], None)  # type: ignore[arg-type]
 
 

@@ -122,13 +122,13 @@ TEXTS = st.lists(WORDS | REWRITTEN | st.sampled_from(["Paint,", "RUNS!", "the", 
        st.sampled_from([None, "english", "german"]))
 @example(["dying dyed"], "die dyed", "english")  # "dying" begins with the stem "dy"'s bytes, its stem is "die"
 def test_a_small_batch_read_memory_by_memory_equals_the_word_index(contents, query, stemmer):
-    # A batch of up to lexical.TINY_BATCH short memories is read from each memory's tokens in Python; the word
-    # index (forced with TINY_BATCH 0) must give the same values and reasons.
-    b, c, p = batch(*({"content": t} for t in contents)), ctx(query), profile(lexical_stemmer=stemmer)
+    # A batch of up to SMALL_BATCH short memories is read from each memory's tokens in Python; the word
+    # index (forced with SMALL_BATCH 0) must give the same values and reasons.
+    c, p = ctx(query), profile(lexical_stemmer=stemmer)
     got = {}
     for tiny in (0, len(contents)):
-        with mock.patch.object(lexical_module, "TINY_BATCH", tiny):
-            b.derived.clear()
+        b = batch(*({"content": t} for t in contents))  # a fresh batch: nothing memoised
+        with mock.patch.object(lexical_module, "SMALL_BATCH", tiny):
             got[tiny] = run(lexical, b, c, p)
     small, columns = got[len(contents)], got[0]
     assert small.values.tolist() == columns.values.tolist()

@@ -61,7 +61,7 @@ def _slow_safety(status: int, content: str) -> float:
 def test_batch_safety_equals_the_one_at_a_time_definition(rows: list[tuple[int, str]]) -> None:
     batch = batch_from_rows([CandidateInput(id=f"m{i}", content=c, safety=s) for i, (s, c) in enumerate(rows)])
     for tiny in (0, len(rows)):  # pre-scanned, or a small batch: every memory scanned
-        with mock.patch.object(safety_module, "TINY_BATCH", tiny):
+        with mock.patch.object(safety_module, "SMALL_BATCH", tiny):
             got = get_signal("safety")(batch, ScoringContext("", 0.0), BUILTIN_PROFILES["default"], None)  # type: ignore[arg-type]
         assert got.values.tolist() == [_slow_safety(s, c) for s, c in rows]
         assert all(len(got.reasons[i]) == 1 for i in range(len(rows)))

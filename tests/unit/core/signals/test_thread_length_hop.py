@@ -152,7 +152,7 @@ ENDINGS = st.sampled_from(["", "?", " ?", "? ", "?\n", "?\x1f", "?\x00", "\uff1f
 @given(st.lists(st.tuples(st.sampled_from(["", "why", "ok then", "what now", "é"]), ENDINGS).map("".join),
                 min_size=1, max_size=20))
 def test_statement_reads_each_contents_last_character_as_rstrip_does(contents):
-    # Batches above the tiny size read ASCII contents' last bytes at once; the definition is per content.
+    # The definition is per content: trailing white space removed, then the last character.
     from memrank.core.signals.statement import statement
     got = run(statement, batch(*({"content": c} for c in contents)))
     expected = [0.0 if c.rstrip().endswith(("?", "\uff1f", "\u061f")) else 1.0 for c in contents]

@@ -81,4 +81,4 @@ def test_the_float64_copy_is_not_kept_by_the_batch() -> None:
     seed_dots(batch, [1, 2])
     squares = float64_squares(batch)
     assert seed_dots(batch, [3]).shape == (1, 300) and float64_squares(batch) is squares  # computed once
-    assert not any(isinstance(v, np.ndarray) and v.ndim == 2 for v in batch.derived.values())
+    assert not any(isinstance(v, np.ndarray) and v.ndim == 2 for v in batch.memo.values())

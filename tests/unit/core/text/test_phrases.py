@@ -26,11 +26,11 @@ def test_the_word_indexes_travel_on_their_batch():
     # "x_y": "_" is a word byte of tokens and a separator of padded words, so the two indexes differ.
     b = batch({"content": "x_y"})
     tok, pad = token_index(b), padded_index(b)
-    assert b.derived["token_index"] is tok and b.derived["padded_index"] is pad and tok is not pad
+    assert b.memo.peek("token_index") is tok and b.memo.peek("padded_index") is pad and tok is not pad
     assert tok.counts.tolist() == [1] and pad.counts.tolist() == [2]
     # A batch made from it (take) builds indexes of its own.
     taken = b.take([0])
-    assert taken.derived == {} and token_index(taken) is not tok
+    assert taken.memo.values() == [] and token_index(taken) is not tok
     ref = weakref.ref(tok)
     del b, tok, pad
     gc.collect()

@@ -4,13 +4,11 @@ from __future__ import annotations
 
 import itertools
 import random
-from unittest import mock
 
 import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from memrank.core.text import index as wordindex
 from memrank.core.text.buffers import padded_index_of, token_index_of
 from memrank.core.text.hashing import word_hash, word_key, word_table
 from memrank.core.text.index import WordIndex
@@ -87,9 +85,7 @@ def test_word_ids_give_each_position_the_listed_word_found_there(contents: list[
         for k, word in enumerate(listed):
             for at in index.positions(word).tolist():
                 expected[at] = k
-        for few in (0, 8):  # every present word in one table pass, or word by word
-            with mock.patch.object(wordindex, "_FEW", few):
-                assert index.word_ids(listed).tolist() == expected
+        assert index.word_ids(listed).tolist() == expected  # one table pass, as positions() finds each word
 
 
 @settings(max_examples=300, deadline=None)
@@ -130,11 +126,9 @@ def test_a_hash_collision_never_makes_a_false_match() -> None:
     other = _colliding_long_word(short, seed=12)
     assert other != long_ and len(other) == len(long_) and word_hash(other) == word_hash(long_)
     pair = WordIndex(long_ + b"\0" + other, np.array([0, len(long_) + 1]), 2)
-    for few in (0, 8):
-        with mock.patch.object(wordindex, "_FEW", few):
-            assert pair.word_ids([word]).tolist() == [0, -1]
-            assert pair.word_ids([other.decode("ascii"), word]).tolist() == [1, 0]
-            assert pair.word_ids([word, "tea"]).tolist() == [0, -1]
+    assert pair.word_ids([word]).tolist() == [0, -1]
+    assert pair.word_ids([other.decode("ascii"), word]).tolist() == [1, 0]
+    assert pair.word_ids([word, "tea"]).tolist() == [0, -1]
     assert pair.has(word).tolist() == [True, False]
 
 
