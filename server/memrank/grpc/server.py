@@ -58,7 +58,7 @@ def create_server(settings: Settings, registry: Registry | None = None, reuse_po
     flush = FlushFirst()
     if after_reply:
         registry.register(flush)  # before every family, so it runs first
-    metrics = Metrics(registry, per_value=multiprocess_metrics)
+    metrics = Metrics(registry)
     tracing = tracing if tracing is not None else build_tracing(settings.tracing)
     service = RankingService(settings, metrics, after_reply=after_reply, tracing=tracing)
     flush.target = service.deferred

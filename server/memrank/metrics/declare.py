@@ -17,9 +17,7 @@ from typing import Final, Literal
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
-from memrank.metrics import signal_values
 from memrank.metrics.drift import SIGNAL_BUCKETS
-from memrank.metrics.signal_values import SignalValues
 
 LATENCY_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5)
 CANDIDATE_BUCKETS = (0, 1, 5, 10, 25, 50, 100, 200, 400, 800, 1600)
@@ -29,14 +27,9 @@ GAUGE_MODE: Final[Literal["livemax"]] = "livemax"
 
 
 class Metrics:
-    """Every memrank metric, registered on ``registry``.
+    """Every memrank metric, registered on ``registry``."""
 
-    ``per_value``: ``memrank_signal_value`` is a Histogram observed one value at a time (a supervisor's worker,
-    whose metrics prometheus_client writes to files); else the recorder's own counts, exported by a collector
-    (``signal_values``).
-    """
-
-    def __init__(self, registry: CollectorRegistry, per_value: bool = False) -> None:
+    def __init__(self, registry: CollectorRegistry) -> None:
         r = registry
         self.requests = Counter("memrank_requests", "RPCs handled, by method and status code.",
                                 ("method", "code"), registry=r)
@@ -44,9 +37,10 @@ class Metrics:
             "memrank_rank_duration_seconds", "Server time of one Rank call, validation to response.",
             buckets=LATENCY_BUCKETS, registry=r,
         )
-        self.signal_value: Histogram | SignalValues = Histogram(
-            signal_values.NAME, signal_values.DOC, signal_values.LABELS, buckets=SIGNAL_BUCKETS, registry=r,
-        ) if per_value else SignalValues(r)
+        self.signal_value = Histogram(
+            "memrank_signal_value", "Signal values of the candidates that passed the gates, raw and normalized.",
+            ("signal", "form", "profile", "layer"), buckets=SIGNAL_BUCKETS, registry=r,
+        )
         self.candidates = Counter("memrank_candidates", "Candidates received by Rank.", ("profile", "layer"),
                                   registry=r)
         self.selected = Counter("memrank_selected", "Candidates selected by Rank.", ("profile", "layer"),

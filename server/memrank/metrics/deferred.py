@@ -1,6 +1,5 @@
-"""Drift gauges published at the scrape rather than after every call (one worker): ``AfterReply`` records a
-call, ``FlushFirst`` sets the drift gauges before a scrape reads any family (the signal histograms are read from
-the recorder's counts by their own collector, ``signal_values``)."""
+"""Signal metrics published at the scrape rather than after every call (one worker): ``AfterReply`` keeps what
+a call recorded, ``FlushFirst`` publishes it before a scrape reads any family."""
 
 from __future__ import annotations
 
@@ -11,14 +10,14 @@ from memrank.metrics.recorder import Recorder
 
 
 class AfterReply:
-    """Drift gauges published at the scrape: a call records on its own thread, a scrape publishes.
+    """Signal metrics published at the scrape: a call records on its own thread, a scrape publishes.
 
     ``record`` (called once the response is built) adds the call's counters and its signals' bucket
     counts (one array addition per series) at once; ``flush``, which ``FlushFirst`` calls before a scrape
-    reads any family, sets the drift gauges, so /metrics never lags a reply that has already been sent.
-    Recording used to be queued to a background thread: the hand-off (a queue put, a wake-up, the GIL
-    passed back and forth) cost the live server about 1.3 ms of CPU per 400-candidate call, recording itself
-    about 0.2 ms (``bench/profile``).
+    reads any family, moves the kept bucket counts into the histograms and sets the drift gauges, so
+    /metrics never lags a reply that has already been sent. Recording used to be queued to a background
+    thread: the hand-off (a queue put, a wake-up, the GIL passed back and forth) cost the live server
+    about 1.3 ms of CPU per 400-candidate call, recording itself about 0.2 ms (``bench/profile``).
     """
 
     def __init__(self, recorder: Recorder) -> None:
@@ -26,11 +25,11 @@ class AfterReply:
         recorder.publish_on_scrape = True  # a scrape flushes first (FlushFirst), then publishes
 
     def record(self, outcome: RankOutcome) -> None:
-        """Record one outcome (never raises); its drift gauges wait for the scrape."""
+        """Record one outcome (never raises); its histograms and drift gauges wait for the scrape."""
         self._recorder.record(outcome)
 
     def flush(self) -> None:
-        """Publish everything recorded so far: drift gauges up to date."""
+        """Publish everything recorded so far: histograms and drift gauges up to date."""
         self._recorder.publish()
 
 

@@ -16,11 +16,11 @@ from memrank.metrics.declare import Metrics
 from memrank.metrics.drift import BIN_COUNT, fast_bin_index
 from memrank.metrics.measured import drift_population
 from memrank.metrics.reference import load_reference
-from memrank.metrics.signal_values import FORMS, SignalValues
 from memrank.metrics.window import DriftTracker
 
 log = logging.getLogger("memrank.metrics")
 OTHER = "other"
+FORMS = ("raw", "normalized")
 _REASONS = {reason.value: reason.name.lower() for reason in DropReason}  # the ``reason`` label of a drop code
 
 
@@ -33,11 +33,16 @@ class Recorder:
         self.profiles = frozenset(profiles)
         self.layers = frozenset(layers) | {OTHER}
         self.drift = drift
-        # True: drift gauges are brought up to date when ``publish`` is called (a scrape, see FlushFirst), not
-        # after every call: PSI and JS of an unchanged window are computed once, not once per request.
+        # True: signal histograms and drift gauges are brought up to date when ``publish`` is called (a
+        # scrape, see FlushFirst), not after every call: a call adds its bucket counts to one array per
+        # series, and PSI and JS of an unchanged window are computed once, not once per request.
         self.publish_on_scrape = False
+        # (profile, layer labels, signal names) -> bucket counts and sums not yet in the histograms
+        self._pending_values: dict[tuple[str, tuple[str, ...], tuple[str, ...]], tuple[np.ndarray, np.ndarray]] = {}
         self._stale: set[tuple[str, str]] = set()
         self._stale_lock = threading.Lock()
+        # signal_value children by (signal, form, profile, layer): labels() costs more than the observation.
+        self._signal_children: dict[tuple[str, str, str, str], Any] = {}
         self._children: dict[tuple[Any, tuple[str, ...]], Any] = {}  # the other families' (``_child``)
 
     def record(self, outcome: RankOutcome) -> None:
@@ -102,10 +107,6 @@ class Recorder:
         columns = outcome.scores.signals
         if not values.size:
             return
-        sink = self.metrics.signal_value
-        if not isinstance(sink, SignalValues):  # a worker's Histogram: each value observed
-            self._observe_each(sink, profile, labels, layer, values, counted, [c.name for c in columns])
-            return
         rows = len(columns) * len(FORMS)
         nbins = BIN_COUNT
         cell = np.arange(0, rows * width, width)[:, None] + layer
@@ -115,17 +116,33 @@ class Recorder:
             cell, bins, values = cell[counted], bins[counted], values[counted]
         counts = np.bincount(cell * nbins + bins, minlength=rows * width * nbins).reshape(rows, width, nbins)
         sums = np.bincount(cell, weights=values, minlength=rows * width).reshape(rows, width)
-        sink.add((profile, tuple(labels), tuple(c.name for c in columns)), counts, sums)
+        series = (profile, tuple(labels), tuple(c.name for c in columns))
+        if self.publish_on_scrape:  # kept until the scrape (publish): one array addition per call
+            with self._stale_lock:
+                held = self._pending_values.get(series)
+                if held is None:
+                    self._pending_values[series] = (counts, sums)
+                else:
+                    held[0][...] += counts
+                    held[1][...] += sums
+            return
+        self._observe(series, counts, sums)
 
-    def _observe_each(self, histogram: Any, profile: str, labels: list[str], layer: np.ndarray, values: np.ndarray,
-                      counted: np.ndarray | None, signals: list[str]) -> None:
-        """``Histogram.observe`` for every value that counts (rows raw_1, normalized_1, raw_2, ...), per layer."""
-        for r, row in enumerate(values):
-            for j, name in enumerate(labels):
-                mine = layer == j if counted is None else (layer == j) & counted[r]
-                child = self._child(histogram, signals[r // len(FORMS)], FORMS[r % len(FORMS)], profile, name)
-                for v in row[mine].tolist():
-                    child.observe(v)
+    def _observe(self, series: tuple[str, tuple[str, ...], tuple[str, ...]], counts: np.ndarray,
+                 sums: np.ndarray) -> None:
+        """Add bucket counts (signal x form, layer, bucket) and value sums to the signal_value children."""
+        profile, labels, signals = series
+        flat_counts, flat_sums = counts.reshape(-1, BIN_COUNT).tolist(), sums.reshape(-1).tolist()
+        keys = [(signal, form, profile, layer) for signal in signals for form in FORMS for layer in labels]
+        for key, cell_counts, total in zip(keys, flat_counts, flat_sums, strict=True):
+            child = self._signal_children.get(key)
+            if child is None:
+                child = self._signal_children.setdefault(key, self.metrics.signal_value.labels(*key))
+            if any(cell_counts):
+                child._sum.inc(total)
+                for b, count in enumerate(cell_counts):
+                    if count:
+                        child._buckets[b].inc(count)
 
     @staticmethod
     def _binned(outcome: RankOutcome) -> tuple[np.ndarray, np.ndarray]:
@@ -184,9 +201,13 @@ class Recorder:
                 self._set_drift(profile, name)
 
     def publish(self) -> None:
-        """Set the drift gauges of every (profile, signal) updated since the last call."""
+        """Move the signal values kept since the last call into their histograms, and set the drift gauges
+        of every (profile, signal) updated since then."""
         with self._stale_lock:
             stale, self._stale = self._stale, set()
+            pending, self._pending_values = self._pending_values, {}
+        for series, (counts, sums) in pending.items():
+            self._observe(series, counts, sums)
         for profile, signal in sorted(stale):
             self._set_drift(profile, signal)
 

@@ -76,12 +76,11 @@ def _one_by_one(outcomes: list[RankOutcome]) -> CollectorRegistry:
     return registry
 
 
-@pytest.mark.parametrize("per_value", [False, True], ids=["collector", "histogram-per-value"])
 @pytest.mark.parametrize("on_scrape", [False, True], ids=["inline", "published-on-scrape"])
-def test_the_recorder_fills_signal_histograms_as_observe_would(on_scrape: bool, per_value: bool) -> None:
+def test_the_recorder_fills_signal_histograms_as_observe_would(on_scrape: bool) -> None:
     settings = load_settings(env={})
     registry = CollectorRegistry()
-    recorder = build_recorder(Metrics(registry, per_value=per_value), settings)
+    recorder = build_recorder(Metrics(registry), settings)
     recorder.publish_on_scrape = on_scrape
     values = [0.0, 0.1, 0.1, 0.25, 0.5, 0.99, 1.0, 0.3000001, 0.75]  # on and between the bucket bounds
     outcomes = [_outcome(values), _outcome(values[::-1], unsafe=True), _outcome([0.5, 0.2])]

@@ -193,7 +193,7 @@ def _fast_and_slow() -> tuple[CollectorRegistry, Recorder, CollectorRegistry, Me
     """A recorder under test, and a registry with its drift tracker for the one-value-at-a-time reference."""
     fast_registry, fast = fresh(_drift_settings(window=30, reference=25))
     slow_registry = CollectorRegistry()
-    slow_metrics = Metrics(slow_registry, per_value=True)  # the reference: Histogram.observe per value
+    slow_metrics = Metrics(slow_registry)
     slow_drift = build_recorder(slow_metrics, _drift_settings(window=30, reference=25)).drift
     return fast_registry, fast, slow_registry, slow_metrics, slow_drift
 
@@ -245,14 +245,16 @@ def test_histograms_and_drift_gauges_published_at_scrape_equal_the_per_call_ones
         for key in keys:  # every read is a scrape: flush, publish, then collect
             for name in ("memrank_signal_drift_psi", "memrank_signal_drift_js"):
                 assert registry.get_sample_value(name, key) == inline_registry.get_sample_value(name, key)
+        assert not deferred._recorder._pending_values  # the scrapes above published everything
         got, want = _series(registry), _series(inline_registry)
         assert got.keys() == want.keys()
         for series, number in want.items():
             assert got[series] == (pytest.approx(number, rel=1e-12) if series[0].endswith("_sum") else number)
     assert inline_registry.get_sample_value("memrank_signal_drift_psi", keys[0]) is not None
-    # A new layer's series, recorded and then scraped.
+    # Kept values reach the histograms only at a scrape: recorded, not yet published, then scraped.
     o = outcome(cands([0.3] * 5, layers=("session",)))
-    deferred.record(o)
+    deferred.record(o)  # recorded, not yet published
+    assert deferred._recorder._pending_values
     inline.record(o)
     assert _series(registry) == pytest.approx(_series(inline_registry), rel=1e-12)
 

@@ -27,7 +27,7 @@ def test_write_then_load_round_trips(tmp_path: Path) -> None:
 
 def test_reference_from_metrics_sums_layers_and_ignores_normalized() -> None:
     registry = CollectorRegistry()
-    m = Metrics(registry, per_value=True)
+    m = Metrics(registry)
     a, b = np.array([0.05, 0.15, 0.95]), np.array([0.15, 0.45, 1.2])
     for layer, form, values in (("session", "raw", a), ("other", "raw", b), ("other", "normalized", np.ones(50))):
         child = m.signal_value.labels(signal="relevance", form=form, profile="default", layer=layer)
