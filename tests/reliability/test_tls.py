@@ -125,7 +125,8 @@ def test_tls_settings_come_from_the_helm_chart_environment(certs: Certificates) 
 @pytest.mark.parametrize(("env", "needle"), [
     ({"MEMRANK_TLS_CERT_FILE": "{cert}"}, "security.tls_key_file: required"),
     ({"MEMRANK_TLS_CA_FILE": "{ca}"}, "security.tls_client_ca_file"),
-    ({"MEMRANK_HEALTH_ADDRESS": "8081"}, "server.health_address: expected host:port"),
+    ({"MEMRANK_HEALTH_ADDRESS": "8081"},
+     r"server\.health_address \(set by MEMRANK_HEALTH_ADDRESS\): expected host:port"),
 ])
 def test_bad_tls_settings_name_the_key(certs: Certificates, env: dict[str, str], needle: str) -> None:
     paths = {"cert": str(certs.server_cert), "key": str(certs.server_key), "ca": str(certs.ca)}

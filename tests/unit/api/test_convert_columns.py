@@ -38,6 +38,8 @@ def test_columns_equal_the_row_path(batch_rows: list[CandidateInput], dim: int) 
     fast = CandidateColumns(cands).to_batch()
     slow = batch_from_rows([candidate_to_domain(c) for c in cands])
     for f in fields(fast):
+        if not f.compare:  # the memo: saved work, never an input
+            continue
         a, b = getattr(fast, f.name), getattr(slow, f.name)
         if isinstance(a, np.ndarray) or a is None:
             assert (a is None and b is None) or (a.dtype == b.dtype and np.array_equal(a, b, equal_nan=True)), f.name
