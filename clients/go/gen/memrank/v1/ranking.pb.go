@@ -868,8 +868,10 @@ type RankRequest struct {
 	ReferenceTime *timestamppb.Timestamp `protobuf:"bytes,3,opt,name=reference_time,json=referenceTime,proto3" json:"reference_time,omitempty"`
 	// Profile name (see ListProfiles). Unset: "default".
 	Profile string `protobuf:"bytes,4,opt,name=profile,proto3" json:"profile,omitempty"`
-	// Candidates to rank. At most 1,600 by default (configurable). Empty: an
-	// empty selection.
+	// Candidates to rank, one message each (the form for hand-written requests
+	// and grpcurl). At most 1,600 by default (configurable). Empty: an empty
+	// selection, unless `columns` carries them. Must be empty when `columns` is
+	// set (both at once: INVALID_ARGUMENT naming both).
 	Candidates []*Candidate `protobuf:"bytes,5,rep,name=candidates,proto3" json:"candidates,omitempty"`
 	// Per-layer budget policies. Unset: the configured default layers.
 	Layers []*LayerPolicy `protobuf:"bytes,6,rep,name=layers,proto3" json:"layers,omitempty"`
@@ -901,7 +903,9 @@ type RankRequest struct {
 	// of zeros means what the same zeros sent in Candidate.embedding mean), and
 	// ranking gives the same answer as the same values sent per candidate.
 	// When set, embedding_dim is required and every Candidate.embedding must be
-	// empty. Unset (empty): each candidate's Candidate.embedding is used.
+	// empty. Unset (empty): each candidate's Candidate.embedding is used (with
+	// `columns`: no candidate has an embedding). With `columns`, the rows are in
+	// the order of columns.ids: this is the columnar form's embedding column.
 	EmbeddingsF32 []byte `protobuf:"bytes,14,opt,name=embeddings_f32,json=embeddingsF32,proto3" json:"embeddings_f32,omitempty"`
 	// Values per row of embeddings_f32, in 1..4096 (limits.max_embedding_dim,
 	// the limit of Candidate.embedding). Required with embeddings_f32. Unset
@@ -918,7 +922,14 @@ type RankRequest struct {
 	// Log this call's decision record whatever decision_log.sample_rate says
 	// (for traffic the caller will label with RecordFeedback). Ignored, and
 	// RankResponse.decision_logged false, when the server's decision log is off.
-	LogDecision   bool `protobuf:"varint,17,opt,name=log_decision,json=logDecision,proto3" json:"log_decision,omitempty"`
+	LogDecision bool `protobuf:"varint,17,opt,name=log_decision,json=logDecision,proto3" json:"log_decision,omitempty"`
+	// The candidates as columns, in place of `candidates` (what the shipped
+	// clients send): the same candidates give the same response in either
+	// form. Candidate i is row i of every column; its embedding is row i of
+	// embeddings_f32. Must be unset when `candidates` is not empty (both at
+	// once: INVALID_ARGUMENT naming both). Unset: the candidates are
+	// `candidates`.
+	Columns       *CandidateColumns `protobuf:"bytes,18,opt,name=columns,proto3" json:"columns,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1072,6 +1083,431 @@ func (x *RankRequest) GetLogDecision() bool {
 	return false
 }
 
+func (x *RankRequest) GetColumns() *CandidateColumns {
+	if x != nil {
+		return x.Columns
+	}
+	return nil
+}
+
+// One Timestamp field of every candidate, as columns (e.g. Candidate.created_at
+// of each row). `seconds` and `nanos` are google.protobuf.Timestamp's (seconds
+// since 1970-01-01T00:00:00Z in 0001-01-01..9999-12-31, nanos in
+// [0, 999,999,999]).
+type TimeColumn struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Seconds of each row's time. Empty: no row sets this time. Otherwise one
+	// value per candidate (CandidateColumns.ids).
+	Seconds []int64 `protobuf:"varint,1,rep,packed,name=seconds,proto3" json:"seconds,omitempty"`
+	// Nanoseconds of each row's time. Empty: 0 for every row. Otherwise one
+	// value per candidate.
+	Nanos []int32 `protobuf:"varint,2,rep,packed,name=nanos,proto3" json:"nanos,omitempty"`
+	// Whether each row sets this time. Empty: every row does (when seconds is
+	// not empty). Otherwise one value per candidate; false: the row's time is
+	// unset (as an unset Candidate field) and its seconds and nanos are ignored.
+	Present       []bool `protobuf:"varint,3,rep,packed,name=present,proto3" json:"present,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *TimeColumn) Reset() {
+	*x = TimeColumn{}
+	mi := &file_memrank_v1_ranking_proto_msgTypes[4]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TimeColumn) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TimeColumn) ProtoMessage() {}
+
+func (x *TimeColumn) ProtoReflect() protoreflect.Message {
+	mi := &file_memrank_v1_ranking_proto_msgTypes[4]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TimeColumn.ProtoReflect.Descriptor instead.
+func (*TimeColumn) Descriptor() ([]byte, []int) {
+	return file_memrank_v1_ranking_proto_rawDescGZIP(), []int{4}
+}
+
+func (x *TimeColumn) GetSeconds() []int64 {
+	if x != nil {
+		return x.Seconds
+	}
+	return nil
+}
+
+func (x *TimeColumn) GetNanos() []int32 {
+	if x != nil {
+		return x.Nanos
+	}
+	return nil
+}
+
+func (x *TimeColumn) GetPresent() []bool {
+	if x != nil {
+		return x.Present
+	}
+	return nil
+}
+
+// A candidate's metadata map (Candidate.metadata), one row of
+// CandidateColumns.metadata.
+type MetadataRow struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The same rules as Candidate.metadata.
+	Entries       map[string]string `protobuf:"bytes,1,rep,name=entries,proto3" json:"entries,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *MetadataRow) Reset() {
+	*x = MetadataRow{}
+	mi := &file_memrank_v1_ranking_proto_msgTypes[5]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *MetadataRow) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*MetadataRow) ProtoMessage() {}
+
+func (x *MetadataRow) ProtoReflect() protoreflect.Message {
+	mi := &file_memrank_v1_ranking_proto_msgTypes[5]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use MetadataRow.ProtoReflect.Descriptor instead.
+func (*MetadataRow) Descriptor() ([]byte, []int) {
+	return file_memrank_v1_ranking_proto_rawDescGZIP(), []int{5}
+}
+
+func (x *MetadataRow) GetEntries() map[string]string {
+	if x != nil {
+		return x.Entries
+	}
+	return nil
+}
+
+// The candidates of a RankRequest as columns: one repeated field per Candidate
+// field, row i of each column belonging to candidate i. Every column other
+// than `ids` is either empty (the field is unset for every candidate, with
+// Candidate's unset behaviour) or holds exactly one value per id (any other
+// length: INVALID_ARGUMENT naming the column). Each value follows the rules,
+// units and unset behaviour of the Candidate field named beside it; a
+// violation names the column and the row, e.g. `columns.retrieval_scores[3]`.
+type CandidateColumns struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Candidate.id of each candidate; its length is the number of candidates
+	// (at most limits.max_candidates).
+	Ids []string `protobuf:"bytes,1,rep,name=ids,proto3" json:"ids,omitempty"`
+	// Candidate.layer.
+	Layers []string `protobuf:"bytes,2,rep,name=layers,proto3" json:"layers,omitempty"`
+	// Candidate.kind.
+	Kinds []string `protobuf:"bytes,3,rep,name=kinds,proto3" json:"kinds,omitempty"`
+	// Candidate.content.
+	Contents []string `protobuf:"bytes,4,rep,name=contents,proto3" json:"contents,omitempty"`
+	// Candidate.retrieval_score.
+	RetrievalScores []float64 `protobuf:"fixed64,5,rep,packed,name=retrieval_scores,json=retrievalScores,proto3" json:"retrieval_scores,omitempty"`
+	// The names of the facets of Candidate.facet_scores: the columns of the
+	// facet_scores matrix. Each non-empty and distinct; at most
+	// limits.max_facets. Empty: no candidate has facet scores.
+	FacetNames []string `protobuf:"bytes,6,rep,name=facet_names,json=facetNames,proto3" json:"facet_names,omitempty"`
+	// Candidate.facet_scores as a dense matrix: len(ids) x len(facet_names)
+	// values, row-major (row i, column j: candidate i's score of facet j). NaN:
+	// the candidate has no score for that facet (as a key missing from its map).
+	// Empty only when facet_names is.
+	FacetScores []float64 `protobuf:"fixed64,7,rep,packed,name=facet_scores,json=facetScores,proto3" json:"facet_scores,omitempty"`
+	// Candidate.importance.
+	Importance []float64 `protobuf:"fixed64,8,rep,packed,name=importance,proto3" json:"importance,omitempty"`
+	// Whether each row sets importance. Empty: every row does (when importance
+	// is not empty). Otherwise one value per candidate; false: unset (derived
+	// from the content), its importance value ignored.
+	ImportancePresent []bool `protobuf:"varint,9,rep,packed,name=importance_present,json=importancePresent,proto3" json:"importance_present,omitempty"`
+	// Candidate.access_count.
+	AccessCounts []uint32 `protobuf:"varint,10,rep,packed,name=access_counts,json=accessCounts,proto3" json:"access_counts,omitempty"`
+	// Candidate.token_count.
+	TokenCounts []uint32 `protobuf:"varint,11,rep,packed,name=token_counts,json=tokenCounts,proto3" json:"token_counts,omitempty"`
+	// Candidate.created_at.
+	CreatedAt *TimeColumn `protobuf:"bytes,12,opt,name=created_at,json=createdAt,proto3" json:"created_at,omitempty"`
+	// Candidate.last_accessed_at.
+	LastAccessedAt *TimeColumn `protobuf:"bytes,13,opt,name=last_accessed_at,json=lastAccessedAt,proto3" json:"last_accessed_at,omitempty"`
+	// Candidate.event_time.
+	EventTime *TimeColumn `protobuf:"bytes,14,opt,name=event_time,json=eventTime,proto3" json:"event_time,omitempty"`
+	// Candidate.ingested_at.
+	IngestedAt *TimeColumn `protobuf:"bytes,15,opt,name=ingested_at,json=ingestedAt,proto3" json:"ingested_at,omitempty"`
+	// Candidate.valid_from.
+	ValidFrom *TimeColumn `protobuf:"bytes,16,opt,name=valid_from,json=validFrom,proto3" json:"valid_from,omitempty"`
+	// Candidate.valid_to.
+	ValidTo *TimeColumn `protobuf:"bytes,17,opt,name=valid_to,json=validTo,proto3" json:"valid_to,omitempty"`
+	// Candidate.source.
+	Sources []Source `protobuf:"varint,18,rep,packed,name=sources,proto3,enum=memrank.v1.Source" json:"sources,omitempty"`
+	// Candidate.provenance.
+	Provenance []string `protobuf:"bytes,19,rep,name=provenance,proto3" json:"provenance,omitempty"`
+	// Candidate.safety.
+	Safety []SafetyStatus `protobuf:"varint,20,rep,packed,name=safety,proto3,enum=memrank.v1.SafetyStatus" json:"safety,omitempty"`
+	// The names of the stages of Candidate.stage_scores: the columns of the
+	// stage_scores matrix. Each non-empty and distinct. Empty: no candidate has
+	// stage scores.
+	StageNames []string `protobuf:"bytes,21,rep,name=stage_names,json=stageNames,proto3" json:"stage_names,omitempty"`
+	// Candidate.stage_scores as a dense matrix: len(ids) x len(stage_names)
+	// values, row-major. NaN: the candidate has no score for that stage. Empty
+	// only when stage_names is.
+	StageScores []float64 `protobuf:"fixed64,22,rep,packed,name=stage_scores,json=stageScores,proto3" json:"stage_scores,omitempty"`
+	// Candidate.metadata, one row per candidate.
+	Metadata []*MetadataRow `protobuf:"bytes,23,rep,name=metadata,proto3" json:"metadata,omitempty"`
+	// Candidate.thread.
+	Threads []string `protobuf:"bytes,24,rep,name=threads,proto3" json:"threads,omitempty"`
+	// Candidate.position.
+	Positions []int64 `protobuf:"varint,25,rep,packed,name=positions,proto3" json:"positions,omitempty"`
+	// Whether each row sets position. Empty: every row does (when positions is
+	// not empty). Otherwise one value per candidate; false: unset (no
+	// position), its positions value ignored.
+	PositionsPresent []bool `protobuf:"varint,26,rep,packed,name=positions_present,json=positionsPresent,proto3" json:"positions_present,omitempty"`
+	// Candidate.speaker.
+	Speakers      []string `protobuf:"bytes,27,rep,name=speakers,proto3" json:"speakers,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CandidateColumns) Reset() {
+	*x = CandidateColumns{}
+	mi := &file_memrank_v1_ranking_proto_msgTypes[6]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CandidateColumns) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CandidateColumns) ProtoMessage() {}
+
+func (x *CandidateColumns) ProtoReflect() protoreflect.Message {
+	mi := &file_memrank_v1_ranking_proto_msgTypes[6]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CandidateColumns.ProtoReflect.Descriptor instead.
+func (*CandidateColumns) Descriptor() ([]byte, []int) {
+	return file_memrank_v1_ranking_proto_rawDescGZIP(), []int{6}
+}
+
+func (x *CandidateColumns) GetIds() []string {
+	if x != nil {
+		return x.Ids
+	}
+	return nil
+}
+
+func (x *CandidateColumns) GetLayers() []string {
+	if x != nil {
+		return x.Layers
+	}
+	return nil
+}
+
+func (x *CandidateColumns) GetKinds() []string {
+	if x != nil {
+		return x.Kinds
+	}
+	return nil
+}
+
+func (x *CandidateColumns) GetContents() []string {
+	if x != nil {
+		return x.Contents
+	}
+	return nil
+}
+
+func (x *CandidateColumns) GetRetrievalScores() []float64 {
+	if x != nil {
+		return x.RetrievalScores
+	}
+	return nil
+}
+
+func (x *CandidateColumns) GetFacetNames() []string {
+	if x != nil {
+		return x.FacetNames
+	}
+	return nil
+}
+
+func (x *CandidateColumns) GetFacetScores() []float64 {
+	if x != nil {
+		return x.FacetScores
+	}
+	return nil
+}
+
+func (x *CandidateColumns) GetImportance() []float64 {
+	if x != nil {
+		return x.Importance
+	}
+	return nil
+}
+
+func (x *CandidateColumns) GetImportancePresent() []bool {
+	if x != nil {
+		return x.ImportancePresent
+	}
+	return nil
+}
+
+func (x *CandidateColumns) GetAccessCounts() []uint32 {
+	if x != nil {
+		return x.AccessCounts
+	}
+	return nil
+}
+
+func (x *CandidateColumns) GetTokenCounts() []uint32 {
+	if x != nil {
+		return x.TokenCounts
+	}
+	return nil
+}
+
+func (x *CandidateColumns) GetCreatedAt() *TimeColumn {
+	if x != nil {
+		return x.CreatedAt
+	}
+	return nil
+}
+
+func (x *CandidateColumns) GetLastAccessedAt() *TimeColumn {
+	if x != nil {
+		return x.LastAccessedAt
+	}
+	return nil
+}
+
+func (x *CandidateColumns) GetEventTime() *TimeColumn {
+	if x != nil {
+		return x.EventTime
+	}
+	return nil
+}
+
+func (x *CandidateColumns) GetIngestedAt() *TimeColumn {
+	if x != nil {
+		return x.IngestedAt
+	}
+	return nil
+}
+
+func (x *CandidateColumns) GetValidFrom() *TimeColumn {
+	if x != nil {
+		return x.ValidFrom
+	}
+	return nil
+}
+
+func (x *CandidateColumns) GetValidTo() *TimeColumn {
+	if x != nil {
+		return x.ValidTo
+	}
+	return nil
+}
+
+func (x *CandidateColumns) GetSources() []Source {
+	if x != nil {
+		return x.Sources
+	}
+	return nil
+}
+
+func (x *CandidateColumns) GetProvenance() []string {
+	if x != nil {
+		return x.Provenance
+	}
+	return nil
+}
+
+func (x *CandidateColumns) GetSafety() []SafetyStatus {
+	if x != nil {
+		return x.Safety
+	}
+	return nil
+}
+
+func (x *CandidateColumns) GetStageNames() []string {
+	if x != nil {
+		return x.StageNames
+	}
+	return nil
+}
+
+func (x *CandidateColumns) GetStageScores() []float64 {
+	if x != nil {
+		return x.StageScores
+	}
+	return nil
+}
+
+func (x *CandidateColumns) GetMetadata() []*MetadataRow {
+	if x != nil {
+		return x.Metadata
+	}
+	return nil
+}
+
+func (x *CandidateColumns) GetThreads() []string {
+	if x != nil {
+		return x.Threads
+	}
+	return nil
+}
+
+func (x *CandidateColumns) GetPositions() []int64 {
+	if x != nil {
+		return x.Positions
+	}
+	return nil
+}
+
+func (x *CandidateColumns) GetPositionsPresent() []bool {
+	if x != nil {
+		return x.PositionsPresent
+	}
+	return nil
+}
+
+func (x *CandidateColumns) GetSpeakers() []string {
+	if x != nil {
+		return x.Speakers
+	}
+	return nil
+}
+
 // One signal's part in a score.
 type SignalScore struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -1093,7 +1529,7 @@ type SignalScore struct {
 
 func (x *SignalScore) Reset() {
 	*x = SignalScore{}
-	mi := &file_memrank_v1_ranking_proto_msgTypes[4]
+	mi := &file_memrank_v1_ranking_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1105,7 +1541,7 @@ func (x *SignalScore) String() string {
 func (*SignalScore) ProtoMessage() {}
 
 func (x *SignalScore) ProtoReflect() protoreflect.Message {
-	mi := &file_memrank_v1_ranking_proto_msgTypes[4]
+	mi := &file_memrank_v1_ranking_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1118,7 +1554,7 @@ func (x *SignalScore) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SignalScore.ProtoReflect.Descriptor instead.
 func (*SignalScore) Descriptor() ([]byte, []int) {
-	return file_memrank_v1_ranking_proto_rawDescGZIP(), []int{4}
+	return file_memrank_v1_ranking_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *SignalScore) GetName() string {
@@ -1180,7 +1616,7 @@ type CalibrationBucket struct {
 
 func (x *CalibrationBucket) Reset() {
 	*x = CalibrationBucket{}
-	mi := &file_memrank_v1_ranking_proto_msgTypes[5]
+	mi := &file_memrank_v1_ranking_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1192,7 +1628,7 @@ func (x *CalibrationBucket) String() string {
 func (*CalibrationBucket) ProtoMessage() {}
 
 func (x *CalibrationBucket) ProtoReflect() protoreflect.Message {
-	mi := &file_memrank_v1_ranking_proto_msgTypes[5]
+	mi := &file_memrank_v1_ranking_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1205,7 +1641,7 @@ func (x *CalibrationBucket) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CalibrationBucket.ProtoReflect.Descriptor instead.
 func (*CalibrationBucket) Descriptor() ([]byte, []int) {
-	return file_memrank_v1_ranking_proto_rawDescGZIP(), []int{5}
+	return file_memrank_v1_ranking_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *CalibrationBucket) GetIndex() uint32 {
@@ -1272,7 +1708,7 @@ type ScoreBreakdown struct {
 
 func (x *ScoreBreakdown) Reset() {
 	*x = ScoreBreakdown{}
-	mi := &file_memrank_v1_ranking_proto_msgTypes[6]
+	mi := &file_memrank_v1_ranking_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1284,7 +1720,7 @@ func (x *ScoreBreakdown) String() string {
 func (*ScoreBreakdown) ProtoMessage() {}
 
 func (x *ScoreBreakdown) ProtoReflect() protoreflect.Message {
-	mi := &file_memrank_v1_ranking_proto_msgTypes[6]
+	mi := &file_memrank_v1_ranking_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1297,7 +1733,7 @@ func (x *ScoreBreakdown) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ScoreBreakdown.ProtoReflect.Descriptor instead.
 func (*ScoreBreakdown) Descriptor() ([]byte, []int) {
-	return file_memrank_v1_ranking_proto_rawDescGZIP(), []int{6}
+	return file_memrank_v1_ranking_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *ScoreBreakdown) GetSignals() []*SignalScore {
@@ -1405,7 +1841,7 @@ type RankingStage struct {
 
 func (x *RankingStage) Reset() {
 	*x = RankingStage{}
-	mi := &file_memrank_v1_ranking_proto_msgTypes[7]
+	mi := &file_memrank_v1_ranking_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1417,7 +1853,7 @@ func (x *RankingStage) String() string {
 func (*RankingStage) ProtoMessage() {}
 
 func (x *RankingStage) ProtoReflect() protoreflect.Message {
-	mi := &file_memrank_v1_ranking_proto_msgTypes[7]
+	mi := &file_memrank_v1_ranking_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1430,7 +1866,7 @@ func (x *RankingStage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RankingStage.ProtoReflect.Descriptor instead.
 func (*RankingStage) Descriptor() ([]byte, []int) {
-	return file_memrank_v1_ranking_proto_rawDescGZIP(), []int{7}
+	return file_memrank_v1_ranking_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *RankingStage) GetStage() string {
@@ -1498,7 +1934,7 @@ type RankedMemory struct {
 
 func (x *RankedMemory) Reset() {
 	*x = RankedMemory{}
-	mi := &file_memrank_v1_ranking_proto_msgTypes[8]
+	mi := &file_memrank_v1_ranking_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1510,7 +1946,7 @@ func (x *RankedMemory) String() string {
 func (*RankedMemory) ProtoMessage() {}
 
 func (x *RankedMemory) ProtoReflect() protoreflect.Message {
-	mi := &file_memrank_v1_ranking_proto_msgTypes[8]
+	mi := &file_memrank_v1_ranking_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1523,7 +1959,7 @@ func (x *RankedMemory) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RankedMemory.ProtoReflect.Descriptor instead.
 func (*RankedMemory) Descriptor() ([]byte, []int) {
-	return file_memrank_v1_ranking_proto_rawDescGZIP(), []int{8}
+	return file_memrank_v1_ranking_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *RankedMemory) GetId() string {
@@ -1595,7 +2031,7 @@ type DroppedMemory struct {
 
 func (x *DroppedMemory) Reset() {
 	*x = DroppedMemory{}
-	mi := &file_memrank_v1_ranking_proto_msgTypes[9]
+	mi := &file_memrank_v1_ranking_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1607,7 +2043,7 @@ func (x *DroppedMemory) String() string {
 func (*DroppedMemory) ProtoMessage() {}
 
 func (x *DroppedMemory) ProtoReflect() protoreflect.Message {
-	mi := &file_memrank_v1_ranking_proto_msgTypes[9]
+	mi := &file_memrank_v1_ranking_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1620,7 +2056,7 @@ func (x *DroppedMemory) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DroppedMemory.ProtoReflect.Descriptor instead.
 func (*DroppedMemory) Descriptor() ([]byte, []int) {
-	return file_memrank_v1_ranking_proto_rawDescGZIP(), []int{9}
+	return file_memrank_v1_ranking_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *DroppedMemory) GetId() string {
@@ -1683,7 +2119,7 @@ type LayerAllocation struct {
 
 func (x *LayerAllocation) Reset() {
 	*x = LayerAllocation{}
-	mi := &file_memrank_v1_ranking_proto_msgTypes[10]
+	mi := &file_memrank_v1_ranking_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1695,7 +2131,7 @@ func (x *LayerAllocation) String() string {
 func (*LayerAllocation) ProtoMessage() {}
 
 func (x *LayerAllocation) ProtoReflect() protoreflect.Message {
-	mi := &file_memrank_v1_ranking_proto_msgTypes[10]
+	mi := &file_memrank_v1_ranking_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1708,7 +2144,7 @@ func (x *LayerAllocation) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LayerAllocation.ProtoReflect.Descriptor instead.
 func (*LayerAllocation) Descriptor() ([]byte, []int) {
-	return file_memrank_v1_ranking_proto_rawDescGZIP(), []int{10}
+	return file_memrank_v1_ranking_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *LayerAllocation) GetLayer() string {
@@ -1782,7 +2218,7 @@ type SignalWeight struct {
 
 func (x *SignalWeight) Reset() {
 	*x = SignalWeight{}
-	mi := &file_memrank_v1_ranking_proto_msgTypes[11]
+	mi := &file_memrank_v1_ranking_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1794,7 +2230,7 @@ func (x *SignalWeight) String() string {
 func (*SignalWeight) ProtoMessage() {}
 
 func (x *SignalWeight) ProtoReflect() protoreflect.Message {
-	mi := &file_memrank_v1_ranking_proto_msgTypes[11]
+	mi := &file_memrank_v1_ranking_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1807,7 +2243,7 @@ func (x *SignalWeight) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SignalWeight.ProtoReflect.Descriptor instead.
 func (*SignalWeight) Descriptor() ([]byte, []int) {
-	return file_memrank_v1_ranking_proto_rawDescGZIP(), []int{11}
+	return file_memrank_v1_ranking_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *SignalWeight) GetSignal() string {
@@ -1849,7 +2285,7 @@ type Receipt struct {
 
 func (x *Receipt) Reset() {
 	*x = Receipt{}
-	mi := &file_memrank_v1_ranking_proto_msgTypes[12]
+	mi := &file_memrank_v1_ranking_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1861,7 +2297,7 @@ func (x *Receipt) String() string {
 func (*Receipt) ProtoMessage() {}
 
 func (x *Receipt) ProtoReflect() protoreflect.Message {
-	mi := &file_memrank_v1_ranking_proto_msgTypes[12]
+	mi := &file_memrank_v1_ranking_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1874,7 +2310,7 @@ func (x *Receipt) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Receipt.ProtoReflect.Descriptor instead.
 func (*Receipt) Descriptor() ([]byte, []int) {
-	return file_memrank_v1_ranking_proto_rawDescGZIP(), []int{12}
+	return file_memrank_v1_ranking_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *Receipt) GetSchema() string {
@@ -1912,7 +2348,7 @@ type ImportanceSuggestion struct {
 
 func (x *ImportanceSuggestion) Reset() {
 	*x = ImportanceSuggestion{}
-	mi := &file_memrank_v1_ranking_proto_msgTypes[13]
+	mi := &file_memrank_v1_ranking_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1924,7 +2360,7 @@ func (x *ImportanceSuggestion) String() string {
 func (*ImportanceSuggestion) ProtoMessage() {}
 
 func (x *ImportanceSuggestion) ProtoReflect() protoreflect.Message {
-	mi := &file_memrank_v1_ranking_proto_msgTypes[13]
+	mi := &file_memrank_v1_ranking_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1937,7 +2373,7 @@ func (x *ImportanceSuggestion) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ImportanceSuggestion.ProtoReflect.Descriptor instead.
 func (*ImportanceSuggestion) Descriptor() ([]byte, []int) {
-	return file_memrank_v1_ranking_proto_rawDescGZIP(), []int{13}
+	return file_memrank_v1_ranking_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *ImportanceSuggestion) GetId() string {
@@ -1973,7 +2409,7 @@ type ShadowComparison struct {
 
 func (x *ShadowComparison) Reset() {
 	*x = ShadowComparison{}
-	mi := &file_memrank_v1_ranking_proto_msgTypes[14]
+	mi := &file_memrank_v1_ranking_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1985,7 +2421,7 @@ func (x *ShadowComparison) String() string {
 func (*ShadowComparison) ProtoMessage() {}
 
 func (x *ShadowComparison) ProtoReflect() protoreflect.Message {
-	mi := &file_memrank_v1_ranking_proto_msgTypes[14]
+	mi := &file_memrank_v1_ranking_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1998,7 +2434,7 @@ func (x *ShadowComparison) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ShadowComparison.ProtoReflect.Descriptor instead.
 func (*ShadowComparison) Descriptor() ([]byte, []int) {
-	return file_memrank_v1_ranking_proto_rawDescGZIP(), []int{14}
+	return file_memrank_v1_ranking_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *ShadowComparison) GetProfile() string {
@@ -2063,10 +2499,19 @@ type RankResponse struct {
 	ImportanceSuggestions []*ImportanceSuggestion `protobuf:"bytes,11,rep,name=importance_suggestions,json=importanceSuggestions,proto3" json:"importance_suggestions,omitempty"`
 	// Shadow comparison. Unset when no shadow profile was requested.
 	Shadow *ShadowComparison `protobuf:"bytes,12,opt,name=shadow,proto3" json:"shadow,omitempty"`
-	// True when this call's decision record was handed to the decision log
-	// (sampled, or RankRequest.log_decision): its decision id is
-	// receipt.digest. False when the log is off, the call was not sampled, or
-	// the log's queue was full (the record was dropped and counted).
+	// True when this call's decision record was accepted by the decision log
+	// of the server process that answered (sampled, or RankRequest.log_decision):
+	// it is queued for that process's log writer, which writes it moments later
+	// and retries a sink that fails (a full or read-only disk) until it takes
+	// the record. Its decision id is receipt.digest. True is not yet written,
+	// nor fsynced (decision_log.fsync): a record lost after a true answer (its
+	// writer killed with records in flight, or still queued when shutdown ran
+	// out of time) is counted in memrank_decision_log_dropped_total with reason
+	// lost_after_ack. False: no record will be written, because the log is off,
+	// the call was not sampled (reason sampled_out), or the record was refused
+	// and counted: the writer's queue was full (queue_full), its writer had
+	// died and was being replaced (writer_down), or the server was shutting
+	// down (closed).
 	DecisionLogged bool `protobuf:"varint,13,opt,name=decision_logged,json=decisionLogged,proto3" json:"decision_logged,omitempty"`
 	unknownFields  protoimpl.UnknownFields
 	sizeCache      protoimpl.SizeCache
@@ -2074,7 +2519,7 @@ type RankResponse struct {
 
 func (x *RankResponse) Reset() {
 	*x = RankResponse{}
-	mi := &file_memrank_v1_ranking_proto_msgTypes[15]
+	mi := &file_memrank_v1_ranking_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2086,7 +2531,7 @@ func (x *RankResponse) String() string {
 func (*RankResponse) ProtoMessage() {}
 
 func (x *RankResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_memrank_v1_ranking_proto_msgTypes[15]
+	mi := &file_memrank_v1_ranking_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2099,7 +2544,7 @@ func (x *RankResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RankResponse.ProtoReflect.Descriptor instead.
 func (*RankResponse) Descriptor() ([]byte, []int) {
-	return file_memrank_v1_ranking_proto_rawDescGZIP(), []int{15}
+	return file_memrank_v1_ranking_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *RankResponse) GetRequestId() string {
@@ -2210,7 +2655,7 @@ type ScoreAdmissionRequest struct {
 
 func (x *ScoreAdmissionRequest) Reset() {
 	*x = ScoreAdmissionRequest{}
-	mi := &file_memrank_v1_ranking_proto_msgTypes[16]
+	mi := &file_memrank_v1_ranking_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2222,7 +2667,7 @@ func (x *ScoreAdmissionRequest) String() string {
 func (*ScoreAdmissionRequest) ProtoMessage() {}
 
 func (x *ScoreAdmissionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_memrank_v1_ranking_proto_msgTypes[16]
+	mi := &file_memrank_v1_ranking_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2235,7 +2680,7 @@ func (x *ScoreAdmissionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ScoreAdmissionRequest.ProtoReflect.Descriptor instead.
 func (*ScoreAdmissionRequest) Descriptor() ([]byte, []int) {
-	return file_memrank_v1_ranking_proto_rawDescGZIP(), []int{16}
+	return file_memrank_v1_ranking_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *ScoreAdmissionRequest) GetRequestId() string {
@@ -2293,7 +2738,7 @@ type ScoreAdmissionResponse struct {
 
 func (x *ScoreAdmissionResponse) Reset() {
 	*x = ScoreAdmissionResponse{}
-	mi := &file_memrank_v1_ranking_proto_msgTypes[17]
+	mi := &file_memrank_v1_ranking_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2305,7 +2750,7 @@ func (x *ScoreAdmissionResponse) String() string {
 func (*ScoreAdmissionResponse) ProtoMessage() {}
 
 func (x *ScoreAdmissionResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_memrank_v1_ranking_proto_msgTypes[17]
+	mi := &file_memrank_v1_ranking_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2318,7 +2763,7 @@ func (x *ScoreAdmissionResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ScoreAdmissionResponse.ProtoReflect.Descriptor instead.
 func (*ScoreAdmissionResponse) Descriptor() ([]byte, []int) {
-	return file_memrank_v1_ranking_proto_rawDescGZIP(), []int{17}
+	return file_memrank_v1_ranking_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *ScoreAdmissionResponse) GetRequestId() string {
@@ -2393,7 +2838,7 @@ type ListProfilesRequest struct {
 
 func (x *ListProfilesRequest) Reset() {
 	*x = ListProfilesRequest{}
-	mi := &file_memrank_v1_ranking_proto_msgTypes[18]
+	mi := &file_memrank_v1_ranking_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2405,7 +2850,7 @@ func (x *ListProfilesRequest) String() string {
 func (*ListProfilesRequest) ProtoMessage() {}
 
 func (x *ListProfilesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_memrank_v1_ranking_proto_msgTypes[18]
+	mi := &file_memrank_v1_ranking_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2418,7 +2863,7 @@ func (x *ListProfilesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListProfilesRequest.ProtoReflect.Descriptor instead.
 func (*ListProfilesRequest) Descriptor() ([]byte, []int) {
-	return file_memrank_v1_ranking_proto_rawDescGZIP(), []int{18}
+	return file_memrank_v1_ranking_proto_rawDescGZIP(), []int{21}
 }
 
 // A named scoring profile.
@@ -2446,7 +2891,7 @@ type Profile struct {
 
 func (x *Profile) Reset() {
 	*x = Profile{}
-	mi := &file_memrank_v1_ranking_proto_msgTypes[19]
+	mi := &file_memrank_v1_ranking_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2458,7 +2903,7 @@ func (x *Profile) String() string {
 func (*Profile) ProtoMessage() {}
 
 func (x *Profile) ProtoReflect() protoreflect.Message {
-	mi := &file_memrank_v1_ranking_proto_msgTypes[19]
+	mi := &file_memrank_v1_ranking_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2471,7 +2916,7 @@ func (x *Profile) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Profile.ProtoReflect.Descriptor instead.
 func (*Profile) Descriptor() ([]byte, []int) {
-	return file_memrank_v1_ranking_proto_rawDescGZIP(), []int{19}
+	return file_memrank_v1_ranking_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *Profile) GetName() string {
@@ -2543,7 +2988,7 @@ type ListProfilesResponse struct {
 
 func (x *ListProfilesResponse) Reset() {
 	*x = ListProfilesResponse{}
-	mi := &file_memrank_v1_ranking_proto_msgTypes[20]
+	mi := &file_memrank_v1_ranking_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2555,7 +3000,7 @@ func (x *ListProfilesResponse) String() string {
 func (*ListProfilesResponse) ProtoMessage() {}
 
 func (x *ListProfilesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_memrank_v1_ranking_proto_msgTypes[20]
+	mi := &file_memrank_v1_ranking_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2568,7 +3013,7 @@ func (x *ListProfilesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListProfilesResponse.ProtoReflect.Descriptor instead.
 func (*ListProfilesResponse) Descriptor() ([]byte, []int) {
-	return file_memrank_v1_ranking_proto_rawDescGZIP(), []int{20}
+	return file_memrank_v1_ranking_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *ListProfilesResponse) GetProfiles() []*Profile {
@@ -2601,7 +3046,7 @@ type FeedbackLabel struct {
 
 func (x *FeedbackLabel) Reset() {
 	*x = FeedbackLabel{}
-	mi := &file_memrank_v1_ranking_proto_msgTypes[21]
+	mi := &file_memrank_v1_ranking_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2613,7 +3058,7 @@ func (x *FeedbackLabel) String() string {
 func (*FeedbackLabel) ProtoMessage() {}
 
 func (x *FeedbackLabel) ProtoReflect() protoreflect.Message {
-	mi := &file_memrank_v1_ranking_proto_msgTypes[21]
+	mi := &file_memrank_v1_ranking_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2626,7 +3071,7 @@ func (x *FeedbackLabel) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FeedbackLabel.ProtoReflect.Descriptor instead.
 func (*FeedbackLabel) Descriptor() ([]byte, []int) {
-	return file_memrank_v1_ranking_proto_rawDescGZIP(), []int{21}
+	return file_memrank_v1_ranking_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *FeedbackLabel) GetCandidateId() string {
@@ -2661,7 +3106,7 @@ type RecordFeedbackRequest struct {
 
 func (x *RecordFeedbackRequest) Reset() {
 	*x = RecordFeedbackRequest{}
-	mi := &file_memrank_v1_ranking_proto_msgTypes[22]
+	mi := &file_memrank_v1_ranking_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2673,7 +3118,7 @@ func (x *RecordFeedbackRequest) String() string {
 func (*RecordFeedbackRequest) ProtoMessage() {}
 
 func (x *RecordFeedbackRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_memrank_v1_ranking_proto_msgTypes[22]
+	mi := &file_memrank_v1_ranking_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2686,7 +3131,7 @@ func (x *RecordFeedbackRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RecordFeedbackRequest.ProtoReflect.Descriptor instead.
 func (*RecordFeedbackRequest) Descriptor() ([]byte, []int) {
-	return file_memrank_v1_ranking_proto_rawDescGZIP(), []int{22}
+	return file_memrank_v1_ranking_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *RecordFeedbackRequest) GetDecisionId() string {
@@ -2730,7 +3175,7 @@ type RecordFeedbackResponse struct {
 
 func (x *RecordFeedbackResponse) Reset() {
 	*x = RecordFeedbackResponse{}
-	mi := &file_memrank_v1_ranking_proto_msgTypes[23]
+	mi := &file_memrank_v1_ranking_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2742,7 +3187,7 @@ func (x *RecordFeedbackResponse) String() string {
 func (*RecordFeedbackResponse) ProtoMessage() {}
 
 func (x *RecordFeedbackResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_memrank_v1_ranking_proto_msgTypes[23]
+	mi := &file_memrank_v1_ranking_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2755,7 +3200,7 @@ func (x *RecordFeedbackResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RecordFeedbackResponse.ProtoReflect.Descriptor instead.
 func (*RecordFeedbackResponse) Descriptor() ([]byte, []int) {
-	return file_memrank_v1_ranking_proto_rawDescGZIP(), []int{23}
+	return file_memrank_v1_ranking_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *RecordFeedbackResponse) GetFeedbackId() string {
@@ -2835,7 +3280,7 @@ const file_memrank_v1_ranking_proto_rawDesc = "" +
 	"\x06Budget\x12\x1d\n" +
 	"\n" +
 	"max_tokens\x18\x01 \x01(\rR\tmaxTokens\x12\x1b\n" +
-	"\tmax_items\x18\x02 \x01(\rR\bmaxItems\"\xf6\x06\n" +
+	"\tmax_items\x18\x02 \x01(\rR\bmaxItems\"\xae\a\n" +
 	"\vRankRequest\x12\x1d\n" +
 	"\n" +
 	"request_id\x18\x01 \x01(\tR\trequestId\x12\x14\n" +
@@ -2857,13 +3302,63 @@ const file_memrank_v1_ranking_proto_rawDesc = "" +
 	"\x0eembeddings_f32\x18\x0e \x01(\fR\rembeddingsF32\x12#\n" +
 	"\rembedding_dim\x18\x0f \x01(\rR\fembeddingDim\x124\n" +
 	"\x13relevance_threshold\x18\x10 \x01(\x01H\x01R\x12relevanceThreshold\x88\x01\x01\x12!\n" +
-	"\flog_decision\x18\x11 \x01(\bR\vlogDecision\x1aB\n" +
+	"\flog_decision\x18\x11 \x01(\bR\vlogDecision\x126\n" +
+	"\acolumns\x18\x12 \x01(\v2\x1c.memrank.v1.CandidateColumnsR\acolumns\x1aB\n" +
 	"\x14WeightOverridesEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\x01R\x05value:\x028\x01B\f\n" +
 	"\n" +
 	"_min_scoreB\x16\n" +
-	"\x14_relevance_threshold\"\xa9\x01\n" +
+	"\x14_relevance_threshold\"V\n" +
+	"\n" +
+	"TimeColumn\x12\x18\n" +
+	"\aseconds\x18\x01 \x03(\x03R\aseconds\x12\x14\n" +
+	"\x05nanos\x18\x02 \x03(\x05R\x05nanos\x12\x18\n" +
+	"\apresent\x18\x03 \x03(\bR\apresent\"\x89\x01\n" +
+	"\vMetadataRow\x12>\n" +
+	"\aentries\x18\x01 \x03(\v2$.memrank.v1.MetadataRow.EntriesEntryR\aentries\x1a:\n" +
+	"\fEntriesEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xc1\b\n" +
+	"\x10CandidateColumns\x12\x10\n" +
+	"\x03ids\x18\x01 \x03(\tR\x03ids\x12\x16\n" +
+	"\x06layers\x18\x02 \x03(\tR\x06layers\x12\x14\n" +
+	"\x05kinds\x18\x03 \x03(\tR\x05kinds\x12\x1a\n" +
+	"\bcontents\x18\x04 \x03(\tR\bcontents\x12)\n" +
+	"\x10retrieval_scores\x18\x05 \x03(\x01R\x0fretrievalScores\x12\x1f\n" +
+	"\vfacet_names\x18\x06 \x03(\tR\n" +
+	"facetNames\x12!\n" +
+	"\ffacet_scores\x18\a \x03(\x01R\vfacetScores\x12\x1e\n" +
+	"\n" +
+	"importance\x18\b \x03(\x01R\n" +
+	"importance\x12-\n" +
+	"\x12importance_present\x18\t \x03(\bR\x11importancePresent\x12#\n" +
+	"\raccess_counts\x18\n" +
+	" \x03(\rR\faccessCounts\x12!\n" +
+	"\ftoken_counts\x18\v \x03(\rR\vtokenCounts\x125\n" +
+	"\n" +
+	"created_at\x18\f \x01(\v2\x16.memrank.v1.TimeColumnR\tcreatedAt\x12@\n" +
+	"\x10last_accessed_at\x18\r \x01(\v2\x16.memrank.v1.TimeColumnR\x0elastAccessedAt\x125\n" +
+	"\n" +
+	"event_time\x18\x0e \x01(\v2\x16.memrank.v1.TimeColumnR\teventTime\x127\n" +
+	"\vingested_at\x18\x0f \x01(\v2\x16.memrank.v1.TimeColumnR\n" +
+	"ingestedAt\x125\n" +
+	"\n" +
+	"valid_from\x18\x10 \x01(\v2\x16.memrank.v1.TimeColumnR\tvalidFrom\x121\n" +
+	"\bvalid_to\x18\x11 \x01(\v2\x16.memrank.v1.TimeColumnR\avalidTo\x12,\n" +
+	"\asources\x18\x12 \x03(\x0e2\x12.memrank.v1.SourceR\asources\x12\x1e\n" +
+	"\n" +
+	"provenance\x18\x13 \x03(\tR\n" +
+	"provenance\x120\n" +
+	"\x06safety\x18\x14 \x03(\x0e2\x18.memrank.v1.SafetyStatusR\x06safety\x12\x1f\n" +
+	"\vstage_names\x18\x15 \x03(\tR\n" +
+	"stageNames\x12!\n" +
+	"\fstage_scores\x18\x16 \x03(\x01R\vstageScores\x123\n" +
+	"\bmetadata\x18\x17 \x03(\v2\x17.memrank.v1.MetadataRowR\bmetadata\x12\x18\n" +
+	"\athreads\x18\x18 \x03(\tR\athreads\x12\x1c\n" +
+	"\tpositions\x18\x19 \x03(\x03R\tpositions\x12+\n" +
+	"\x11positions_present\x18\x1a \x03(\bR\x10positionsPresent\x12\x1a\n" +
+	"\bspeakers\x18\x1b \x03(\tR\bspeakers\"\xa9\x01\n" +
 	"\vSignalScore\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x10\n" +
 	"\x03raw\x18\x02 \x01(\x01R\x03raw\x12\x1e\n" +
@@ -3074,7 +3569,7 @@ func file_memrank_v1_ranking_proto_rawDescGZIP() []byte {
 }
 
 var file_memrank_v1_ranking_proto_enumTypes = make([]protoimpl.EnumInfo, 6)
-var file_memrank_v1_ranking_proto_msgTypes = make([]protoimpl.MessageInfo, 28)
+var file_memrank_v1_ranking_proto_msgTypes = make([]protoimpl.MessageInfo, 32)
 var file_memrank_v1_ranking_proto_goTypes = []any{
 	(Placement)(0),                 // 0: memrank.v1.Placement
 	(Source)(0),                    // 1: memrank.v1.Source
@@ -3086,78 +3581,93 @@ var file_memrank_v1_ranking_proto_goTypes = []any{
 	(*LayerPolicy)(nil),            // 7: memrank.v1.LayerPolicy
 	(*Budget)(nil),                 // 8: memrank.v1.Budget
 	(*RankRequest)(nil),            // 9: memrank.v1.RankRequest
-	(*SignalScore)(nil),            // 10: memrank.v1.SignalScore
-	(*CalibrationBucket)(nil),      // 11: memrank.v1.CalibrationBucket
-	(*ScoreBreakdown)(nil),         // 12: memrank.v1.ScoreBreakdown
-	(*RankingStage)(nil),           // 13: memrank.v1.RankingStage
-	(*RankedMemory)(nil),           // 14: memrank.v1.RankedMemory
-	(*DroppedMemory)(nil),          // 15: memrank.v1.DroppedMemory
-	(*LayerAllocation)(nil),        // 16: memrank.v1.LayerAllocation
-	(*SignalWeight)(nil),           // 17: memrank.v1.SignalWeight
-	(*Receipt)(nil),                // 18: memrank.v1.Receipt
-	(*ImportanceSuggestion)(nil),   // 19: memrank.v1.ImportanceSuggestion
-	(*ShadowComparison)(nil),       // 20: memrank.v1.ShadowComparison
-	(*RankResponse)(nil),           // 21: memrank.v1.RankResponse
-	(*ScoreAdmissionRequest)(nil),  // 22: memrank.v1.ScoreAdmissionRequest
-	(*ScoreAdmissionResponse)(nil), // 23: memrank.v1.ScoreAdmissionResponse
-	(*ListProfilesRequest)(nil),    // 24: memrank.v1.ListProfilesRequest
-	(*Profile)(nil),                // 25: memrank.v1.Profile
-	(*ListProfilesResponse)(nil),   // 26: memrank.v1.ListProfilesResponse
-	(*FeedbackLabel)(nil),          // 27: memrank.v1.FeedbackLabel
-	(*RecordFeedbackRequest)(nil),  // 28: memrank.v1.RecordFeedbackRequest
-	(*RecordFeedbackResponse)(nil), // 29: memrank.v1.RecordFeedbackResponse
-	nil,                            // 30: memrank.v1.Candidate.FacetScoresEntry
-	nil,                            // 31: memrank.v1.Candidate.StageScoresEntry
-	nil,                            // 32: memrank.v1.Candidate.MetadataEntry
-	nil,                            // 33: memrank.v1.RankRequest.WeightOverridesEntry
-	(*timestamppb.Timestamp)(nil),  // 34: google.protobuf.Timestamp
+	(*TimeColumn)(nil),             // 10: memrank.v1.TimeColumn
+	(*MetadataRow)(nil),            // 11: memrank.v1.MetadataRow
+	(*CandidateColumns)(nil),       // 12: memrank.v1.CandidateColumns
+	(*SignalScore)(nil),            // 13: memrank.v1.SignalScore
+	(*CalibrationBucket)(nil),      // 14: memrank.v1.CalibrationBucket
+	(*ScoreBreakdown)(nil),         // 15: memrank.v1.ScoreBreakdown
+	(*RankingStage)(nil),           // 16: memrank.v1.RankingStage
+	(*RankedMemory)(nil),           // 17: memrank.v1.RankedMemory
+	(*DroppedMemory)(nil),          // 18: memrank.v1.DroppedMemory
+	(*LayerAllocation)(nil),        // 19: memrank.v1.LayerAllocation
+	(*SignalWeight)(nil),           // 20: memrank.v1.SignalWeight
+	(*Receipt)(nil),                // 21: memrank.v1.Receipt
+	(*ImportanceSuggestion)(nil),   // 22: memrank.v1.ImportanceSuggestion
+	(*ShadowComparison)(nil),       // 23: memrank.v1.ShadowComparison
+	(*RankResponse)(nil),           // 24: memrank.v1.RankResponse
+	(*ScoreAdmissionRequest)(nil),  // 25: memrank.v1.ScoreAdmissionRequest
+	(*ScoreAdmissionResponse)(nil), // 26: memrank.v1.ScoreAdmissionResponse
+	(*ListProfilesRequest)(nil),    // 27: memrank.v1.ListProfilesRequest
+	(*Profile)(nil),                // 28: memrank.v1.Profile
+	(*ListProfilesResponse)(nil),   // 29: memrank.v1.ListProfilesResponse
+	(*FeedbackLabel)(nil),          // 30: memrank.v1.FeedbackLabel
+	(*RecordFeedbackRequest)(nil),  // 31: memrank.v1.RecordFeedbackRequest
+	(*RecordFeedbackResponse)(nil), // 32: memrank.v1.RecordFeedbackResponse
+	nil,                            // 33: memrank.v1.Candidate.FacetScoresEntry
+	nil,                            // 34: memrank.v1.Candidate.StageScoresEntry
+	nil,                            // 35: memrank.v1.Candidate.MetadataEntry
+	nil,                            // 36: memrank.v1.RankRequest.WeightOverridesEntry
+	nil,                            // 37: memrank.v1.MetadataRow.EntriesEntry
+	(*timestamppb.Timestamp)(nil),  // 38: google.protobuf.Timestamp
 }
 var file_memrank_v1_ranking_proto_depIdxs = []int32{
-	30, // 0: memrank.v1.Candidate.facet_scores:type_name -> memrank.v1.Candidate.FacetScoresEntry
-	34, // 1: memrank.v1.Candidate.created_at:type_name -> google.protobuf.Timestamp
-	34, // 2: memrank.v1.Candidate.last_accessed_at:type_name -> google.protobuf.Timestamp
-	34, // 3: memrank.v1.Candidate.event_time:type_name -> google.protobuf.Timestamp
-	34, // 4: memrank.v1.Candidate.ingested_at:type_name -> google.protobuf.Timestamp
-	34, // 5: memrank.v1.Candidate.valid_from:type_name -> google.protobuf.Timestamp
-	34, // 6: memrank.v1.Candidate.valid_to:type_name -> google.protobuf.Timestamp
+	33, // 0: memrank.v1.Candidate.facet_scores:type_name -> memrank.v1.Candidate.FacetScoresEntry
+	38, // 1: memrank.v1.Candidate.created_at:type_name -> google.protobuf.Timestamp
+	38, // 2: memrank.v1.Candidate.last_accessed_at:type_name -> google.protobuf.Timestamp
+	38, // 3: memrank.v1.Candidate.event_time:type_name -> google.protobuf.Timestamp
+	38, // 4: memrank.v1.Candidate.ingested_at:type_name -> google.protobuf.Timestamp
+	38, // 5: memrank.v1.Candidate.valid_from:type_name -> google.protobuf.Timestamp
+	38, // 6: memrank.v1.Candidate.valid_to:type_name -> google.protobuf.Timestamp
 	1,  // 7: memrank.v1.Candidate.source:type_name -> memrank.v1.Source
 	2,  // 8: memrank.v1.Candidate.safety:type_name -> memrank.v1.SafetyStatus
-	31, // 9: memrank.v1.Candidate.stage_scores:type_name -> memrank.v1.Candidate.StageScoresEntry
-	32, // 10: memrank.v1.Candidate.metadata:type_name -> memrank.v1.Candidate.MetadataEntry
-	34, // 11: memrank.v1.RankRequest.reference_time:type_name -> google.protobuf.Timestamp
+	34, // 9: memrank.v1.Candidate.stage_scores:type_name -> memrank.v1.Candidate.StageScoresEntry
+	35, // 10: memrank.v1.Candidate.metadata:type_name -> memrank.v1.Candidate.MetadataEntry
+	38, // 11: memrank.v1.RankRequest.reference_time:type_name -> google.protobuf.Timestamp
 	6,  // 12: memrank.v1.RankRequest.candidates:type_name -> memrank.v1.Candidate
 	7,  // 13: memrank.v1.RankRequest.layers:type_name -> memrank.v1.LayerPolicy
 	8,  // 14: memrank.v1.RankRequest.budget:type_name -> memrank.v1.Budget
 	0,  // 15: memrank.v1.RankRequest.placement:type_name -> memrank.v1.Placement
-	33, // 16: memrank.v1.RankRequest.weight_overrides:type_name -> memrank.v1.RankRequest.WeightOverridesEntry
+	36, // 16: memrank.v1.RankRequest.weight_overrides:type_name -> memrank.v1.RankRequest.WeightOverridesEntry
 	4,  // 17: memrank.v1.RankRequest.explain:type_name -> memrank.v1.ExplainLevel
-	10, // 18: memrank.v1.ScoreBreakdown.signals:type_name -> memrank.v1.SignalScore
-	11, // 19: memrank.v1.ScoreBreakdown.bucket:type_name -> memrank.v1.CalibrationBucket
-	12, // 20: memrank.v1.RankedMemory.breakdown:type_name -> memrank.v1.ScoreBreakdown
-	13, // 21: memrank.v1.RankedMemory.stages:type_name -> memrank.v1.RankingStage
-	3,  // 22: memrank.v1.DroppedMemory.reason:type_name -> memrank.v1.DropReason
-	12, // 23: memrank.v1.DroppedMemory.breakdown:type_name -> memrank.v1.ScoreBreakdown
-	14, // 24: memrank.v1.RankResponse.selected:type_name -> memrank.v1.RankedMemory
-	15, // 25: memrank.v1.RankResponse.dropped:type_name -> memrank.v1.DroppedMemory
-	16, // 26: memrank.v1.RankResponse.allocations:type_name -> memrank.v1.LayerAllocation
-	17, // 27: memrank.v1.RankResponse.weights:type_name -> memrank.v1.SignalWeight
-	34, // 28: memrank.v1.RankResponse.reference_time:type_name -> google.protobuf.Timestamp
-	18, // 29: memrank.v1.RankResponse.receipt:type_name -> memrank.v1.Receipt
-	19, // 30: memrank.v1.RankResponse.importance_suggestions:type_name -> memrank.v1.ImportanceSuggestion
-	20, // 31: memrank.v1.RankResponse.shadow:type_name -> memrank.v1.ShadowComparison
-	6,  // 32: memrank.v1.ScoreAdmissionRequest.candidate:type_name -> memrank.v1.Candidate
-	34, // 33: memrank.v1.ScoreAdmissionRequest.reference_time:type_name -> google.protobuf.Timestamp
-	5,  // 34: memrank.v1.ScoreAdmissionResponse.decision:type_name -> memrank.v1.AdmissionDecision
-	12, // 35: memrank.v1.ScoreAdmissionResponse.breakdown:type_name -> memrank.v1.ScoreBreakdown
-	34, // 36: memrank.v1.ScoreAdmissionResponse.reference_time:type_name -> google.protobuf.Timestamp
-	17, // 37: memrank.v1.Profile.weights:type_name -> memrank.v1.SignalWeight
-	25, // 38: memrank.v1.ListProfilesResponse.profiles:type_name -> memrank.v1.Profile
-	27, // 39: memrank.v1.RecordFeedbackRequest.labels:type_name -> memrank.v1.FeedbackLabel
-	40, // [40:40] is the sub-list for method output_type
-	40, // [40:40] is the sub-list for method input_type
-	40, // [40:40] is the sub-list for extension type_name
-	40, // [40:40] is the sub-list for extension extendee
-	0,  // [0:40] is the sub-list for field type_name
+	12, // 18: memrank.v1.RankRequest.columns:type_name -> memrank.v1.CandidateColumns
+	37, // 19: memrank.v1.MetadataRow.entries:type_name -> memrank.v1.MetadataRow.EntriesEntry
+	10, // 20: memrank.v1.CandidateColumns.created_at:type_name -> memrank.v1.TimeColumn
+	10, // 21: memrank.v1.CandidateColumns.last_accessed_at:type_name -> memrank.v1.TimeColumn
+	10, // 22: memrank.v1.CandidateColumns.event_time:type_name -> memrank.v1.TimeColumn
+	10, // 23: memrank.v1.CandidateColumns.ingested_at:type_name -> memrank.v1.TimeColumn
+	10, // 24: memrank.v1.CandidateColumns.valid_from:type_name -> memrank.v1.TimeColumn
+	10, // 25: memrank.v1.CandidateColumns.valid_to:type_name -> memrank.v1.TimeColumn
+	1,  // 26: memrank.v1.CandidateColumns.sources:type_name -> memrank.v1.Source
+	2,  // 27: memrank.v1.CandidateColumns.safety:type_name -> memrank.v1.SafetyStatus
+	11, // 28: memrank.v1.CandidateColumns.metadata:type_name -> memrank.v1.MetadataRow
+	13, // 29: memrank.v1.ScoreBreakdown.signals:type_name -> memrank.v1.SignalScore
+	14, // 30: memrank.v1.ScoreBreakdown.bucket:type_name -> memrank.v1.CalibrationBucket
+	15, // 31: memrank.v1.RankedMemory.breakdown:type_name -> memrank.v1.ScoreBreakdown
+	16, // 32: memrank.v1.RankedMemory.stages:type_name -> memrank.v1.RankingStage
+	3,  // 33: memrank.v1.DroppedMemory.reason:type_name -> memrank.v1.DropReason
+	15, // 34: memrank.v1.DroppedMemory.breakdown:type_name -> memrank.v1.ScoreBreakdown
+	17, // 35: memrank.v1.RankResponse.selected:type_name -> memrank.v1.RankedMemory
+	18, // 36: memrank.v1.RankResponse.dropped:type_name -> memrank.v1.DroppedMemory
+	19, // 37: memrank.v1.RankResponse.allocations:type_name -> memrank.v1.LayerAllocation
+	20, // 38: memrank.v1.RankResponse.weights:type_name -> memrank.v1.SignalWeight
+	38, // 39: memrank.v1.RankResponse.reference_time:type_name -> google.protobuf.Timestamp
+	21, // 40: memrank.v1.RankResponse.receipt:type_name -> memrank.v1.Receipt
+	22, // 41: memrank.v1.RankResponse.importance_suggestions:type_name -> memrank.v1.ImportanceSuggestion
+	23, // 42: memrank.v1.RankResponse.shadow:type_name -> memrank.v1.ShadowComparison
+	6,  // 43: memrank.v1.ScoreAdmissionRequest.candidate:type_name -> memrank.v1.Candidate
+	38, // 44: memrank.v1.ScoreAdmissionRequest.reference_time:type_name -> google.protobuf.Timestamp
+	5,  // 45: memrank.v1.ScoreAdmissionResponse.decision:type_name -> memrank.v1.AdmissionDecision
+	15, // 46: memrank.v1.ScoreAdmissionResponse.breakdown:type_name -> memrank.v1.ScoreBreakdown
+	38, // 47: memrank.v1.ScoreAdmissionResponse.reference_time:type_name -> google.protobuf.Timestamp
+	20, // 48: memrank.v1.Profile.weights:type_name -> memrank.v1.SignalWeight
+	28, // 49: memrank.v1.ListProfilesResponse.profiles:type_name -> memrank.v1.Profile
+	30, // 50: memrank.v1.RecordFeedbackRequest.labels:type_name -> memrank.v1.FeedbackLabel
+	51, // [51:51] is the sub-list for method output_type
+	51, // [51:51] is the sub-list for method input_type
+	51, // [51:51] is the sub-list for extension type_name
+	51, // [51:51] is the sub-list for extension extendee
+	0,  // [0:51] is the sub-list for field type_name
 }
 
 func init() { file_memrank_v1_ranking_proto_init() }
@@ -3174,7 +3684,7 @@ func file_memrank_v1_ranking_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_memrank_v1_ranking_proto_rawDesc), len(file_memrank_v1_ranking_proto_rawDesc)),
 			NumEnums:      6,
-			NumMessages:   28,
+			NumMessages:   32,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -18,7 +18,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file memrank/v1/ranking.proto.
  */
 export const file_memrank_v1_ranking: GenFile = /*@__PURE__*/
-  fileDesc("ChhtZW1yYW5rL3YxL3JhbmtpbmcucHJvdG8SCm1lbXJhbmsudjEi3AcKCUNhbmRpZGF0ZRIKCgJpZBgBIAEoCRINCgVsYXllchgCIAEoCRIMCgRraW5kGAMgASgJEg8KB2NvbnRlbnQYBCABKAkSFwoPcmV0cmlldmFsX3Njb3JlGAUgASgBEjwKDGZhY2V0X3Njb3JlcxgGIAMoCzImLm1lbXJhbmsudjEuQ2FuZGlkYXRlLkZhY2V0U2NvcmVzRW50cnkSFwoKaW1wb3J0YW5jZRgHIAEoAUgAiAEBEhQKDGFjY2Vzc19jb3VudBgIIAEoDRITCgt0b2tlbl9jb3VudBgJIAEoDRIuCgpjcmVhdGVkX2F0GAogASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBI0ChBsYXN0X2FjY2Vzc2VkX2F0GAsgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIuCgpldmVudF90aW1lGAwgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIvCgtpbmdlc3RlZF9hdBgNIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLgoKdmFsaWRfZnJvbRgOIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLAoIdmFsaWRfdG8YDyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEiIKBnNvdXJjZRgQIAEoDjISLm1lbXJhbmsudjEuU291cmNlEhIKCnByb3ZlbmFuY2UYESABKAkSKAoGc2FmZXR5GBIgASgOMhgubWVtcmFuay52MS5TYWZldHlTdGF0dXMSEQoJZW1iZWRkaW5nGBMgAygCEjwKDHN0YWdlX3Njb3JlcxgUIAMoCzImLm1lbXJhbmsudjEuQ2FuZGlkYXRlLlN0YWdlU2NvcmVzRW50cnkSNQoIbWV0YWRhdGEYFSADKAsyIy5tZW1yYW5rLnYxLkNhbmRpZGF0ZS5NZXRhZGF0YUVudHJ5Eg4KBnRocmVhZBgWIAEoCRIVCghwb3NpdGlvbhgXIAEoA0gBiAEBEg8KB3NwZWFrZXIYGCABKAkaMgoQRmFjZXRTY29yZXNFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAE6AjgBGjIKEFN0YWdlU2NvcmVzRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgBOgI4ARovCg1NZXRhZGF0YUVudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoCToCOAFCDQoLX2ltcG9ydGFuY2VCCwoJX3Bvc2l0aW9uInkKC0xheWVyUG9saWN5EgwKBG5hbWUYASABKAkSDQoFc2hhcmUYAiABKAESFAoMZmxvb3JfdG9rZW5zGAMgASgNEhEKCW1heF9pdGVtcxgEIAEoDRIWCgltaW5fc2NvcmUYBSABKAFIAIgBAUIMCgpfbWluX3Njb3JlIi8KBkJ1ZGdldBISCgptYXhfdG9rZW5zGAEgASgNEhEKCW1heF9pdGVtcxgCIAEoDSKYBQoLUmFua1JlcXVlc3QSEgoKcmVxdWVzdF9pZBgBIAEoCRINCgVxdWVyeRgCIAEoCRIyCg5yZWZlcmVuY2VfdGltZRgDIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASDwoHcHJvZmlsZRgEIAEoCRIpCgpjYW5kaWRhdGVzGAUgAygLMhUubWVtcmFuay52MS5DYW5kaWRhdGUSJwoGbGF5ZXJzGAYgAygLMhcubWVtcmFuay52MS5MYXllclBvbGljeRIiCgZidWRnZXQYByABKAsyEi5tZW1yYW5rLnYxLkJ1ZGdldBIoCglwbGFjZW1lbnQYCCABKA4yFS5tZW1yYW5rLnYxLlBsYWNlbWVudBIXCg9leHBsaWNpdF9sb29rdXAYCSABKAgSRgoQd2VpZ2h0X292ZXJyaWRlcxgKIAMoCzIsLm1lbXJhbmsudjEuUmFua1JlcXVlc3QuV2VpZ2h0T3ZlcnJpZGVzRW50cnkSFgoJbWluX3Njb3JlGAsgASgBSACIAQESKQoHZXhwbGFpbhgMIAEoDjIYLm1lbXJhbmsudjEuRXhwbGFpbkxldmVsEhYKDnNoYWRvd19wcm9maWxlGA0gASgJEhYKDmVtYmVkZGluZ3NfZjMyGA4gASgMEhUKDWVtYmVkZGluZ19kaW0YDyABKA0SIAoTcmVsZXZhbmNlX3RocmVzaG9sZBgQIAEoAUgBiAEBEhQKDGxvZ19kZWNpc2lvbhgRIAEoCBo2ChRXZWlnaHRPdmVycmlkZXNFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAE6AjgBQgwKCl9taW5fc2NvcmVCFgoUX3JlbGV2YW5jZV90aHJlc2hvbGQicwoLU2lnbmFsU2NvcmUSDAoEbmFtZRgBIAEoCRILCgNyYXcYAiABKAESEgoKbm9ybWFsaXplZBgDIAEoARIOCgZ3ZWlnaHQYBCABKAESFAoMY29udHJpYnV0aW9uGAUgASgBEg8KB3JlYXNvbnMYBiADKAkiVQoRQ2FsaWJyYXRpb25CdWNrZXQSDQoFaW5kZXgYASABKA0SDQoFbG93ZXIYAiABKAESDQoFdXBwZXIYAyABKAESEwoLcHJpb3Jfc2NvcmUYBCABKAEiygIKDlNjb3JlQnJlYWtkb3duEigKB3NpZ25hbHMYASADKAsyFy5tZW1yYW5rLnYxLlNpZ25hbFNjb3JlEhcKD3JldHJpZXZhbF9zY29yZRgCIAEoARIVCg1xdWFsaXR5X3Njb3JlGAMgASgBEhYKDmNvbWJpbmVkX3Njb3JlGAQgASgBEhMKC2ZpbmFsX3Njb3JlGAUgASgBEi0KBmJ1Y2tldBgGIAEoCzIdLm1lbXJhbmsudjEuQ2FsaWJyYXRpb25CdWNrZXQSEgoKYmxlbmRfdGVybRgHIAEoARIPCgdyZWFzb25zGAggAygJEhIKCmNvdmVyZWRfYnkYCSABKAkSFQoNbWFyZ2luYWxfZ2FpbhgKIAEoARITCgt0b2tlbl9jb3VudBgLIAEoDRIdChV0b2tlbl9jb3VudF9lc3RpbWF0ZWQYDCABKAgigQEKDFJhbmtpbmdTdGFnZRINCgVzdGFnZRgBIAEoCRIRCglvYmplY3RpdmUYAiABKAkSEgoKcHJvdmVuYW5jZRgDIAEoCRITCgtpbnB1dF9zY29yZRgEIAEoARIQCghwb3NpdGlvbhgFIAEoDRIUCgxvdXRwdXRfc2NvcmUYBiABKAEisQEKDFJhbmtlZE1lbW9yeRIKCgJpZBgBIAEoCRINCgVsYXllchgCIAEoCRIMCgRyYW5rGAMgASgNEhAKCHBvc2l0aW9uGAQgASgNEg0KBXNjb3JlGAUgASgBEi0KCWJyZWFrZG93bhgGIAEoCzIaLm1lbXJhbmsudjEuU2NvcmVCcmVha2Rvd24SKAoGc3RhZ2VzGAcgAygLMhgubWVtcmFuay52MS5SYW5raW5nU3RhZ2UikAEKDURyb3BwZWRNZW1vcnkSCgoCaWQYASABKAkSDQoFbGF5ZXIYAiABKAkSJgoGcmVhc29uGAMgASgOMhYubWVtcmFuay52MS5Ecm9wUmVhc29uEg0KBXNjb3JlGAQgASgBEi0KCWJyZWFrZG93bhgFIAEoCzIaLm1lbXJhbmsudjEuU2NvcmVCcmVha2Rvd24ixQEKD0xheWVyQWxsb2NhdGlvbhINCgVsYXllchgBIAEoCRIVCg1idWRnZXRfdG9rZW5zGAIgASgNEhMKC3VzZWRfdG9rZW5zGAMgASgNEhQKDGZsb29yX3Rva2VucxgEIAEoDRIXCg9jYW5kaWRhdGVfY291bnQYBSABKA0SFgoOc2VsZWN0ZWRfY291bnQYBiABKA0SFwoPcmVsZWFzZWRfdG9rZW5zGAcgASgNEhcKD3JlY2VpdmVkX3Rva2VucxgIIAEoDSJFCgxTaWduYWxXZWlnaHQSDgoGc2lnbmFsGAEgASgJEg4KBndlaWdodBgCIAEoARIVCg1ub3JtYWxpemF0aW9uGAMgASgJIjwKB1JlY2VpcHQSDgoGc2NoZW1hGAEgASgJEg4KBmRpZ2VzdBgCIAEoCRIRCglzaWduYXR1cmUYAyABKAkiQAoUSW1wb3J0YW5jZVN1Z2dlc3Rpb24SCgoCaWQYASABKAkSHAoUc3VnZ2VzdGVkX2ltcG9ydGFuY2UYAiABKAEibwoQU2hhZG93Q29tcGFyaXNvbhIPCgdwcm9maWxlGAEgASgJEgkKAWsYAiABKA0SFAoMb3ZlcmxhcF9hdF9rGAMgASgBEhMKC2tlbmRhbGxfdGF1GAQgASgBEhQKDHNlbGVjdGVkX2lkcxgFIAMoCSL7AwoMUmFua1Jlc3BvbnNlEhIKCnJlcXVlc3RfaWQYASABKAkSKgoIc2VsZWN0ZWQYAiADKAsyGC5tZW1yYW5rLnYxLlJhbmtlZE1lbW9yeRIqCgdkcm9wcGVkGAMgAygLMhkubWVtcmFuay52MS5Ecm9wcGVkTWVtb3J5EjAKC2FsbG9jYXRpb25zGAQgAygLMhsubWVtcmFuay52MS5MYXllckFsbG9jYXRpb24SKQoHd2VpZ2h0cxgFIAMoCzIYLm1lbXJhbmsudjEuU2lnbmFsV2VpZ2h0EjIKDnJlZmVyZW5jZV90aW1lGAYgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIWCg5zY29yaW5nX3NjaGVtYRgHIAEoCRIWCg5wb2xpY3lfdmVyc2lvbhgIIAEoCRIkCgdyZWNlaXB0GAkgASgLMhMubWVtcmFuay52MS5SZWNlaXB0Eg8KB3Byb2ZpbGUYCiABKAkSQAoWaW1wb3J0YW5jZV9zdWdnZXN0aW9ucxgLIAMoCzIgLm1lbXJhbmsudjEuSW1wb3J0YW5jZVN1Z2dlc3Rpb24SLAoGc2hhZG93GAwgASgLMhwubWVtcmFuay52MS5TaGFkb3dDb21wYXJpc29uEhcKD2RlY2lzaW9uX2xvZ2dlZBgNIAEoCCKaAQoVU2NvcmVBZG1pc3Npb25SZXF1ZXN0EhIKCnJlcXVlc3RfaWQYASABKAkSKAoJY2FuZGlkYXRlGAIgASgLMhUubWVtcmFuay52MS5DYW5kaWRhdGUSMgoOcmVmZXJlbmNlX3RpbWUYAyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEg8KB3Byb2ZpbGUYBCABKAkiogIKFlNjb3JlQWRtaXNzaW9uUmVzcG9uc2USEgoKcmVxdWVzdF9pZBgBIAEoCRIvCghkZWNpc2lvbhgCIAEoDjIdLm1lbXJhbmsudjEuQWRtaXNzaW9uRGVjaXNpb24SDQoFc2NvcmUYAyABKAESLQoJYnJlYWtkb3duGAQgASgLMhoubWVtcmFuay52MS5TY29yZUJyZWFrZG93bhIPCgdyZWFzb25zGAUgAygJEhcKD2FkbWl0X3RocmVzaG9sZBgGIAEoARIWCg5ob2xkX3RocmVzaG9sZBgHIAEoARIyCg5yZWZlcmVuY2VfdGltZRgIIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASDwoHcHJvZmlsZRgJIAEoCSIVChNMaXN0UHJvZmlsZXNSZXF1ZXN0IsgBCgdQcm9maWxlEgwKBG5hbWUYASABKAkSEwoLZGVzY3JpcHRpb24YAiABKAkSKQoHd2VpZ2h0cxgDIAMoCzIYLm1lbXJhbmsudjEuU2lnbmFsV2VpZ2h0Eg4KBmZ1c2lvbhgEIAEoCRIVCg1jb21wYXRpYmlsaXR5GAUgASgIEhsKE3JlbGV2YW5jZV90aHJlc2hvbGQYBiABKAESEQoJbWluX3Njb3JlGAcgASgBEhgKEGRpdmVyc2l0eV9sYW1iZGEYCCABKAEiVQoUTGlzdFByb2ZpbGVzUmVzcG9uc2USJQoIcHJvZmlsZXMYASADKAsyEy5tZW1yYW5rLnYxLlByb2ZpbGUSFgoOcG9saWN5X3ZlcnNpb24YAiABKAkiOAoNRmVlZGJhY2tMYWJlbBIUCgxjYW5kaWRhdGVfaWQYASABKAkSEQoJcmVsZXZhbmNlGAIgASgNInwKFVJlY29yZEZlZWRiYWNrUmVxdWVzdBITCgtkZWNpc2lvbl9pZBgBIAEoCRISCgpyZXF1ZXN0X2lkGAIgASgJEikKBmxhYmVscxgDIAMoCzIZLm1lbXJhbmsudjEuRmVlZGJhY2tMYWJlbBIPCgdsYWJlbGVyGAQgASgJIkIKFlJlY29yZEZlZWRiYWNrUmVzcG9uc2USEwoLZmVlZGJhY2tfaWQYASABKAkSEwoLbGFiZWxfY291bnQYAiABKA0qbgoJUGxhY2VtZW50EhkKFVBMQUNFTUVOVF9VTlNQRUNJRklFRBAAEhgKFFBMQUNFTUVOVF9CRVNUX0ZJUlNUEAESFwoTUExBQ0VNRU5UX0JFU1RfTEFTVBACEhMKD1BMQUNFTUVOVF9FREdFUxADKtwBCgZTb3VyY2USFgoSU09VUkNFX1VOU1BFQ0lGSUVEEAASGgoWU09VUkNFX1NZU1RFTV9WRVJJRklFRBABEhkKFVNPVVJDRV9UUlVTVEVEX1NPVVJDRRACEhgKFFNPVVJDRV9VU0VSX1BST1ZJREVEEAMSDwoLU09VUkNFX0NIQVQQBBITCg9TT1VSQ0VfSU1QT1JURUQQBRISCg5TT1VSQ0VfVU5LTk9XThAGEhQKEFNPVVJDRV9VTlRSVVNURUQQBxIZChVTT1VSQ0VfTU9ERUxfSU5GRVJSRUQQCCq6AQoMU2FmZXR5U3RhdHVzEh0KGVNBRkVUWV9TVEFUVVNfVU5TUEVDSUZJRUQQABIWChJTQUZFVFlfU1RBVFVTX1NBRkUQARIfChtTQUZFVFlfU1RBVFVTX1JFVklFV19ORUVERUQQAhIYChRTQUZFVFlfU1RBVFVTX1VOU0FGRRADEh0KGVNBRkVUWV9TVEFUVVNfUVVBUkFOVElORUQQBBIZChVTQUZFVFlfU1RBVFVTX1BFTkRJTkcQBSrTAgoKRHJvcFJlYXNvbhIbChdEUk9QX1JFQVNPTl9VTlNQRUNJRklFRBAAEh8KG0RST1BfUkVBU09OX0JFTE9XX1RIUkVTSE9MRBABEh8KG0RST1BfUkVBU09OX1pFUk9fSU1QT1JUQU5DRRACEhwKGERST1BfUkVBU09OX1NBRkVUWV9HQVRFRBADEhwKGERST1BfUkVBU09OX0ZVVFVSRV9FVkVOVBAEEh0KGURST1BfUkVBU09OX05PVF9ZRVRfVkFMSUQQBRIXChNEUk9QX1JFQVNPTl9FWFBJUkVEEAYSGQoVRFJPUF9SRUFTT05fUkVEVU5EQU5UEAcSGwoXRFJPUF9SRUFTT05fT1ZFUl9CVURHRVQQCBIZChVEUk9QX1JFQVNPTl9NQVhfSVRFTVMQCRIfChtEUk9QX1JFQVNPTl9CRUxPV19NSU5fU0NPUkUQCip5CgxFeHBsYWluTGV2ZWwSHQoZRVhQTEFJTl9MRVZFTF9VTlNQRUNJRklFRBAAEhYKEkVYUExBSU5fTEVWRUxfRlVMTBABEhoKFkVYUExBSU5fTEVWRUxfU0VMRUNURUQQAhIWChJFWFBMQUlOX0xFVkVMX05PTkUQAyqRAQoRQWRtaXNzaW9uRGVjaXNpb24SIgoeQURNSVNTSU9OX0RFQ0lTSU9OX1VOU1BFQ0lGSUVEEAASHAoYQURNSVNTSU9OX0RFQ0lTSU9OX0FETUlUEAESGwoXQURNSVNTSU9OX0RFQ0lTSU9OX0hPTEQQAhIdChlBRE1JU1NJT05fREVDSVNJT05fUkVKRUNUEANiBnByb3RvMw", [file_google_protobuf_timestamp]);
+  fileDesc("ChhtZW1yYW5rL3YxL3JhbmtpbmcucHJvdG8SCm1lbXJhbmsudjEi3AcKCUNhbmRpZGF0ZRIKCgJpZBgBIAEoCRINCgVsYXllchgCIAEoCRIMCgRraW5kGAMgASgJEg8KB2NvbnRlbnQYBCABKAkSFwoPcmV0cmlldmFsX3Njb3JlGAUgASgBEjwKDGZhY2V0X3Njb3JlcxgGIAMoCzImLm1lbXJhbmsudjEuQ2FuZGlkYXRlLkZhY2V0U2NvcmVzRW50cnkSFwoKaW1wb3J0YW5jZRgHIAEoAUgAiAEBEhQKDGFjY2Vzc19jb3VudBgIIAEoDRITCgt0b2tlbl9jb3VudBgJIAEoDRIuCgpjcmVhdGVkX2F0GAogASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBI0ChBsYXN0X2FjY2Vzc2VkX2F0GAsgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIuCgpldmVudF90aW1lGAwgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIvCgtpbmdlc3RlZF9hdBgNIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLgoKdmFsaWRfZnJvbRgOIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLAoIdmFsaWRfdG8YDyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEiIKBnNvdXJjZRgQIAEoDjISLm1lbXJhbmsudjEuU291cmNlEhIKCnByb3ZlbmFuY2UYESABKAkSKAoGc2FmZXR5GBIgASgOMhgubWVtcmFuay52MS5TYWZldHlTdGF0dXMSEQoJZW1iZWRkaW5nGBMgAygCEjwKDHN0YWdlX3Njb3JlcxgUIAMoCzImLm1lbXJhbmsudjEuQ2FuZGlkYXRlLlN0YWdlU2NvcmVzRW50cnkSNQoIbWV0YWRhdGEYFSADKAsyIy5tZW1yYW5rLnYxLkNhbmRpZGF0ZS5NZXRhZGF0YUVudHJ5Eg4KBnRocmVhZBgWIAEoCRIVCghwb3NpdGlvbhgXIAEoA0gBiAEBEg8KB3NwZWFrZXIYGCABKAkaMgoQRmFjZXRTY29yZXNFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAE6AjgBGjIKEFN0YWdlU2NvcmVzRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgBOgI4ARovCg1NZXRhZGF0YUVudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoCToCOAFCDQoLX2ltcG9ydGFuY2VCCwoJX3Bvc2l0aW9uInkKC0xheWVyUG9saWN5EgwKBG5hbWUYASABKAkSDQoFc2hhcmUYAiABKAESFAoMZmxvb3JfdG9rZW5zGAMgASgNEhEKCW1heF9pdGVtcxgEIAEoDRIWCgltaW5fc2NvcmUYBSABKAFIAIgBAUIMCgpfbWluX3Njb3JlIi8KBkJ1ZGdldBISCgptYXhfdG9rZW5zGAEgASgNEhEKCW1heF9pdGVtcxgCIAEoDSLHBQoLUmFua1JlcXVlc3QSEgoKcmVxdWVzdF9pZBgBIAEoCRINCgVxdWVyeRgCIAEoCRIyCg5yZWZlcmVuY2VfdGltZRgDIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASDwoHcHJvZmlsZRgEIAEoCRIpCgpjYW5kaWRhdGVzGAUgAygLMhUubWVtcmFuay52MS5DYW5kaWRhdGUSJwoGbGF5ZXJzGAYgAygLMhcubWVtcmFuay52MS5MYXllclBvbGljeRIiCgZidWRnZXQYByABKAsyEi5tZW1yYW5rLnYxLkJ1ZGdldBIoCglwbGFjZW1lbnQYCCABKA4yFS5tZW1yYW5rLnYxLlBsYWNlbWVudBIXCg9leHBsaWNpdF9sb29rdXAYCSABKAgSRgoQd2VpZ2h0X292ZXJyaWRlcxgKIAMoCzIsLm1lbXJhbmsudjEuUmFua1JlcXVlc3QuV2VpZ2h0T3ZlcnJpZGVzRW50cnkSFgoJbWluX3Njb3JlGAsgASgBSACIAQESKQoHZXhwbGFpbhgMIAEoDjIYLm1lbXJhbmsudjEuRXhwbGFpbkxldmVsEhYKDnNoYWRvd19wcm9maWxlGA0gASgJEhYKDmVtYmVkZGluZ3NfZjMyGA4gASgMEhUKDWVtYmVkZGluZ19kaW0YDyABKA0SIAoTcmVsZXZhbmNlX3RocmVzaG9sZBgQIAEoAUgBiAEBEhQKDGxvZ19kZWNpc2lvbhgRIAEoCBItCgdjb2x1bW5zGBIgASgLMhwubWVtcmFuay52MS5DYW5kaWRhdGVDb2x1bW5zGjYKFFdlaWdodE92ZXJyaWRlc0VudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoAToCOAFCDAoKX21pbl9zY29yZUIWChRfcmVsZXZhbmNlX3RocmVzaG9sZCI9CgpUaW1lQ29sdW1uEg8KB3NlY29uZHMYASADKAMSDQoFbmFub3MYAiADKAUSDwoHcHJlc2VudBgDIAMoCCJ0CgtNZXRhZGF0YVJvdxI1CgdlbnRyaWVzGAEgAygLMiQubWVtcmFuay52MS5NZXRhZGF0YVJvdy5FbnRyaWVzRW50cnkaLgoMRW50cmllc0VudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoCToCOAEiiQYKEENhbmRpZGF0ZUNvbHVtbnMSCwoDaWRzGAEgAygJEg4KBmxheWVycxgCIAMoCRINCgVraW5kcxgDIAMoCRIQCghjb250ZW50cxgEIAMoCRIYChByZXRyaWV2YWxfc2NvcmVzGAUgAygBEhMKC2ZhY2V0X25hbWVzGAYgAygJEhQKDGZhY2V0X3Njb3JlcxgHIAMoARISCgppbXBvcnRhbmNlGAggAygBEhoKEmltcG9ydGFuY2VfcHJlc2VudBgJIAMoCBIVCg1hY2Nlc3NfY291bnRzGAogAygNEhQKDHRva2VuX2NvdW50cxgLIAMoDRIqCgpjcmVhdGVkX2F0GAwgASgLMhYubWVtcmFuay52MS5UaW1lQ29sdW1uEjAKEGxhc3RfYWNjZXNzZWRfYXQYDSABKAsyFi5tZW1yYW5rLnYxLlRpbWVDb2x1bW4SKgoKZXZlbnRfdGltZRgOIAEoCzIWLm1lbXJhbmsudjEuVGltZUNvbHVtbhIrCgtpbmdlc3RlZF9hdBgPIAEoCzIWLm1lbXJhbmsudjEuVGltZUNvbHVtbhIqCgp2YWxpZF9mcm9tGBAgASgLMhYubWVtcmFuay52MS5UaW1lQ29sdW1uEigKCHZhbGlkX3RvGBEgASgLMhYubWVtcmFuay52MS5UaW1lQ29sdW1uEiMKB3NvdXJjZXMYEiADKA4yEi5tZW1yYW5rLnYxLlNvdXJjZRISCgpwcm92ZW5hbmNlGBMgAygJEigKBnNhZmV0eRgUIAMoDjIYLm1lbXJhbmsudjEuU2FmZXR5U3RhdHVzEhMKC3N0YWdlX25hbWVzGBUgAygJEhQKDHN0YWdlX3Njb3JlcxgWIAMoARIpCghtZXRhZGF0YRgXIAMoCzIXLm1lbXJhbmsudjEuTWV0YWRhdGFSb3cSDwoHdGhyZWFkcxgYIAMoCRIRCglwb3NpdGlvbnMYGSADKAMSGQoRcG9zaXRpb25zX3ByZXNlbnQYGiADKAgSEAoIc3BlYWtlcnMYGyADKAkicwoLU2lnbmFsU2NvcmUSDAoEbmFtZRgBIAEoCRILCgNyYXcYAiABKAESEgoKbm9ybWFsaXplZBgDIAEoARIOCgZ3ZWlnaHQYBCABKAESFAoMY29udHJpYnV0aW9uGAUgASgBEg8KB3JlYXNvbnMYBiADKAkiVQoRQ2FsaWJyYXRpb25CdWNrZXQSDQoFaW5kZXgYASABKA0SDQoFbG93ZXIYAiABKAESDQoFdXBwZXIYAyABKAESEwoLcHJpb3Jfc2NvcmUYBCABKAEiygIKDlNjb3JlQnJlYWtkb3duEigKB3NpZ25hbHMYASADKAsyFy5tZW1yYW5rLnYxLlNpZ25hbFNjb3JlEhcKD3JldHJpZXZhbF9zY29yZRgCIAEoARIVCg1xdWFsaXR5X3Njb3JlGAMgASgBEhYKDmNvbWJpbmVkX3Njb3JlGAQgASgBEhMKC2ZpbmFsX3Njb3JlGAUgASgBEi0KBmJ1Y2tldBgGIAEoCzIdLm1lbXJhbmsudjEuQ2FsaWJyYXRpb25CdWNrZXQSEgoKYmxlbmRfdGVybRgHIAEoARIPCgdyZWFzb25zGAggAygJEhIKCmNvdmVyZWRfYnkYCSABKAkSFQoNbWFyZ2luYWxfZ2FpbhgKIAEoARITCgt0b2tlbl9jb3VudBgLIAEoDRIdChV0b2tlbl9jb3VudF9lc3RpbWF0ZWQYDCABKAgigQEKDFJhbmtpbmdTdGFnZRINCgVzdGFnZRgBIAEoCRIRCglvYmplY3RpdmUYAiABKAkSEgoKcHJvdmVuYW5jZRgDIAEoCRITCgtpbnB1dF9zY29yZRgEIAEoARIQCghwb3NpdGlvbhgFIAEoDRIUCgxvdXRwdXRfc2NvcmUYBiABKAEisQEKDFJhbmtlZE1lbW9yeRIKCgJpZBgBIAEoCRINCgVsYXllchgCIAEoCRIMCgRyYW5rGAMgASgNEhAKCHBvc2l0aW9uGAQgASgNEg0KBXNjb3JlGAUgASgBEi0KCWJyZWFrZG93bhgGIAEoCzIaLm1lbXJhbmsudjEuU2NvcmVCcmVha2Rvd24SKAoGc3RhZ2VzGAcgAygLMhgubWVtcmFuay52MS5SYW5raW5nU3RhZ2UikAEKDURyb3BwZWRNZW1vcnkSCgoCaWQYASABKAkSDQoFbGF5ZXIYAiABKAkSJgoGcmVhc29uGAMgASgOMhYubWVtcmFuay52MS5Ecm9wUmVhc29uEg0KBXNjb3JlGAQgASgBEi0KCWJyZWFrZG93bhgFIAEoCzIaLm1lbXJhbmsudjEuU2NvcmVCcmVha2Rvd24ixQEKD0xheWVyQWxsb2NhdGlvbhINCgVsYXllchgBIAEoCRIVCg1idWRnZXRfdG9rZW5zGAIgASgNEhMKC3VzZWRfdG9rZW5zGAMgASgNEhQKDGZsb29yX3Rva2VucxgEIAEoDRIXCg9jYW5kaWRhdGVfY291bnQYBSABKA0SFgoOc2VsZWN0ZWRfY291bnQYBiABKA0SFwoPcmVsZWFzZWRfdG9rZW5zGAcgASgNEhcKD3JlY2VpdmVkX3Rva2VucxgIIAEoDSJFCgxTaWduYWxXZWlnaHQSDgoGc2lnbmFsGAEgASgJEg4KBndlaWdodBgCIAEoARIVCg1ub3JtYWxpemF0aW9uGAMgASgJIjwKB1JlY2VpcHQSDgoGc2NoZW1hGAEgASgJEg4KBmRpZ2VzdBgCIAEoCRIRCglzaWduYXR1cmUYAyABKAkiQAoUSW1wb3J0YW5jZVN1Z2dlc3Rpb24SCgoCaWQYASABKAkSHAoUc3VnZ2VzdGVkX2ltcG9ydGFuY2UYAiABKAEibwoQU2hhZG93Q29tcGFyaXNvbhIPCgdwcm9maWxlGAEgASgJEgkKAWsYAiABKA0SFAoMb3ZlcmxhcF9hdF9rGAMgASgBEhMKC2tlbmRhbGxfdGF1GAQgASgBEhQKDHNlbGVjdGVkX2lkcxgFIAMoCSL7AwoMUmFua1Jlc3BvbnNlEhIKCnJlcXVlc3RfaWQYASABKAkSKgoIc2VsZWN0ZWQYAiADKAsyGC5tZW1yYW5rLnYxLlJhbmtlZE1lbW9yeRIqCgdkcm9wcGVkGAMgAygLMhkubWVtcmFuay52MS5Ecm9wcGVkTWVtb3J5EjAKC2FsbG9jYXRpb25zGAQgAygLMhsubWVtcmFuay52MS5MYXllckFsbG9jYXRpb24SKQoHd2VpZ2h0cxgFIAMoCzIYLm1lbXJhbmsudjEuU2lnbmFsV2VpZ2h0EjIKDnJlZmVyZW5jZV90aW1lGAYgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIWCg5zY29yaW5nX3NjaGVtYRgHIAEoCRIWCg5wb2xpY3lfdmVyc2lvbhgIIAEoCRIkCgdyZWNlaXB0GAkgASgLMhMubWVtcmFuay52MS5SZWNlaXB0Eg8KB3Byb2ZpbGUYCiABKAkSQAoWaW1wb3J0YW5jZV9zdWdnZXN0aW9ucxgLIAMoCzIgLm1lbXJhbmsudjEuSW1wb3J0YW5jZVN1Z2dlc3Rpb24SLAoGc2hhZG93GAwgASgLMhwubWVtcmFuay52MS5TaGFkb3dDb21wYXJpc29uEhcKD2RlY2lzaW9uX2xvZ2dlZBgNIAEoCCKaAQoVU2NvcmVBZG1pc3Npb25SZXF1ZXN0EhIKCnJlcXVlc3RfaWQYASABKAkSKAoJY2FuZGlkYXRlGAIgASgLMhUubWVtcmFuay52MS5DYW5kaWRhdGUSMgoOcmVmZXJlbmNlX3RpbWUYAyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEg8KB3Byb2ZpbGUYBCABKAkiogIKFlNjb3JlQWRtaXNzaW9uUmVzcG9uc2USEgoKcmVxdWVzdF9pZBgBIAEoCRIvCghkZWNpc2lvbhgCIAEoDjIdLm1lbXJhbmsudjEuQWRtaXNzaW9uRGVjaXNpb24SDQoFc2NvcmUYAyABKAESLQoJYnJlYWtkb3duGAQgASgLMhoubWVtcmFuay52MS5TY29yZUJyZWFrZG93bhIPCgdyZWFzb25zGAUgAygJEhcKD2FkbWl0X3RocmVzaG9sZBgGIAEoARIWCg5ob2xkX3RocmVzaG9sZBgHIAEoARIyCg5yZWZlcmVuY2VfdGltZRgIIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASDwoHcHJvZmlsZRgJIAEoCSIVChNMaXN0UHJvZmlsZXNSZXF1ZXN0IsgBCgdQcm9maWxlEgwKBG5hbWUYASABKAkSEwoLZGVzY3JpcHRpb24YAiABKAkSKQoHd2VpZ2h0cxgDIAMoCzIYLm1lbXJhbmsudjEuU2lnbmFsV2VpZ2h0Eg4KBmZ1c2lvbhgEIAEoCRIVCg1jb21wYXRpYmlsaXR5GAUgASgIEhsKE3JlbGV2YW5jZV90aHJlc2hvbGQYBiABKAESEQoJbWluX3Njb3JlGAcgASgBEhgKEGRpdmVyc2l0eV9sYW1iZGEYCCABKAEiVQoUTGlzdFByb2ZpbGVzUmVzcG9uc2USJQoIcHJvZmlsZXMYASADKAsyEy5tZW1yYW5rLnYxLlByb2ZpbGUSFgoOcG9saWN5X3ZlcnNpb24YAiABKAkiOAoNRmVlZGJhY2tMYWJlbBIUCgxjYW5kaWRhdGVfaWQYASABKAkSEQoJcmVsZXZhbmNlGAIgASgNInwKFVJlY29yZEZlZWRiYWNrUmVxdWVzdBITCgtkZWNpc2lvbl9pZBgBIAEoCRISCgpyZXF1ZXN0X2lkGAIgASgJEikKBmxhYmVscxgDIAMoCzIZLm1lbXJhbmsudjEuRmVlZGJhY2tMYWJlbBIPCgdsYWJlbGVyGAQgASgJIkIKFlJlY29yZEZlZWRiYWNrUmVzcG9uc2USEwoLZmVlZGJhY2tfaWQYASABKAkSEwoLbGFiZWxfY291bnQYAiABKA0qbgoJUGxhY2VtZW50EhkKFVBMQUNFTUVOVF9VTlNQRUNJRklFRBAAEhgKFFBMQUNFTUVOVF9CRVNUX0ZJUlNUEAESFwoTUExBQ0VNRU5UX0JFU1RfTEFTVBACEhMKD1BMQUNFTUVOVF9FREdFUxADKtwBCgZTb3VyY2USFgoSU09VUkNFX1VOU1BFQ0lGSUVEEAASGgoWU09VUkNFX1NZU1RFTV9WRVJJRklFRBABEhkKFVNPVVJDRV9UUlVTVEVEX1NPVVJDRRACEhgKFFNPVVJDRV9VU0VSX1BST1ZJREVEEAMSDwoLU09VUkNFX0NIQVQQBBITCg9TT1VSQ0VfSU1QT1JURUQQBRISCg5TT1VSQ0VfVU5LTk9XThAGEhQKEFNPVVJDRV9VTlRSVVNURUQQBxIZChVTT1VSQ0VfTU9ERUxfSU5GRVJSRUQQCCq6AQoMU2FmZXR5U3RhdHVzEh0KGVNBRkVUWV9TVEFUVVNfVU5TUEVDSUZJRUQQABIWChJTQUZFVFlfU1RBVFVTX1NBRkUQARIfChtTQUZFVFlfU1RBVFVTX1JFVklFV19ORUVERUQQAhIYChRTQUZFVFlfU1RBVFVTX1VOU0FGRRADEh0KGVNBRkVUWV9TVEFUVVNfUVVBUkFOVElORUQQBBIZChVTQUZFVFlfU1RBVFVTX1BFTkRJTkcQBSrTAgoKRHJvcFJlYXNvbhIbChdEUk9QX1JFQVNPTl9VTlNQRUNJRklFRBAAEh8KG0RST1BfUkVBU09OX0JFTE9XX1RIUkVTSE9MRBABEh8KG0RST1BfUkVBU09OX1pFUk9fSU1QT1JUQU5DRRACEhwKGERST1BfUkVBU09OX1NBRkVUWV9HQVRFRBADEhwKGERST1BfUkVBU09OX0ZVVFVSRV9FVkVOVBAEEh0KGURST1BfUkVBU09OX05PVF9ZRVRfVkFMSUQQBRIXChNEUk9QX1JFQVNPTl9FWFBJUkVEEAYSGQoVRFJPUF9SRUFTT05fUkVEVU5EQU5UEAcSGwoXRFJPUF9SRUFTT05fT1ZFUl9CVURHRVQQCBIZChVEUk9QX1JFQVNPTl9NQVhfSVRFTVMQCRIfChtEUk9QX1JFQVNPTl9CRUxPV19NSU5fU0NPUkUQCip5CgxFeHBsYWluTGV2ZWwSHQoZRVhQTEFJTl9MRVZFTF9VTlNQRUNJRklFRBAAEhYKEkVYUExBSU5fTEVWRUxfRlVMTBABEhoKFkVYUExBSU5fTEVWRUxfU0VMRUNURUQQAhIWChJFWFBMQUlOX0xFVkVMX05PTkUQAyqRAQoRQWRtaXNzaW9uRGVjaXNpb24SIgoeQURNSVNTSU9OX0RFQ0lTSU9OX1VOU1BFQ0lGSUVEEAASHAoYQURNSVNTSU9OX0RFQ0lTSU9OX0FETUlUEAESGwoXQURNSVNTSU9OX0RFQ0lTSU9OX0hPTEQQAhIdChlBRE1JU1NJT05fREVDSVNJT05fUkVKRUNUEANiBnByb3RvMw", [file_google_protobuf_timestamp]);
 
 /**
  * One memory found by the caller's retriever.
@@ -349,8 +349,10 @@ export type RankRequest = Message<"memrank.v1.RankRequest"> & {
   profile: string;
 
   /**
-   * Candidates to rank. At most 1,600 by default (configurable). Empty: an
-   * empty selection.
+   * Candidates to rank, one message each (the form for hand-written requests
+   * and grpcurl). At most 1,600 by default (configurable). Empty: an empty
+   * selection, unless `columns` carries them. Must be empty when `columns` is
+   * set (both at once: INVALID_ARGUMENT naming both).
    *
    * @generated from field: repeated memrank.v1.Candidate candidates = 5;
    */
@@ -427,7 +429,9 @@ export type RankRequest = Message<"memrank.v1.RankRequest"> & {
    * of zeros means what the same zeros sent in Candidate.embedding mean), and
    * ranking gives the same answer as the same values sent per candidate.
    * When set, embedding_dim is required and every Candidate.embedding must be
-   * empty. Unset (empty): each candidate's Candidate.embedding is used.
+   * empty. Unset (empty): each candidate's Candidate.embedding is used (with
+   * `columns`: no candidate has an embedding). With `columns`, the rows are in
+   * the order of columns.ids: this is the columnar form's embedding column.
    *
    * @generated from field: bytes embeddings_f32 = 14;
    */
@@ -463,6 +467,18 @@ export type RankRequest = Message<"memrank.v1.RankRequest"> & {
    * @generated from field: bool log_decision = 17;
    */
   logDecision: boolean;
+
+  /**
+   * The candidates as columns, in place of `candidates` (what the shipped
+   * clients send): the same candidates give the same response in either
+   * form. Candidate i is row i of every column; its embedding is row i of
+   * embeddings_f32. Must be unset when `candidates` is not empty (both at
+   * once: INVALID_ARGUMENT naming both). Unset: the candidates are
+   * `candidates`.
+   *
+   * @generated from field: memrank.v1.CandidateColumns columns = 18;
+   */
+  columns?: CandidateColumns | undefined;
 };
 
 /**
@@ -471,6 +487,293 @@ export type RankRequest = Message<"memrank.v1.RankRequest"> & {
  */
 export const RankRequestSchema: GenMessage<RankRequest> = /*@__PURE__*/
   messageDesc(file_memrank_v1_ranking, 3);
+
+/**
+ * One Timestamp field of every candidate, as columns (e.g. Candidate.created_at
+ * of each row). `seconds` and `nanos` are google.protobuf.Timestamp's (seconds
+ * since 1970-01-01T00:00:00Z in 0001-01-01..9999-12-31, nanos in
+ * [0, 999,999,999]).
+ *
+ * @generated from message memrank.v1.TimeColumn
+ */
+export type TimeColumn = Message<"memrank.v1.TimeColumn"> & {
+  /**
+   * Seconds of each row's time. Empty: no row sets this time. Otherwise one
+   * value per candidate (CandidateColumns.ids).
+   *
+   * @generated from field: repeated int64 seconds = 1;
+   */
+  seconds: bigint[];
+
+  /**
+   * Nanoseconds of each row's time. Empty: 0 for every row. Otherwise one
+   * value per candidate.
+   *
+   * @generated from field: repeated int32 nanos = 2;
+   */
+  nanos: number[];
+
+  /**
+   * Whether each row sets this time. Empty: every row does (when seconds is
+   * not empty). Otherwise one value per candidate; false: the row's time is
+   * unset (as an unset Candidate field) and its seconds and nanos are ignored.
+   *
+   * @generated from field: repeated bool present = 3;
+   */
+  present: boolean[];
+};
+
+/**
+ * Describes the message memrank.v1.TimeColumn.
+ * Use `create(TimeColumnSchema)` to create a new message.
+ */
+export const TimeColumnSchema: GenMessage<TimeColumn> = /*@__PURE__*/
+  messageDesc(file_memrank_v1_ranking, 4);
+
+/**
+ * A candidate's metadata map (Candidate.metadata), one row of
+ * CandidateColumns.metadata.
+ *
+ * @generated from message memrank.v1.MetadataRow
+ */
+export type MetadataRow = Message<"memrank.v1.MetadataRow"> & {
+  /**
+   * The same rules as Candidate.metadata.
+   *
+   * @generated from field: map<string, string> entries = 1;
+   */
+  entries: { [key: string]: string };
+};
+
+/**
+ * Describes the message memrank.v1.MetadataRow.
+ * Use `create(MetadataRowSchema)` to create a new message.
+ */
+export const MetadataRowSchema: GenMessage<MetadataRow> = /*@__PURE__*/
+  messageDesc(file_memrank_v1_ranking, 5);
+
+/**
+ * The candidates of a RankRequest as columns: one repeated field per Candidate
+ * field, row i of each column belonging to candidate i. Every column other
+ * than `ids` is either empty (the field is unset for every candidate, with
+ * Candidate's unset behaviour) or holds exactly one value per id (any other
+ * length: INVALID_ARGUMENT naming the column). Each value follows the rules,
+ * units and unset behaviour of the Candidate field named beside it; a
+ * violation names the column and the row, e.g. `columns.retrieval_scores[3]`.
+ *
+ * @generated from message memrank.v1.CandidateColumns
+ */
+export type CandidateColumns = Message<"memrank.v1.CandidateColumns"> & {
+  /**
+   * Candidate.id of each candidate; its length is the number of candidates
+   * (at most limits.max_candidates).
+   *
+   * @generated from field: repeated string ids = 1;
+   */
+  ids: string[];
+
+  /**
+   * Candidate.layer.
+   *
+   * @generated from field: repeated string layers = 2;
+   */
+  layers: string[];
+
+  /**
+   * Candidate.kind.
+   *
+   * @generated from field: repeated string kinds = 3;
+   */
+  kinds: string[];
+
+  /**
+   * Candidate.content.
+   *
+   * @generated from field: repeated string contents = 4;
+   */
+  contents: string[];
+
+  /**
+   * Candidate.retrieval_score.
+   *
+   * @generated from field: repeated double retrieval_scores = 5;
+   */
+  retrievalScores: number[];
+
+  /**
+   * The names of the facets of Candidate.facet_scores: the columns of the
+   * facet_scores matrix. Each non-empty and distinct; at most
+   * limits.max_facets. Empty: no candidate has facet scores.
+   *
+   * @generated from field: repeated string facet_names = 6;
+   */
+  facetNames: string[];
+
+  /**
+   * Candidate.facet_scores as a dense matrix: len(ids) x len(facet_names)
+   * values, row-major (row i, column j: candidate i's score of facet j). NaN:
+   * the candidate has no score for that facet (as a key missing from its map).
+   * Empty only when facet_names is.
+   *
+   * @generated from field: repeated double facet_scores = 7;
+   */
+  facetScores: number[];
+
+  /**
+   * Candidate.importance.
+   *
+   * @generated from field: repeated double importance = 8;
+   */
+  importance: number[];
+
+  /**
+   * Whether each row sets importance. Empty: every row does (when importance
+   * is not empty). Otherwise one value per candidate; false: unset (derived
+   * from the content), its importance value ignored.
+   *
+   * @generated from field: repeated bool importance_present = 9;
+   */
+  importancePresent: boolean[];
+
+  /**
+   * Candidate.access_count.
+   *
+   * @generated from field: repeated uint32 access_counts = 10;
+   */
+  accessCounts: number[];
+
+  /**
+   * Candidate.token_count.
+   *
+   * @generated from field: repeated uint32 token_counts = 11;
+   */
+  tokenCounts: number[];
+
+  /**
+   * Candidate.created_at.
+   *
+   * @generated from field: memrank.v1.TimeColumn created_at = 12;
+   */
+  createdAt?: TimeColumn | undefined;
+
+  /**
+   * Candidate.last_accessed_at.
+   *
+   * @generated from field: memrank.v1.TimeColumn last_accessed_at = 13;
+   */
+  lastAccessedAt?: TimeColumn | undefined;
+
+  /**
+   * Candidate.event_time.
+   *
+   * @generated from field: memrank.v1.TimeColumn event_time = 14;
+   */
+  eventTime?: TimeColumn | undefined;
+
+  /**
+   * Candidate.ingested_at.
+   *
+   * @generated from field: memrank.v1.TimeColumn ingested_at = 15;
+   */
+  ingestedAt?: TimeColumn | undefined;
+
+  /**
+   * Candidate.valid_from.
+   *
+   * @generated from field: memrank.v1.TimeColumn valid_from = 16;
+   */
+  validFrom?: TimeColumn | undefined;
+
+  /**
+   * Candidate.valid_to.
+   *
+   * @generated from field: memrank.v1.TimeColumn valid_to = 17;
+   */
+  validTo?: TimeColumn | undefined;
+
+  /**
+   * Candidate.source.
+   *
+   * @generated from field: repeated memrank.v1.Source sources = 18;
+   */
+  sources: Source[];
+
+  /**
+   * Candidate.provenance.
+   *
+   * @generated from field: repeated string provenance = 19;
+   */
+  provenance: string[];
+
+  /**
+   * Candidate.safety.
+   *
+   * @generated from field: repeated memrank.v1.SafetyStatus safety = 20;
+   */
+  safety: SafetyStatus[];
+
+  /**
+   * The names of the stages of Candidate.stage_scores: the columns of the
+   * stage_scores matrix. Each non-empty and distinct. Empty: no candidate has
+   * stage scores.
+   *
+   * @generated from field: repeated string stage_names = 21;
+   */
+  stageNames: string[];
+
+  /**
+   * Candidate.stage_scores as a dense matrix: len(ids) x len(stage_names)
+   * values, row-major. NaN: the candidate has no score for that stage. Empty
+   * only when stage_names is.
+   *
+   * @generated from field: repeated double stage_scores = 22;
+   */
+  stageScores: number[];
+
+  /**
+   * Candidate.metadata, one row per candidate.
+   *
+   * @generated from field: repeated memrank.v1.MetadataRow metadata = 23;
+   */
+  metadata: MetadataRow[];
+
+  /**
+   * Candidate.thread.
+   *
+   * @generated from field: repeated string threads = 24;
+   */
+  threads: string[];
+
+  /**
+   * Candidate.position.
+   *
+   * @generated from field: repeated int64 positions = 25;
+   */
+  positions: bigint[];
+
+  /**
+   * Whether each row sets position. Empty: every row does (when positions is
+   * not empty). Otherwise one value per candidate; false: unset (no
+   * position), its positions value ignored.
+   *
+   * @generated from field: repeated bool positions_present = 26;
+   */
+  positionsPresent: boolean[];
+
+  /**
+   * Candidate.speaker.
+   *
+   * @generated from field: repeated string speakers = 27;
+   */
+  speakers: string[];
+};
+
+/**
+ * Describes the message memrank.v1.CandidateColumns.
+ * Use `create(CandidateColumnsSchema)` to create a new message.
+ */
+export const CandidateColumnsSchema: GenMessage<CandidateColumns> = /*@__PURE__*/
+  messageDesc(file_memrank_v1_ranking, 6);
 
 /**
  * One signal's part in a score.
@@ -526,7 +829,7 @@ export type SignalScore = Message<"memrank.v1.SignalScore"> & {
  * Use `create(SignalScoreSchema)` to create a new message.
  */
 export const SignalScoreSchema: GenMessage<SignalScore> = /*@__PURE__*/
-  messageDesc(file_memrank_v1_ranking, 4);
+  messageDesc(file_memrank_v1_ranking, 7);
 
 /**
  * The calibration bucket that holds a public score.
@@ -568,7 +871,7 @@ export type CalibrationBucket = Message<"memrank.v1.CalibrationBucket"> & {
  * Use `create(CalibrationBucketSchema)` to create a new message.
  */
 export const CalibrationBucketSchema: GenMessage<CalibrationBucket> = /*@__PURE__*/
-  messageDesc(file_memrank_v1_ranking, 5);
+  messageDesc(file_memrank_v1_ranking, 8);
 
 /**
  * Why a memory got its score.
@@ -669,7 +972,7 @@ export type ScoreBreakdown = Message<"memrank.v1.ScoreBreakdown"> & {
  * Use `create(ScoreBreakdownSchema)` to create a new message.
  */
 export const ScoreBreakdownSchema: GenMessage<ScoreBreakdown> = /*@__PURE__*/
-  messageDesc(file_memrank_v1_ranking, 6);
+  messageDesc(file_memrank_v1_ranking, 9);
 
 /**
  * One order-producing stage applied to a memory.
@@ -725,7 +1028,7 @@ export type RankingStage = Message<"memrank.v1.RankingStage"> & {
  * Use `create(RankingStageSchema)` to create a new message.
  */
 export const RankingStageSchema: GenMessage<RankingStage> = /*@__PURE__*/
-  messageDesc(file_memrank_v1_ranking, 7);
+  messageDesc(file_memrank_v1_ranking, 10);
 
 /**
  * A selected memory.
@@ -788,7 +1091,7 @@ export type RankedMemory = Message<"memrank.v1.RankedMemory"> & {
  * Use `create(RankedMemorySchema)` to create a new message.
  */
 export const RankedMemorySchema: GenMessage<RankedMemory> = /*@__PURE__*/
-  messageDesc(file_memrank_v1_ranking, 8);
+  messageDesc(file_memrank_v1_ranking, 11);
 
 /**
  * A candidate that was not selected.
@@ -838,7 +1141,7 @@ export type DroppedMemory = Message<"memrank.v1.DroppedMemory"> & {
  * Use `create(DroppedMemorySchema)` to create a new message.
  */
 export const DroppedMemorySchema: GenMessage<DroppedMemory> = /*@__PURE__*/
-  messageDesc(file_memrank_v1_ranking, 9);
+  messageDesc(file_memrank_v1_ranking, 12);
 
 /**
  * How one layer's budget was used.
@@ -908,7 +1211,7 @@ export type LayerAllocation = Message<"memrank.v1.LayerAllocation"> & {
  * Use `create(LayerAllocationSchema)` to create a new message.
  */
 export const LayerAllocationSchema: GenMessage<LayerAllocation> = /*@__PURE__*/
-  messageDesc(file_memrank_v1_ranking, 10);
+  messageDesc(file_memrank_v1_ranking, 13);
 
 /**
  * One weight of a profile.
@@ -943,7 +1246,7 @@ export type SignalWeight = Message<"memrank.v1.SignalWeight"> & {
  * Use `create(SignalWeightSchema)` to create a new message.
  */
 export const SignalWeightSchema: GenMessage<SignalWeight> = /*@__PURE__*/
-  messageDesc(file_memrank_v1_ranking, 11);
+  messageDesc(file_memrank_v1_ranking, 14);
 
 /**
  * A digest that binds a response to its inputs.
@@ -981,7 +1284,7 @@ export type Receipt = Message<"memrank.v1.Receipt"> & {
  * Use `create(ReceiptSchema)` to create a new message.
  */
 export const ReceiptSchema: GenMessage<Receipt> = /*@__PURE__*/
-  messageDesc(file_memrank_v1_ranking, 12);
+  messageDesc(file_memrank_v1_ranking, 15);
 
 /**
  * An importance raise suggested for a selected memory. memrank stores
@@ -1010,7 +1313,7 @@ export type ImportanceSuggestion = Message<"memrank.v1.ImportanceSuggestion"> & 
  * Use `create(ImportanceSuggestionSchema)` to create a new message.
  */
 export const ImportanceSuggestionSchema: GenMessage<ImportanceSuggestion> = /*@__PURE__*/
-  messageDesc(file_memrank_v1_ranking, 13);
+  messageDesc(file_memrank_v1_ranking, 16);
 
 /**
  * Comparison of the answer with a shadow profile's selection.
@@ -1059,7 +1362,7 @@ export type ShadowComparison = Message<"memrank.v1.ShadowComparison"> & {
  * Use `create(ShadowComparisonSchema)` to create a new message.
  */
 export const ShadowComparisonSchema: GenMessage<ShadowComparison> = /*@__PURE__*/
-  messageDesc(file_memrank_v1_ranking, 14);
+  messageDesc(file_memrank_v1_ranking, 17);
 
 /**
  * Response of RankingService.Rank.
@@ -1152,10 +1455,19 @@ export type RankResponse = Message<"memrank.v1.RankResponse"> & {
   shadow?: ShadowComparison | undefined;
 
   /**
-   * True when this call's decision record was handed to the decision log
-   * (sampled, or RankRequest.log_decision): its decision id is
-   * receipt.digest. False when the log is off, the call was not sampled, or
-   * the log's queue was full (the record was dropped and counted).
+   * True when this call's decision record was accepted by the decision log
+   * of the server process that answered (sampled, or RankRequest.log_decision):
+   * it is queued for that process's log writer, which writes it moments later
+   * and retries a sink that fails (a full or read-only disk) until it takes
+   * the record. Its decision id is receipt.digest. True is not yet written,
+   * nor fsynced (decision_log.fsync): a record lost after a true answer (its
+   * writer killed with records in flight, or still queued when shutdown ran
+   * out of time) is counted in memrank_decision_log_dropped_total with reason
+   * lost_after_ack. False: no record will be written, because the log is off,
+   * the call was not sampled (reason sampled_out), or the record was refused
+   * and counted: the writer's queue was full (queue_full), its writer had
+   * died and was being replaced (writer_down), or the server was shutting
+   * down (closed).
    *
    * @generated from field: bool decision_logged = 13;
    */
@@ -1167,7 +1479,7 @@ export type RankResponse = Message<"memrank.v1.RankResponse"> & {
  * Use `create(RankResponseSchema)` to create a new message.
  */
 export const RankResponseSchema: GenMessage<RankResponse> = /*@__PURE__*/
-  messageDesc(file_memrank_v1_ranking, 15);
+  messageDesc(file_memrank_v1_ranking, 18);
 
 /**
  * Request of RankingService.ScoreAdmission.
@@ -1209,7 +1521,7 @@ export type ScoreAdmissionRequest = Message<"memrank.v1.ScoreAdmissionRequest"> 
  * Use `create(ScoreAdmissionRequestSchema)` to create a new message.
  */
 export const ScoreAdmissionRequestSchema: GenMessage<ScoreAdmissionRequest> = /*@__PURE__*/
-  messageDesc(file_memrank_v1_ranking, 16);
+  messageDesc(file_memrank_v1_ranking, 19);
 
 /**
  * Response of RankingService.ScoreAdmission.
@@ -1286,7 +1598,7 @@ export type ScoreAdmissionResponse = Message<"memrank.v1.ScoreAdmissionResponse"
  * Use `create(ScoreAdmissionResponseSchema)` to create a new message.
  */
 export const ScoreAdmissionResponseSchema: GenMessage<ScoreAdmissionResponse> = /*@__PURE__*/
-  messageDesc(file_memrank_v1_ranking, 17);
+  messageDesc(file_memrank_v1_ranking, 20);
 
 /**
  * Request of RankingService.ListProfiles.
@@ -1301,7 +1613,7 @@ export type ListProfilesRequest = Message<"memrank.v1.ListProfilesRequest"> & {
  * Use `create(ListProfilesRequestSchema)` to create a new message.
  */
 export const ListProfilesRequestSchema: GenMessage<ListProfilesRequest> = /*@__PURE__*/
-  messageDesc(file_memrank_v1_ranking, 18);
+  messageDesc(file_memrank_v1_ranking, 21);
 
 /**
  * A named scoring profile.
@@ -1371,7 +1683,7 @@ export type Profile = Message<"memrank.v1.Profile"> & {
  * Use `create(ProfileSchema)` to create a new message.
  */
 export const ProfileSchema: GenMessage<Profile> = /*@__PURE__*/
-  messageDesc(file_memrank_v1_ranking, 19);
+  messageDesc(file_memrank_v1_ranking, 22);
 
 /**
  * Response of RankingService.ListProfiles.
@@ -1399,7 +1711,7 @@ export type ListProfilesResponse = Message<"memrank.v1.ListProfilesResponse"> & 
  * Use `create(ListProfilesResponseSchema)` to create a new message.
  */
 export const ListProfilesResponseSchema: GenMessage<ListProfilesResponse> = /*@__PURE__*/
-  messageDesc(file_memrank_v1_ranking, 20);
+  messageDesc(file_memrank_v1_ranking, 23);
 
 /**
  * One candidate's label in a RecordFeedbackRequest.
@@ -1430,7 +1742,7 @@ export type FeedbackLabel = Message<"memrank.v1.FeedbackLabel"> & {
  * Use `create(FeedbackLabelSchema)` to create a new message.
  */
 export const FeedbackLabelSchema: GenMessage<FeedbackLabel> = /*@__PURE__*/
-  messageDesc(file_memrank_v1_ranking, 21);
+  messageDesc(file_memrank_v1_ranking, 24);
 
 /**
  * What a caller learned about one Rank decision.
@@ -1472,7 +1784,7 @@ export type RecordFeedbackRequest = Message<"memrank.v1.RecordFeedbackRequest"> 
  * Use `create(RecordFeedbackRequestSchema)` to create a new message.
  */
 export const RecordFeedbackRequestSchema: GenMessage<RecordFeedbackRequest> = /*@__PURE__*/
-  messageDesc(file_memrank_v1_ranking, 22);
+  messageDesc(file_memrank_v1_ranking, 25);
 
 /**
  * @generated from message memrank.v1.RecordFeedbackResponse
@@ -1499,7 +1811,7 @@ export type RecordFeedbackResponse = Message<"memrank.v1.RecordFeedbackResponse"
  * Use `create(RecordFeedbackResponseSchema)` to create a new message.
  */
 export const RecordFeedbackResponseSchema: GenMessage<RecordFeedbackResponse> = /*@__PURE__*/
-  messageDesc(file_memrank_v1_ranking, 23);
+  messageDesc(file_memrank_v1_ranking, 26);
 
 /**
  * Where the best memory sits in the returned block.
