@@ -38,11 +38,12 @@ const (
 var serviceConfigJSON []byte
 
 type config struct {
-	timeout time.Duration
-	retries int           // -1: the service config's
-	backoff time.Duration // 0: the service config's
-	creds   credentials.TransportCredentials
-	dial    []grpc.DialOption
+	timeout      time.Duration
+	retries      int           // -1: the service config's
+	backoff      time.Duration // 0: the service config's
+	perCandidate bool
+	creds        credentials.TransportCredentials
+	dial         []grpc.DialOption
 }
 
 // Option configures Dial.
@@ -61,6 +62,11 @@ func WithRetries(n int) Option { return func(c *config) { c.retries = max(n, 0) 
 // WithBackoff sets the service config's initialBackoff (default 50 ms): the delay before retry k is
 // random in [0, min(d * 2^(k-1), maxBackoff)], maxBackoff raised to d when lower.
 func WithBackoff(d time.Duration) Option { return func(c *config) { c.backoff = d } }
+
+// WithPerCandidate makes Rank send each RankRequest as it is given, its candidates one message each, instead
+// of as columns (see Columnar). The server answers both forms alike; the columnar form is cheaper for it to
+// read. For comparing the two forms, or a server older than RankRequest.columns.
+func WithPerCandidate() Option { return func(c *config) { c.perCandidate = true } }
 
 // WithTransportCredentials uses TLS or other credentials (default: insecure, for a local sidecar).
 func WithTransportCredentials(tc credentials.TransportCredentials) Option {
@@ -160,9 +166,20 @@ func Dial(addr string, opts ...Option) (*Client, error) {
 // Close closes the connection.
 func (c *Client) Close() error { return c.conn.Close() }
 
-// Rank scores, gates, selects and orders the request's candidates.
+// Rank scores, gates, selects and orders the request's candidates. It sends them as columns (Columnar: one
+// repeated field per Candidate field, the embeddings packed), which the server reads faster and answers with
+// the same bytes; req is not changed. A refusal then names the candidates' fields as req has them
+// (candidates[3].retrieval_score, not columns.retrieval_scores[3]). WithPerCandidate sends req as it is.
 func (c *Client) Rank(ctx context.Context, req *RankRequest) (*RankResponse, error) {
-	return call(ctx, c, func(ctx context.Context) (*RankResponse, error) { return c.stub.Rank(ctx, req) })
+	sent, columnar := req, false
+	if !c.cfg.perCandidate {
+		sent, columnar = Columnar(req)
+	}
+	resp, err := call(ctx, c, func(ctx context.Context) (*RankResponse, error) { return c.stub.Rank(ctx, sent) })
+	if e, ok := AsError(err); ok && columnar {
+		return resp, e.renamed(inCandidateWords)
+	}
+	return resp, err
 }
 
 // ScoreAdmission scores one memory for admission: ADMIT, HOLD or REJECT.
