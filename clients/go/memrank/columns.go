@@ -228,14 +228,19 @@ func embeddingsOf(req *RankRequest, cs []*Candidate) ([]byte, int, bool) {
 	if dim == 0 {
 		return nil, 0, true
 	}
-	packed := make([]byte, len(cs)*dim*4)
-	for i, c := range cs {
-		row := packed[i*dim*4:]
-		for j, v := range c.GetEmbedding() {
-			if f := float64(v); f-f != 0 { // NaN or infinity: refused per candidate
+	packed := make([]byte, 0, len(cs)*dim*4)
+	zeros := make([]byte, dim*4)
+	for _, c := range cs {
+		e := c.GetEmbedding()
+		if len(e) == 0 {
+			packed = append(packed, zeros...)
+		}
+		for _, v := range e {
+			u := math.Float32bits(v)
+			if u&0x7f800000 == 0x7f800000 { // NaN or infinity (all exponent bits set): refused per candidate
 				return nil, 0, false
 			}
-			binary.LittleEndian.PutUint32(row[4*j:], math.Float32bits(v))
+			packed = binary.LittleEndian.AppendUint32(packed, u)
 		}
 	}
 	return packed, dim, true
