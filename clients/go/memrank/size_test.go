@@ -100,5 +100,6 @@ func TestMessageSizeErrors(t *testing.T) {
 		if err != nil || proto.Size(resp) <= 4<<20 {
 			t.Errorf("a response over 4 MiB: %d bytes, %v", proto.Size(resp), err)
 		}
+		t.Logf("a response of %d bytes", proto.Size(resp))
 	})
 }
