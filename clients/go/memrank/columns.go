@@ -168,10 +168,8 @@ func times(cs []*Candidate, get func(*Candidate) *timestamppb.Timestamp) *TimeCo
 	if seconds == nil {
 		return nil
 	}
-	col := &TimeColumn{Seconds: seconds, Present: present, Nanos: column(cs, func(c *Candidate) int32 {
-		return get(c).GetNanos()
-	})}
-	return col
+	nanos := column(cs, func(c *Candidate) int32 { return get(c).GetNanos() })
+	return &TimeColumn{Seconds: seconds, Nanos: nanos, Present: present}
 }
 
 // matrix is a map field as the names any candidate sets (sorted) and the dense row-major matrix of their
