@@ -87,6 +87,7 @@ public final class RankingClient implements AutoCloseable {
   private final RankingServiceGrpc.RankingServiceBlockingStub stub;
   private final HealthGrpc.HealthBlockingStub health;
   private final Duration timeout;
+  private final int maxMessageBytes;
   private final Map<String, Object> serviceConfig;
 
   private RankingClient(Builder b) {
@@ -114,6 +115,7 @@ public final class RankingClient implements AutoCloseable {
     stub = RankingServiceGrpc.newBlockingStub(channel).withMaxOutboundMessageSize(b.maxMessageBytes);
     health = HealthGrpc.newBlockingStub(channel);
     timeout = b.timeout;
+    maxMessageBytes = b.maxMessageBytes;
   }
 
   /**
@@ -195,6 +197,7 @@ public final class RankingClient implements AutoCloseable {
 
   /** {@link #rank(RankRequest)} under a deadline covering every attempt ({@code null}: the client's timeout). */
   public RankResponse rank(RankRequest request, Deadline deadline) {
+    MessageSize.check(request, maxMessageBytes);
     return call(stub, deadline, s -> s.rank(request));
   }
 
@@ -205,6 +208,7 @@ public final class RankingClient implements AutoCloseable {
 
   /** {@link #scoreAdmission(ScoreAdmissionRequest)} under a deadline covering every attempt. */
   public ScoreAdmissionResponse scoreAdmission(ScoreAdmissionRequest request, Deadline deadline) {
+    MessageSize.check(request, maxMessageBytes);
     return call(stub, deadline, s -> s.scoreAdmission(request));
   }
 
@@ -228,6 +232,7 @@ public final class RankingClient implements AutoCloseable {
 
   /** {@link #recordFeedback(RecordFeedbackRequest)} under a deadline covering every attempt. */
   public RecordFeedbackResponse recordFeedback(RecordFeedbackRequest request, Deadline deadline) {
+    MessageSize.check(request, maxMessageBytes);
     return call(stub, deadline, s -> s.recordFeedback(request));
   }
 
@@ -386,8 +391,15 @@ public final class RankingClient implements AutoCloseable {
       return this;
     }
 
-    /** Largest message sent or received (default 64 MiB). */
+    /**
+     * Largest message sent or received (default 64 MiB). A larger request is refused before it is sent, and
+     * a larger response, with RESOURCE_EXHAUSTED naming this setting; the server's own limit is
+     * server.max_message_bytes (64 MiB by default), named when it refuses a request.
+     */
     public Builder maxMessageBytes(int bytes) {
+      if (bytes < 1) {
+        throw new IllegalArgumentException("maxMessageBytes must be >= 1, got " + bytes);
+      }
       this.maxMessageBytes = bytes;
       return this;
     }
