@@ -48,7 +48,7 @@ import memrank.v1.RankingServiceGrpc;
  *
  * <pre>{@code
  * try (RankingClient client = RankingClient.builder("127.0.0.1:50051").timeout(Duration.ofSeconds(2)).build()) {
- *   RankResponse resp = client.rank(request);
+ *   RankResponse resp = client.rank(Requests.rankRequest(params, memories, embeddings));
  * }
  * }</pre>
  *
@@ -190,7 +190,11 @@ public final class RankingClient implements AutoCloseable {
     return builder(target).build();
   }
 
-  /** Scores, gates, selects and orders the request's candidates. */
+  /**
+   * Scores, gates, selects and orders the request's candidates. Build the request from {@link Memory} objects
+   * with {@link Requests#rankRequest} (the columnar form, embeddings packed); any RankRequest is sent as it is.
+   * A request over {@code maxMessageBytes} is refused before it is sent (RESOURCE_EXHAUSTED naming the setting).
+   */
   public RankResponse rank(RankRequest request) {
     return rank(request, null);
   }
