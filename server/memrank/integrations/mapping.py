@@ -4,8 +4,10 @@ The table below is the mapping's documentation: ``candidate`` reads each of its 
 ``documents`` holds what an adapter hands in, ``explanation`` what goes back.
 
 Each adapter (``memrank.integrations.langchain``, ``.llamaindex``, ``.haystack``)
-turns its documents into :class:`Item` s and calls :func:`build_request`; the
-response goes back through :func:`selections`. What is read, from where:
+turns its documents into :class:`Item` s and calls :func:`build_request`, which
+sends them as ``RankRequest.columns`` with the embeddings packed
+(``embeddings_f32``), through the client's ``put_columns``; the response goes
+back through :func:`selections`. What is read, from where:
 
 ==================  =========================================================  ===================================
 Candidate field     read from                                                  when absent (or None)
@@ -31,10 +33,11 @@ token_count,        an integer >= 0                                            u
 access_count
 source, safety      an enum name (``"user_provided"``, ``"SOURCE_CHAT"``, any  unset (SOURCE_UNKNOWN, SAFE)
                     case) or its number
-embedding           the framework's embedding (LlamaIndex ``node.embedding``,  unset
-                    Haystack ``Document.embedding``), else
-                    ``metadata[keys.embedding]``: finite numbers, one
-                    dimension for the batch
+embedding           the framework's embedding (LlamaIndex ``node.embedding``,  unset (a row of zeros in the
+                    Haystack ``Document.embedding``), else                     packed matrix: no embedding)
+                    ``metadata[keys.embedding]``: a list or 1-D array of
+                    finite numbers (finite as float32 too), one dimension
+                    for the batch
 ==================  =========================================================  ===================================
 
 Integers and numbers may also come as strings ("3", "0.7"); a float that is an
@@ -55,7 +58,7 @@ from typing import Any
 
 from memrank._gen.v1 import ranking_pb2 as pb
 from memrank.client.requests import fill, put_columns
-from memrank.integrations.candidate import MAX_UINT32, candidate
+from memrank.integrations.candidate import MAX_UINT32, CandidateReader
 from memrank.integrations.documents import (
     SCORE_MODES,
     Item,
@@ -164,7 +167,8 @@ def build_request(query: str | None, items: Sequence[Item], *, keys: MetadataKey
         idents.append(ident)
     names = [doc_name(i, ident) for i, ident in enumerate(idents)]
     values, relative = retrieval_scores(items, scores, score_field, names)
-    cands = [candidate(names[i], idents[i], it, keys, values[i]) for i, it in enumerate(items)]
+    reader = CandidateReader(keys)
+    cands = [reader.candidate(names[i], idents[i], it, values[i]) for i, it in enumerate(items)]
     first: tuple[int, int] | None = None  # (document, dimension) of the first embedding
     for i, c in enumerate(cands):
         if (vector := c.get("embedding")) is not None:

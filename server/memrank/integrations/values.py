@@ -95,8 +95,11 @@ def as_embedding(value: Any) -> np.ndarray | None:
     if not isinstance(value, np.ndarray) and any(issubclass(t, bool | str | bytes) for t in set(map(type, value))):
         return None  # numpy would read True as 1.0 and "0.5" as 0.5
     try:
-        with np.errstate(over="ignore"):  # too large for float32: inf, refused below
-            vector = np.asarray(value, dtype=np.float32)
+        if isinstance(value, np.ndarray) and value.dtype == np.float32:
+            vector = value
+        else:
+            with np.errstate(over="ignore"):  # too large for float32: inf, refused below
+                vector = np.asarray(value, dtype=np.float32)
     except (TypeError, ValueError):  # None, nested sequences, complex numbers, ...
         return None
     return vector if vector.ndim == 1 and bool(np.isfinite(vector).all()) else None
