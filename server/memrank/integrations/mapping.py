@@ -34,8 +34,8 @@ access_count
 source, safety      an enum name (``"user_provided"``, ``"SOURCE_CHAT"``, any  unset (SOURCE_UNKNOWN, SAFE)
                     case) or its number
 embedding           the framework's embedding (LlamaIndex ``node.embedding``,  unset (a row of zeros in the
-                    Haystack ``Document.embedding``), else                     packed matrix: no embedding)
-                    ``metadata[keys.embedding]``: a list or 1-D array of
+                    Haystack ``Document.embedding``), else                     packed matrix, as the server reads
+                    ``metadata[keys.embedding]``: a list or 1-D array of       a candidate without one)
                     finite numbers (finite as float32 too), one dimension
                     for the batch
 ==================  =========================================================  ===================================
