@@ -136,31 +136,38 @@ def test_order_scores_and_their_zero_threshold_alike(client: RankingClient) -> N
 _SHARED = [d for d in DOCS if d.ident is not None and d.content is not None]
 
 
-def _langchain(docs: list[Doc]) -> pb.RankRequest:
-    compressor = MemrankCompressor(target="127.0.0.1:9", scores="unit", request={"referenceTime": REF,
-                                                                                  "requestId": "same"})
-    return compressor._request([LangChainDocument(page_content=d.content or "", id=d.ident,
-                                                  metadata={**d.meta, "score": d.score, "embedding": d.embedding})
-                                for d in docs], QUERY)
+_OPTIONS: dict[str, Any] = {"scores": "unit", "request": {"referenceTime": REF, "requestId": "same"}}
 
 
-def _llamaindex(docs: list[Doc]) -> pb.RankRequest:
-    post = MemrankPostprocessor(target="127.0.0.1:9", scores="unit", request={"referenceTime": REF,
-                                                                               "requestId": "same"})
+def _langchain(client: RankingClient, docs: list[Doc]) -> tuple[pb.RankRequest, list[tuple[str, float]]]:
+    """The request MemrankCompressor sends, and its answer through its public method: (id, score) in order."""
+    compressor = MemrankCompressor(client=client, **_OPTIONS)
+    documents = [LangChainDocument(page_content=d.content or "", id=d.ident,
+                                   metadata={**d.meta, "score": d.score, "embedding": d.embedding}) for d in docs]
+    got = compressor.compress_documents(documents, QUERY)
+    return compressor._request(documents, QUERY), [(d.id or "", d.metadata["memrank"]["score"]) for d in got]
+
+
+def _llamaindex(client: RankingClient, docs: list[Doc]) -> tuple[pb.RankRequest, list[tuple[str, float]]]:
+    post = MemrankPostprocessor(client=client, **_OPTIONS)
     nodes = [NodeWithScore(node=TextNode(text=d.content, id_=d.ident, metadata=d.meta, embedding=_row(d) or None),
                            score=d.score) for d in docs]
-    return post._request(nodes, QueryBundle(QUERY))
+    got = post.postprocess_nodes(nodes, query_str=QUERY)
+    return post._request(nodes, QueryBundle(QUERY)), [(n.node.node_id, n.score or 0.0) for n in got]
 
 
-def _haystack(docs: list[Doc]) -> pb.RankRequest:
-    ranker = MemrankRanker(target="127.0.0.1:9", scores="unit", request={"referenceTime": REF, "requestId": "same"})
-    return ranker._request(QUERY, [HaystackDocument(id=d.ident or "", content=d.content, meta=d.meta, score=d.score,
-                                                    embedding=_row(d) or None) for d in docs], None)
+def _haystack(client: RankingClient, docs: list[Doc]) -> tuple[pb.RankRequest, list[tuple[str, float]]]:
+    ranker = MemrankRanker(client=client, **_OPTIONS)
+    documents = [HaystackDocument(id=d.ident or "", content=d.content, meta=d.meta, score=d.score,
+                                  embedding=_row(d) or None) for d in docs]
+    got = ranker.run(QUERY, documents)["documents"]
+    return ranker._request(QUERY, documents, None), [(d.id, d.score or 0.0) for d in got]
 
 
 @pytest.mark.parametrize("adapter", [_langchain, _llamaindex, _haystack], ids=["langchain", "llamaindex", "haystack"])
 def test_each_adapter_sends_columns_answered_as_per_candidate(client: RankingClient, adapter: Any) -> None:
-    sent: pb.RankRequest = adapter(_SHARED)
+    sent, got = adapter(client, _SHARED)
     assert sent.HasField("columns") and not sent.candidates and sent.embedding_dim == DIM
-    old = _per_candidate(_SHARED, [d.score or 0.0 for d in _SHARED])
-    assert client.rank(sent).SerializeToString() == client.rank(old).SerializeToString()
+    old = client.rank(_per_candidate(_SHARED, [d.score or 0.0 for d in _SHARED]))
+    assert client.rank(sent).SerializeToString() == old.SerializeToString()
+    assert got == [(m.id, m.score) for m in old.selected]
