@@ -110,8 +110,23 @@ class Metrics:
             "method of that call; the other calls on the connection end with it.",
             ("method",), registry=r,
         )
+        self.feature_memo_hits = Counter(
+            "memrank_feature_memo_hits", "Rank candidates whose own features (statement, injection patterns, "
+            "importance rules) the worker's feature memo held (server.feature_memo_bytes).", registry=r,
+        )
+        self.feature_memo_misses = Counter(
+            "memrank_feature_memo_misses", "Rank candidates whose own features the feature memo did not hold: "
+            "computed, then stored. Hit ratio: hits / (hits + misses).", registry=r,
+        )
 
         self._requests: dict[tuple[str, str], Counter] = {}  # requests' children by (method, code), see observe_call
+
+    def observe_feature_memo(self, hits: int, misses: int) -> None:
+        """Count one batch's lookups in the feature memo."""
+        if hits:
+            self.feature_memo_hits.inc(hits)
+        if misses:
+            self.feature_memo_misses.inc(misses)
 
     def observe_send_timeout(self, method: str) -> None:
         """Count one connection closed because a response did not leave in time."""

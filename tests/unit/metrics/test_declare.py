@@ -39,6 +39,8 @@ FAMILIES = {
     "memrank_config_reloads": "counter",
     "memrank_policy_info": "gauge",
     "memrank_send_timeouts": "counter",
+    "memrank_feature_memo_hits": "counter",
+    "memrank_feature_memo_misses": "counter",
 }
 
 
