@@ -1,7 +1,7 @@
 """Signals before Python runs (issue #41, item 1): `memrank serve` blocks SIGHUP, SIGTERM and SIGINT as its
 first instruction, but the interpreter starts for 0.1-0.6 s before that, and a signal then ended the process.
 Started through coreutils' `env --block-signal=HUP,TERM,INT` (the image's entrypoint, the chart's command),
-the block is in place microseconds after the exec and memrank inherits it: a SIGHUP that comes before any
+the block is in place milliseconds after the exec and memrank inherits it: a SIGHUP that comes before any
 handler waits for it and reloads, a SIGTERM drains.
 
 Each run is a real `env --block-signal=... memrank serve` (the console script beside this interpreter). The
