@@ -172,7 +172,7 @@ with tarfile.open(archive) as tar:
     manifest = blob(desc["digest"])
     config = blob(manifest["config"]["digest"])
 assert manifest["config"]["digest"] == "sha256:" + image_id, (manifest["config"]["digest"], image_id)
-assert config["config"]["Entrypoint"] == ["memrank", "serve"], config["config"]
+assert config["config"]["Entrypoint"] == ["env", "--block-signal=HUP,TERM,INT", "memrank", "serve"], config["config"]
 print(f"{len(manifest['layers'])} layers, config {image_id[:12]} = localhost/memrank:{version}")
 EOF
   echo "image: $(since "$t")"

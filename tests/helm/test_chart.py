@@ -227,8 +227,30 @@ def test_tls_and_auth_are_mounted_files_and_env(render: Render) -> None:
     assert volumes["memrank-tls"]["secret"]["secretName"] == "memrank-tls"
     assert [i["key"] for i in volumes["memrank-tls"]["secret"]["items"]] == ["tls.crt", "tls.key", "ca.crt"]
     assert volumes["memrank-auth"]["secret"]["secretName"] == "memrank-auth"
-    assert "args" not in container and "command" not in container, "no server flags beyond the image's entrypoint"
+    assert "args" not in container and container["command"] == LAUNCH, "no server flags beyond the entrypoint"
     assert {k for k in env if k.startswith("MEMRANK_")} <= set(ENV_KEYS) | {"MEMRANK_CONFIG"}
+
+
+# Issue #41: coreutils env blocks the signals memrank handles before the interpreter starts (memrank lifts the
+# block once its handlers are in; tests/reliability/test_launcher.py runs this command for real).
+LAUNCH = ["env", "--block-signal=HUP,TERM,INT", "memrank", "serve"]
+
+
+def _entrypoint() -> list[str]:
+    """The Dockerfile's ENTRYPOINT (exec form)."""
+    text = (CHART.parent.parent / "Dockerfile").read_text(encoding="utf-8")
+    (line,) = [x for x in text.splitlines() if x.startswith("ENTRYPOINT ")]
+    entry: list[str] = json.loads(line.removeprefix("ENTRYPOINT "))
+    return entry
+
+
+@pytest.mark.parametrize("values", ["standalone", "sidecar", "tls-on"])
+def test_memrank_starts_with_the_early_signals_blocked(render: Render, values: str) -> None:
+    """Standalone or sidecar, the container's command is the image's entrypoint: memrank under env, which
+    blocks SIGHUP, SIGTERM and SIGINT before exec (a custom image without it would fail to start, not lose them)."""
+    (spec,) = pod_specs(render(ci(values)))
+    (container,) = memrank_containers(spec)
+    assert container["command"] == LAUNCH == _entrypoint()
 
 
 def test_with_tls_the_probes_use_the_plaintext_health_listener(render: Render, tmp_path: Path) -> None:

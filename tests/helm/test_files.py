@@ -80,7 +80,7 @@ def test_dockerfile_is_non_root_runtime_only_and_serves() -> None:
     assert names.count("FROM") == 2 and all(p[1].startswith("${BASE_IMAGE}") for p in instructions if p[0] == "FROM")
     assert "HEALTHCHECK" not in names
     assert ["USER", "10001:10001"] in instructions
-    assert ["ENTRYPOINT", '["memrank", "serve"]'] in instructions
+    assert ["ENTRYPOINT", '["env", "--block-signal=HUP,TERM,INT", "memrank", "serve"]'] in instructions
     assert ["EXPOSE", "50051 9464"] in instructions
     runtime = text.split("FROM ${BASE_IMAGE}\n", 1)[1]
     # The runtime stage installs nothing: it copies the build stage's virtual environment.

@@ -86,10 +86,10 @@ def image() -> dict[str, Any]:
 
 
 def test_image_config(image: dict[str, Any]) -> None:
-    """Non-root user, `memrank serve` as the entrypoint, both ports exposed, no healthcheck."""
+    """Non-root user, `memrank serve` under env's signal block as the entrypoint, both ports exposed, no healthcheck."""
     cfg = image["OCIv1"]["config"]
     assert cfg["User"] == "10001:10001"
-    assert cfg["Entrypoint"] == ["memrank", "serve"]
+    assert cfg["Entrypoint"] == ["env", "--block-signal=HUP,TERM,INT", "memrank", "serve"]
     assert any(e.startswith("PATH=/opt/memrank/bin:") for e in cfg["Env"]), cfg["Env"]
     assert cfg["Labels"]["org.opencontainers.image.title"] == "memrank"
     assert set(cfg["ExposedPorts"]) == {"50051/tcp", "9464/tcp"}

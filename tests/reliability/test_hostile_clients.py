@@ -338,3 +338,66 @@ def test_a_client_that_reads_no_response_holds_budget_until_its_connection_is_cu
     finally:
         conn.close()
         running.stop(0)
+
+
+# (server.max_unsent_bytes_per_connection in responses, the calls the non-reading connection has answered): two
+# responses stay under 2.5 and the third crosses; 0 is a quarter of the budget of 22 responses, 5.5 of them.
+CAPS = [pytest.param(2.5, 3, id="set"), pytest.param(0, 6, id="default")]
+
+
+@pytest.mark.parametrize(("cap_responses", "answered"), CAPS)
+def test_a_connection_over_its_unsent_cap_is_refused_while_other_connections_are_served(
+        cap_responses: float, answered: int, caplog: pytest.LogCaptureFixture) -> None:
+    """Issue #41 §2: the responses one non-reading client held counted against the whole in-flight budget, so
+    once it was full every other caller got RESOURCE_EXHAUSTED until the send timeout cut that client (with the
+    budget below of 22 responses, fewer than the 32 streams one connection may hold open: it answered 20 and
+    refused 18 of 22 other calls). Now one connection holds at most server.max_unsent_bytes_per_connection of
+    unsent responses: past it, its own new calls are refused, naming the setting and its limit, counted, and
+    logged once, while a well-behaved client on another connection has every call answered."""
+    data = rank_request(50).SerializeToString()
+    running = create_server(_settings({}), new_registry())  # the response's size: the same call, read
+    try:
+        with _channel(f"127.0.0.1:{running.port}") as channel:
+            response = len(channel.unary_unary(RANK)(data, timeout=10))
+    finally:
+        running.stop(0)
+    budget = 22 * response
+    cap = int(cap_responses * response) or budget // 4
+    registry = new_registry()
+    running = create_server(_settings({
+        "MEMRANK_RESPONSE_SEND_TIMEOUT_SECONDS": 20, "MEMRANK_MAX_INFLIGHT_BYTES": budget,
+        "MEMRANK_MAX_MESSAGE_BYTES": budget, "MEMRANK_MAX_UNSENT_BYTES_PER_CONNECTION": int(cap_responses * response)}),
+        registry)
+    target = f"127.0.0.1:{running.port}"
+    conn = h2.Connection(running.port, receive_window=0)
+    peer = f"ipv4:127.0.0.1:{conn.sock.getsockname()[1]}"  # grpc's name for this connection
+    others: list[str] = []
+    try:
+        streams = range(1, 1 + 2 * answered, 2)
+        assert [conn.answered(stream, timeout=10) for stream in _calls(conn, data, streams)] == [True] * answered
+        assert abs(running.intake.unsent.held(peer) - answered * response) <= answered  # sizes differ by a byte
+        for stream in range(streams.stop, streams.stop + 2 * 40, 2):  # more than the budget could hold
+            conn.start_call(stream, RANK)
+            conn.send_message(stream, data)
+            end = _stream_end(conn, stream, timeout=10)
+            assert end is not None and end.type == h2.HEADERS, end  # refused at once, its status sent
+            assert b"server.max_unsent_bytes_per_connection" in end.payload and str(cap).encode() in end.payload
+            if stream % 8 == 1:
+                others.append(_rank(target, None))
+        others += [_rank(target, None) for _ in range(5)]
+        assert others == ["OK"] * len(others)
+        assert registry.get_sample_value("memrank_unsent_refusals_total", {"method": "Rank"}) == 40
+        assert running.intake.budget.used >= answered * response - answered
+    finally:
+        conn.close()
+        running.stop(0)
+    crossed = [r for r in caplog.records if "max_unsent_bytes_per_connection" in r.getMessage()]
+    assert len(crossed) == 1 and crossed[0].levelname == "WARNING"
+
+
+def _calls(conn: h2.Connection, data: bytes, streams: range) -> Iterator[int]:
+    """Start a Rank call with ``data`` on each stream in turn, yielding the stream once its request is sent."""
+    for stream in streams:
+        conn.start_call(stream, RANK)
+        conn.send_message(stream, data)
+        yield stream

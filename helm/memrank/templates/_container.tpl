@@ -9,6 +9,10 @@ namespace with the host's own containers.
 - name: {{ .name }}
   image: {{ include "memrank.image" .root | quote }}
   imagePullPolicy: {{ $v.image.pullPolicy }}
+  # The image's entrypoint, spelt out: env blocks SIGHUP, SIGTERM and SIGINT before the interpreter starts and
+  # memrank lifts the block once its handlers are in, so a signal during its start waits for them (a SIGHUP
+  # from a ConfigMap reloader reloads, a SIGTERM from a deleted pod drains) instead of being dropped.
+  command: ["env", "--block-signal=HUP,TERM,INT", "memrank", "serve"]
   {{- if .native }}
   # A native sidecar (Kubernetes >= 1.29): starts before the app containers, stops after them.
   restartPolicy: Always

@@ -70,6 +70,8 @@ class ServerSettings:
     keepalive_timeout_seconds: Annotated[Number, Field(ge=0.1, le=3600)] = 20.0
     # request bytes handled at once per worker; 0 = from the memory given (inflight)
     max_inflight_bytes: Annotated[Whole, Field(ge=0, le=1 << 40)] = 0
+    # responses not yet sent one connection may hold before its new calls are refused; 0 = a quarter of the above
+    max_unsent_bytes_per_connection: Annotated[Whole, Field(ge=0, le=1 << 40)] = 0
     # how often the config file is checked for changed profiles (0 = only on SIGHUP)
     config_poll_seconds: Annotated[Number, Field(ge=0, le=3600)] = 10.0
     # bytes of the worker's memo of memories' own features (memrank.feature_memo); 0 = off

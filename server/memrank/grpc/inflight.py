@@ -16,12 +16,21 @@ whole before the server sees it; twice its size, with the copy handed over).
 the process is given (the cgroup limit, else the machine's memory):
 (limit / workers - ``BASELINE_BYTES``) / ``PEAK_RATIO``, at least one maximal
 request (``server.max_message_bytes``).
+
+One connection may hold at most ``server.max_unsent_bytes_per_connection`` of
+that budget in responses it has not been sent (``Unsent``; 0, the default: a
+quarter of the budget): past it, its new calls are refused, and the other
+connections keep the rest of the budget.
 """
 
 from __future__ import annotations
 
+import logging
 import threading
+from collections.abc import Callable
 from pathlib import Path
+
+log = logging.getLogger("memrank.rpc")
 
 # Peak memory of one call over its request's wire size, rounded up from `python -m bench.memory` (a fresh server,
 # the request twice; every later call peaks no higher): 10.8 for the largest request the defaults allow by content
@@ -52,6 +61,13 @@ def auto_budget(limit: int, workers: int, max_message_bytes: int) -> int:
     """The budget ``server.max_inflight_bytes: 0`` means for a worker of ``workers`` sharing ``limit`` bytes."""
     per_worker = limit // max(workers, 1) - BASELINE_BYTES
     return max(max_message_bytes, per_worker // PEAK_RATIO)
+
+
+def unsent_cap(setting: int, budget: int) -> int:
+    """The unsent-response bytes one connection may hold: ``server.max_unsent_bytes_per_connection``, or (0) a
+    quarter of the worker's in-flight budget, so that a connection that stops reading leaves the other
+    connections three quarters of it (four such connections fill it)."""
+    return setting or max(1, budget // 4)
 
 
 def memory_needed(workers: int, budget: int) -> int:
@@ -124,3 +140,50 @@ class Hold:
             size = self.size if self._owners == 0 else 0
         if size:
             self._budget.release(size)
+
+
+class Unsent:
+    """The bytes of the responses each connection has been answered and not yet sent, by grpc peer string (one per
+    TCP connection: the client's address and port). The event loop's only (calls start and their done callbacks
+    run there): no lock.
+
+    A connection over ``cap`` has its new calls refused until enough of its responses have left (or the send
+    timeout closed it). Its calls already taken still answer, so it can pass the cap by the responses of the
+    calls it had in progress when it crossed (at most ``server.max_streams_per_connection`` - 1 of them).
+    Crossing the cap is logged once each time; each refused call is counted (``observe``, by method).
+    """
+
+    def __init__(self, cap: int, observe: Callable[[str], None] | None = None) -> None:
+        self.cap = cap
+        self._observe = observe or (lambda _method: None)
+        self._held: dict[str, int] = {}
+
+    def held(self, peer: str) -> int:
+        """Bytes of responses answered on ``peer``'s connection and not yet sent."""
+        return self._held.get(peer, 0)
+
+    def refuses(self, peer: str, method: str) -> bool:
+        """True (and counted) when ``peer``'s connection holds more than the cap: its new call is to be refused."""
+        if self._held.get(peer, 0) <= self.cap:
+            return False
+        self._observe(method)
+        return True
+
+    def add(self, peer: str, size: int) -> Callable[[object], None]:
+        """Count a response of ``size`` bytes answered on ``peer``'s connection; the callback given back uncounts it
+        (a grpc.aio done callback: the response has left, or the call ended otherwise)."""
+        before = self._held.get(peer, 0)
+        self._held[peer] = before + size
+        if before <= self.cap < before + size:
+            log.warning("rpc connection over server.max_unsent_bytes_per_connection: its new calls are refused "
+                        "until its responses leave (a client that does not read)",
+                        extra={"peer": peer, "unsent_bytes": before + size, "limit_bytes": self.cap})
+
+        def left(_context: object = None) -> None:
+            held = self._held.get(peer, 0) - size
+            if held > 0:
+                self._held[peer] = held
+            else:
+                self._held.pop(peer, None)
+
+        return left

@@ -16,8 +16,12 @@ when larger) until its response has left, not just until the handler answers: a
 client that reads no response fills the budget, and new calls are refused, before
 it can fill memory. A response still not sent ``server.response_send_timeout_seconds``
 after the handler answered has its connection closed (``cutoff``), counted and
-logged. The slot is not held meanwhile: a slot bounds handler work, and a few
-tiny calls that are never read would otherwise hold all of them for the timeout.
+logged. Before that, a connection holding more than
+``server.max_unsent_bytes_per_connection`` of responses not yet sent has its new
+calls refused with RESOURCE_EXHAUSTED (``inflight.Unsent``), so one client that
+stops reading cannot take the whole budget from the others. The slot is not held
+meanwhile: a slot bounds handler work, and a few tiny calls that are never read
+would otherwise hold all of them for the timeout.
 Once the server drains (SIGTERM), every new call is refused with UNAVAILABLE,
 which clients retry, while the calls already on the pool finish.
 """
@@ -37,7 +41,7 @@ import grpc
 
 from memrank.grpc.cutoff import SendWatch
 from memrank.grpc.errors import Draining, NoRequest, NoRoom, ReadTimedOut, Refusal, code_of, refuse
-from memrank.grpc.inflight import ByteBudget, Hold
+from memrank.grpc.inflight import ByteBudget, Hold, Unsent
 
 if TYPE_CHECKING:
     from memrank.grpc.tracing import Tracing
@@ -111,7 +115,7 @@ class Intake:
     def __init__(self, threads: int, max_concurrent: int, read_timeout: float,
                  observe: Callable[[str, str], None] | None = None, budget: ByteBudget | None = None,
                  tracing: Tracing | None = None, send_timeout: float = 10.0,
-                 observe_send_timeout: Callable[[str], None] | None = None) -> None:
+                 observe_send_timeout: Callable[[str], None] | None = None, unsent: Unsent | None = None) -> None:
         self._pool = futures.ThreadPoolExecutor(max_workers=threads, thread_name_prefix="memrank-rpc")
         self._slots = threading.BoundedSemaphore(max_concurrent)
         self._max = max_concurrent
@@ -123,6 +127,7 @@ class Intake:
         self._active_lock = threading.Lock()
         self.tracing = tracing  # on: each call in a server span, its handler run in the call's context
         self._send_watch = SendWatch(send_timeout, observe_send_timeout or (lambda _method: None))
+        self.unsent = unsent if unsent is not None else Unsent(1 << 62)
 
     def method_handler(self, method: str, handle: Handle) -> grpc.RpcMethodHandler:
         """A handler for a unary method: its request is read here, then ``handle`` runs on the pool.
@@ -138,8 +143,14 @@ class Intake:
             if not taken:
                 await self._refuse(method, context, Draining(DRAINING))
             context.add_done_callback(self._finished)
+            peer = context.peer()
+            if self.unsent.refuses(peer, method):  # before its request is read: it would only wait, in memory
+                await self._refuse(method, context, NoRoom(
+                    f"this connection has {self.unsent.held(peer)} bytes of responses not yet sent to it, over "
+                    f"server.max_unsent_bytes_per_connection ({self.unsent.cap}): read the responses of calls in "
+                    "progress, or retry later"))
             # The request bytes live only in the list the handler empties: freed once parsed.
-            return await self._run(method, handle, [await self._read(method, context)], context)
+            return await self._run(method, handle, [await self._read(method, context)], context, peer)
 
         return grpc.stream_unary_rpc_method_handler(serve if self.tracing is None
                                                     else self.tracing.server(method, serve))
@@ -210,7 +221,8 @@ class Intake:
                 f"request of {size} bytes does not fit the in-flight byte budget ({used} of {total} bytes taken "
                 "by calls in progress, server.max_inflight_bytes); retry later"))
 
-    async def _run(self, method: str, handle: Handle, data: list[bytes], context: grpc.aio.ServicerContext) -> bytes:
+    async def _run(self, method: str, handle: Handle, data: list[bytes], context: grpc.aio.ServicerContext,
+                   peer: str) -> bytes:
         size = len(data[0])
         await self._take_bytes(method, size, context)
         if not self._slots.acquire(blocking=False):
@@ -240,5 +252,6 @@ class Intake:
         finally:
             call.ended = True  # a thread still working on a call that is over stops at its next stage
         hold.grow(len(response))
+        context.add_done_callback(self.unsent.add(peer, len(response)))  # uncounted once it has left
         self._send_watch.watch(method, context)
         return response

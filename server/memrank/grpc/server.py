@@ -27,7 +27,7 @@ from memrank.core.errors import ConfigError, FieldViolation, InvalidRequest
 from memrank.grpc.accounting import Unknown, method_label
 from memrank.grpc.auth import BearerAuthInterceptor, TokenFile, open_matcher
 from memrank.grpc.errors import abort_with, code_of
-from memrank.grpc.inflight import ByteBudget, auto_budget, memory_limit, memory_needed
+from memrank.grpc.inflight import ByteBudget, Unsent, auto_budget, memory_limit, memory_needed, unsent_cap
 from memrank.grpc.intake import CallContext, Handle, Intake
 from memrank.grpc.running import Loop, Running
 from memrank.grpc.service import RankingService
@@ -62,9 +62,10 @@ def create_server(settings: Settings, registry: Registry | None = None, reuse_po
     tracing = tracing if tracing is not None else build_tracing(settings.tracing)
     service = RankingService(settings, metrics, after_reply=after_reply, tracing=tracing)
     flush.target = service.deferred
+    budget = ByteBudget(inflight_budget(s))
     intake = Intake(s.thread_pool_size, s.max_concurrent_rpcs, s.request_read_timeout_seconds, metrics.observe_call,
-                    ByteBudget(inflight_budget(s)), tracing, s.response_send_timeout_seconds,
-                    metrics.observe_send_timeout)
+                    budget, tracing, s.response_send_timeout_seconds, metrics.observe_send_timeout,
+                    Unsent(unsent_cap(s.max_unsent_bytes_per_connection, budget.total), metrics.observe_unsent_refusal))
     loop = Loop()
     try:
         running = loop.run(_start(settings, service, intake, loop, reuse_port))

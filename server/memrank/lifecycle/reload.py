@@ -62,7 +62,8 @@ class ProfileReloader:
             except ConfigError as exc:
                 self._metrics.config_reloads.labels(result="error").inc()
                 log.error("reload refused: the profiles in force keep serving",
-                          extra={"why": why, "error": str(exc), "policy_version": old.policy_version})
+                          extra={"why": why, "pid": os.getpid(), "error": str(exc),
+                                 "policy_version": old.policy_version})
                 return "error"
             # a worker's settings name its resolved worker count; the file may say 0 (auto)
             loaded = replace(new, server=replace(new.server, workers=old.server.workers)).as_dict()
@@ -73,7 +74,8 @@ class ProfileReloader:
                             extra={"why": why, "sections": ignored})
             if new.profiles == old.profiles and new.layers == old.layers:
                 self._metrics.config_reloads.labels(result="unchanged").inc()
-                log.info("reload: profiles unchanged", extra={"why": why, "policy_version": old.policy_version})
+                log.info("reload: profiles unchanged", extra={"why": why, "pid": os.getpid(),
+                                                             "policy_version": old.policy_version})
                 return "unchanged"
             applied = replace(old, profiles=new.profiles, layers=new.layers,
                               policy_version=policy_version_of(old.limits, new.layers, new.profiles))

@@ -80,6 +80,7 @@ def serve_single(settings: Settings, reuse_port: bool = False, with_metrics: boo
                                "mtls": bool(settings.security.tls_client_ca_file),
                                "auth": bool(settings.security.auth_token_file), "health_port": running.health_port,
                                "inflight_budget_bytes": running.intake.budget.total,
+                               "unsent_cap_bytes": running.intake.unsent.cap,
                                "profiles": sorted(settings.profiles), "policy_version": settings.policy_version})
     reloader = start_reloader(running, source, settings)
     stops = _handle_signals(reloader)  # before "ready": a SIGTERM any time after it drains (issue #41)

@@ -155,6 +155,19 @@ def _supervise(settings: Settings, source: SettingsSource) -> None:
         shutil.rmtree(mp_dir, ignore_errors=True)
         ports.release(holds)
         raise
+    # The signal handlers only append to a list (a handler that set a threading.Event could deadlock on its lock
+    # when a second signal came while the first was inside Event.set); the loop reads it between short sleeps,
+    # which a signal cuts short. Installed before multiprocessing runs: it lifts the hold on SIGTERM and SIGINT
+    # (signals.start_resource_tracker), and one pending would then end the supervisor with no drain.
+    got_signals: list[int] = []
+    stopping = threading.Event()  # set by the loop only (also when workers keep dying)
+
+    def on_signal(signum: int, _frame: FrameType | None) -> None:
+        got_signals.append(signum)
+
+    for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+        signal.signal(sig, on_signal)
+    signals.start_resource_tracker()
     ctx = multiprocessing.get_context("spawn")
     procs: dict[int, multiprocessing.process.BaseProcess] = {}
     started: dict[int, float] = {}
@@ -174,17 +187,6 @@ def _supervise(settings: Settings, source: SettingsSource) -> None:
         start(i)
     log.info("supervising", extra={"workers": settings.server.workers, "address": settings.server.address,
                                    "metrics_dir": mp_dir})
-    # The signal handlers only append to a list (a handler that set a threading.Event could deadlock on its lock
-    # when a second signal came while the first was inside Event.set); the loop reads it between short sleeps,
-    # which a signal cuts short.
-    got_signals: list[int] = []
-    stopping = threading.Event()  # set by the loop only (also when workers keep dying)
-
-    def on_signal(signum: int, _frame: FrameType | None) -> None:
-        got_signals.append(signum)
-
-    for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
-        signal.signal(sig, on_signal)
     signals.release()  # held since `memrank serve` began: one that came meanwhile is handled now
     serving: set[int] | None = set()  # None once "ready" is logged: every worker answered
     while not stopping.is_set():

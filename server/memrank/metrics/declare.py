@@ -118,6 +118,12 @@ class Metrics:
             "memrank_feature_memo_misses", "Rank candidates whose own features the feature memo did not hold: "
             "computed, then stored. Hit ratio: hits / (hits + misses).", registry=r,
         )
+        self.unsent_refusals = Counter(
+            "memrank_unsent_refusals", "RankingService calls refused with RESOURCE_EXHAUSTED because their connection "
+            "held more than server.max_unsent_bytes_per_connection of responses not yet sent (a client that does "
+            "not read), by method; the calls of other connections go on.",
+            ("method",), registry=r,
+        )
 
         self._requests: dict[tuple[str, str], Counter] = {}  # requests' children by (method, code), see observe_call
 
@@ -127,6 +133,10 @@ class Metrics:
             self.feature_memo_hits.inc(hits)
         if misses:
             self.feature_memo_misses.inc(misses)
+
+    def observe_unsent_refusal(self, method: str) -> None:
+        """Count one call refused because its connection holds too many responses not yet sent."""
+        self.unsent_refusals.labels(method=method).inc()
 
     def observe_send_timeout(self, method: str) -> None:
         """Count one connection closed because a response did not leave in time."""

@@ -7,6 +7,11 @@ them (``release``) once its handlers are installed: a signal that came meanwhile
 none is lost. A blocked mask is inherited across fork and exec (a handler is not), so the processes started
 while it is held (workers, decision-log writers, multiprocessing's resource tracker) run with it from their
 first instruction too; each installs its handlers (or ignores the signal) and, if it handles them, releases.
+
+The interpreter runs before that first instruction (0.1-0.6 s), so the image and the chart start memrank
+under ``env --block-signal=HUP,TERM,INT``, which blocks them before its exec (docs/operations/reliability.md,
+Start): the process then begins with them blocked, ``hold`` changes nothing and ``release`` lifts the block it
+inherited as well, delivering what came during the interpreter's start.
 """
 
 from __future__ import annotations
@@ -14,6 +19,7 @@ from __future__ import annotations
 import signal
 from collections.abc import Iterator
 from contextlib import contextmanager
+from multiprocessing import resource_tracker
 
 HELD = frozenset({signal.SIGHUP, signal.SIGTERM, signal.SIGINT})
 
@@ -36,3 +42,13 @@ def held() -> Iterator[None]:
         yield
     finally:
         signal.pthread_sigmask(signal.SIG_SETMASK, before)
+
+
+def start_resource_tracker() -> None:
+    """Start multiprocessing's resource tracker (a no-op once it runs) with the signals held, and hold them again
+    after: starting it unblocks SIGTERM and SIGINT in the calling thread, whatever the mask was before (CPython's
+    fix for bpo-33613 blocks them around the tracker's spawn, then unblocks them). Its first use (a ``Queue``,
+    a worker's start) would otherwise lift the hold before the handlers are in, and a SIGTERM that came while
+    the server loaded would end it (exit -15, issue #41), as would any until its handlers are installed."""
+    with held():
+        resource_tracker.ensure_running()

@@ -5,7 +5,16 @@ from __future__ import annotations
 
 import threading
 
-from memrank.grpc.inflight import BASELINE_BYTES, PEAK_RATIO, ByteBudget, Hold, auto_budget, memory_needed
+from memrank.grpc.inflight import (
+    BASELINE_BYTES,
+    PEAK_RATIO,
+    ByteBudget,
+    Hold,
+    Unsent,
+    auto_budget,
+    memory_needed,
+    unsent_cap,
+)
 
 
 def test_bytes_are_taken_when_they_fit_and_refused_whole_when_not() -> None:
@@ -51,3 +60,26 @@ def test_a_response_larger_than_its_request_is_held_at_its_size_even_past_the_bu
     hold.thread_done()
     hold.call_done()
     assert budget.used == 0
+
+
+def test_a_connection_is_refused_once_its_unsent_responses_pass_the_cap_and_served_once_they_leave() -> None:
+    refused: list[str] = []
+    unsent = Unsent(100, refused.append)
+    a, b = "ipv4:127.0.0.1:5001", "ipv4:127.0.0.1:5002"
+    first = unsent.add(a, 60)
+    second = unsent.add(a, 40)
+    assert unsent.held(a) == 100 and not unsent.refuses(a, "Rank")  # at the cap, not over it
+    third = unsent.add(a, 1)
+    assert unsent.refuses(a, "Rank") and not unsent.refuses(b, "Rank")  # the other connection is served
+    assert refused == ["Rank"]
+    first(None)
+    assert unsent.held(a) == 41 and not unsent.refuses(a, "Rank")
+    second(None)
+    third(None)
+    assert unsent.held(a) == 0 and unsent.refuses(a, "Rank") is False and refused == ["Rank"]
+
+
+def test_the_default_unsent_cap_is_a_quarter_of_the_budget() -> None:
+    assert unsent_cap(0, 72 << 20) == 18 << 20
+    assert unsent_cap(5_000, 72 << 20) == 5_000  # set: as set, even above the budget
+    assert unsent_cap(0, 3) == 1

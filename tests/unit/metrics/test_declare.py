@@ -41,6 +41,7 @@ FAMILIES = {
     "memrank_send_timeouts": "counter",
     "memrank_feature_memo_hits": "counter",
     "memrank_feature_memo_misses": "counter",
+    "memrank_unsent_refusals": "counter",
 }
 
 
