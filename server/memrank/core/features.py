@@ -4,12 +4,14 @@ Three rules read nothing but a memory's kind and content: ``statement`` (a closi
 ``safety.injections`` (the injection patterns) and the category rules of ``importance`` (as if the caller sent no
 importance). An agent ranks the same memories again and again (replaying a LoCoMo conversation's questions in
 order, 98.8 % of the candidates of a question were sent by an earlier one), so the runtime may pass a
-``FeatureStore`` (``ScoringContext.features``): each memory's three results, packed in one int, under a digest of
-everything they depend on::
+``FeatureStore`` (``pipeline.rank``'s ``features``): each memory's three results, packed in one int, under a
+digest of everything they depend on::
 
     key = BLAKE2b-128(RULES_VERSION || kind || 0x00 || content as UTF-8)
 
-A memory found there is a lookup; the others are computed as a batch of their own by the same rules and stored.
+The pipeline looks a batch's memories up once (the signals read the result from the batch's memo,
+``signals.base.own_features``). A memory found there is a lookup; the others are computed as a batch of their
+own by the same rules and stored.
 Each result is a function of the key's inputs alone, so no response depends on what an earlier call stored
 (tests/unit/core/test_features.py replays calls cold, warm and without a store, byte for byte). Change any of
 the three rules and bump ``RULES_VERSION``: old entries then miss.
@@ -25,6 +27,8 @@ from typing import Protocol
 import numpy as np
 
 from memrank.core.batch import Batch
+from memrank.core.signals import importance, safety, statement
+from memrank.core.signals.base import OWN_FEATURES
 
 RULES_VERSION = b"memrank.features.1\0"
 _STATEMENT, _INJECTION, _HOW, _RULE, _DETAIL = 0, 1, 4, 7, 10  # bit offsets of the packed fields
@@ -61,8 +65,6 @@ def keys(batch: Batch) -> list[bytes]:
 
 def _computed(batch: Batch) -> np.ndarray:
     """Every memory's features by the rules themselves, packed (one int64 each)."""
-    from memrank.core.signals import importance, safety, statement  # they read this module: imported on a miss
-
     everyone = np.ones(batch.n, dtype=bool)
     names = list(safety.INJECTION_PATTERNS)
     injection = np.full(batch.n, -1, dtype=np.int64)
@@ -95,5 +97,5 @@ def memory_features(batch: Batch, store: FeatureStore) -> MemoryFeatures:
             store.store([digests[i] for i in missed], fresh.tolist())
         return _unpacked(packed)
 
-    features: MemoryFeatures = batch.memo.get("memory features", build)
+    features: MemoryFeatures = batch.memo.get(OWN_FEATURES, build)
     return features

@@ -11,7 +11,7 @@ from memrank.core.batch import Batch, LayerSpec, RankParams
 from memrank.core.errors import FieldViolation, InvalidRequest, UnknownProfile
 from memrank.core.explain.outcome import RankOutcome, ShadowResult, StageRecord
 from memrank.core.explain.shadow import kendall_tau_b, overlap_at_k
-from memrank.core.features import FeatureStore
+from memrank.core.features import FeatureStore, memory_features
 from memrank.core.profile import Profile
 from memrank.core.reasons import Lazy
 from memrank.core.scoring.combine import score
@@ -83,7 +83,9 @@ def rank(
     of memories' own features, ``core.features``; it changes no result, only what is recomputed)."""
     profile = _request_threshold(apply_overrides(resolve_profile(profiles, params.profile), params.weight_overrides),
                                  params)
-    ctx = ScoringContext(params.query, params.reference_time, params.explicit_lookup, provenance_key, features)
+    if features is not None:  # kept in the batch's memo, where the signals read them (``signals.base.own_features``)
+        memory_features(batch, features)
+    ctx = ScoringContext(params.query, params.reference_time, params.explicit_lookup, provenance_key)
     outcome = _rank_with(profile, batch, params, params.layers or default_layers, ctx)
     if not params.shadow_profile:
         return outcome

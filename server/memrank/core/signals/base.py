@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
 from memrank.core.batch import Batch
-from memrank.core.features import FeatureStore
 from memrank.core.profile import Profile
 from memrank.core.reasons import Same
 
@@ -16,6 +16,16 @@ from memrank.core.reasons import Same
 # the column-wise passes cost a few dozen to ~150 numpy calls whatever the batch size. Each use names what
 # reading column-wise instead costs at 1 x 384 (``python -m bench.instructions``, the only bench size <= 8).
 SMALL_BATCH = 8
+
+# The batch's memo key of its memories' own features when the runtime lent a store (``core.features``).
+OWN_FEATURES = "memory features"
+
+
+def own_features(batch: Batch) -> Any:
+    """The ``core.features.MemoryFeatures`` the pipeline looked up for this batch, None without a store (the
+    signals then apply their rules themselves: the same values)."""
+    return batch.memo.peek(OWN_FEATURES)
+
 
 # Per candidate, a tuple of reason strings; usually a lazy ``core.reasons`` column.
 Reasons = Sequence[tuple[str, ...]]
@@ -29,7 +39,6 @@ class ScoringContext:
     reference_time: float  # epoch seconds
     explicit_lookup: bool = False
     provenance_key: bytes | None = None  # HMAC key proving privileged sources
-    features: FeatureStore | None = None  # the runtime's store of memories' own features (``core.features``)
 
 
 @dataclass(frozen=True)

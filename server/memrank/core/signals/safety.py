@@ -19,10 +19,9 @@ from types import MappingProxyType
 import numpy as np
 
 from memrank.core.batch import Batch
-from memrank.core.features import memory_features
 from memrank.core.profile import Profile
 from memrank.core.reasons import Lazy
-from memrank.core.signals.base import SMALL_BATCH, RawSignal, ScoringContext
+from memrank.core.signals.base import SMALL_BATCH, RawSignal, ScoringContext, own_features
 from memrank.core.text.buffers import short_ascii, token_index
 from memrank.core.text.hashing import word_table
 from memrank.core.text.index import WordIndex
@@ -121,10 +120,11 @@ def safety(batch: Batch, ctx: ScoringContext, profile: Profile, population: np.n
     """1 safe, 0.5 review needed, 0 blocked status or injection-like content."""
     status = batch.safety
     blocked = (status == Safety.UNSAFE) | (status == Safety.QUARANTINED) | (status == Safety.PENDING)
-    if ctx.features is None:
+    own = own_features(batch)
+    if own is None:
         found = injections(batch, ~blocked)
     else:  # the same matches, of every memory, from the runtime's store (``core.features``)
-        pattern = memory_features(batch, ctx.features).injection
+        pattern = own.injection
         names, codes = list(INJECTION_PATTERNS), pattern.tolist()
         found = {i: names[codes[i]] for i in np.flatnonzero((pattern >= 0) & ~blocked).tolist()}
     values = np.where(status == Safety.REVIEW_NEEDED, 0.5, 1.0)

@@ -19,10 +19,9 @@ from collections.abc import Sequence
 import numpy as np
 
 from memrank.core.batch import Batch
-from memrank.core.features import memory_features
 from memrank.core.profile import Profile
 from memrank.core.reasons import Table
-from memrank.core.signals.base import RawSignal, ScoringContext
+from memrank.core.signals.base import RawSignal, ScoringContext, own_features
 
 QUESTION_MARKS = ("?", "\uff1f", "\u061f")
 _REASONS = (("ends with a question mark: asks rather than answers",), ("a statement (no closing question mark)",))
@@ -35,5 +34,6 @@ def codes(contents: Sequence[str]) -> list[int]:
 
 def statement(batch: Batch, ctx: ScoringContext, profile: Profile, population: np.ndarray) -> RawSignal:
     """0 for a memory ending with a question mark, else 1."""
-    found = codes(batch.contents) if ctx.features is None else memory_features(batch, ctx.features).statement.tolist()
+    own = own_features(batch)
+    found = codes(batch.contents) if own is None else own.statement.tolist()
     return RawSignal(np.asarray(found, dtype=np.float64), Table(found, _REASONS))
