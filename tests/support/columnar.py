@@ -7,6 +7,7 @@ import math
 import struct
 
 from memrank._gen.v1 import ranking_pb2 as pb
+from memrank.core.batch import CandidateInput
 
 TIMES = ("created_at", "last_accessed_at", "event_time", "ingested_at", "valid_from", "valid_to")
 TEXTS = {"layer": "layers", "kind": "kinds", "content": "contents", "provenance": "provenance",
@@ -75,3 +76,19 @@ def column_path(path: str) -> str:
     names = {"id": "ids", "retrieval_score": "retrieval_scores", "access_count": "access_counts",
              "token_count": "token_counts", "source": "sources", "position": "positions", **TEXTS}
     return f"columns.{names.get(field, field)}[{index}]" + (f"[{key}" if key else "")
+
+
+def candidate_row(c: pb.Candidate) -> CandidateInput:
+    """One proto Candidate as a row, field by field (the slow reader ``CandidateColumns`` is compared with)."""
+    def stamp(name: str) -> float | None:
+        t = getattr(c, name)
+        return t.seconds + t.nanos / 1e9 if c.HasField(name) else None
+
+    return CandidateInput(
+        id=c.id, layer=c.layer, kind=c.kind, content=c.content, retrieval_score=c.retrieval_score,
+        facet_scores=dict(c.facet_scores), importance=c.importance if c.HasField("importance") else None,
+        access_count=c.access_count, token_count=c.token_count, source=c.source, provenance=c.provenance,
+        safety=c.safety, embedding=tuple(c.embedding), stage_scores=dict(c.stage_scores),
+        metadata=dict(c.metadata), thread=c.thread, position=c.position if c.HasField("position") else None,
+        speaker=c.speaker, **{name: stamp(name) for name in TIMES},
+    )

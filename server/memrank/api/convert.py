@@ -31,25 +31,8 @@ def seconds_to_ts(seconds: float) -> Timestamp:
     return Timestamp(seconds=whole, nanos=nanos)
 
 
-def _opt_time(c: pb.Candidate, name: str) -> float | None:
-    return ts_to_seconds(getattr(c, name)) if c.HasField(name) else None
-
-
-def candidate_to_domain(c: pb.Candidate) -> CandidateInput:
-    """One proto Candidate as a row."""
-    times = {name: _opt_time(c, name) for name in TIME_FIELDS}
-    return CandidateInput(
-        id=c.id, layer=c.layer, kind=c.kind, content=c.content, retrieval_score=c.retrieval_score,
-        facet_scores=dict(c.facet_scores), importance=c.importance if c.HasField("importance") else None,
-        access_count=c.access_count, token_count=c.token_count, source=c.source, provenance=c.provenance,
-        safety=c.safety, embedding=tuple(c.embedding), stage_scores=dict(c.stage_scores),
-        metadata=dict(c.metadata), thread=c.thread, position=c.position if c.HasField("position") else None,
-        speaker=c.speaker, **times,
-    )
-
-
 def candidate_to_proto(row: CandidateInput) -> pb.Candidate:
-    """A row as a proto Candidate (the inverse of candidate_to_domain)."""
+    """A row as a proto Candidate (its inverse, the tests' slow reader, is ``tests.support.reference``'s)."""
     c = pb.Candidate(
         id=row.id, layer=row.layer, kind=row.kind, content=row.content, retrieval_score=row.retrieval_score,
         facet_scores=dict(row.facet_scores), access_count=row.access_count, token_count=row.token_count,

@@ -157,7 +157,7 @@ class CandidateColumns:
 
     paths = PER_CANDIDATE
 
-    def __init__(self, cands: Sequence[pb.Candidate], packed: bytes = b"", dim: int = 0,
+    def __init__(self, cands: Sequence[pb.Candidate], packed: bytes | memoryview = b"", dim: int = 0,
                  paths: Paths = PER_CANDIDATE) -> None:
         self.cands = list(cands)  # one wrapper per candidate, reused by every column
         self.n = len(self.cands)
@@ -171,7 +171,7 @@ class CandidateColumns:
     source, safety = _field("source"), _field("safety")
 
     @staticmethod
-    def of(req: pb.RankRequest, packed: bytes | None = None) -> CandidateColumns:
+    def of(req: pb.RankRequest, packed: bytes | memoryview | None = None) -> CandidateColumns:
         """The columns of a request in either form, its packed embeddings included (``packed``: the
         embeddings_f32 bytes when the runtime split them off the wire, else the request's own)."""
         data = req.embeddings_f32 if packed is None else packed
@@ -306,7 +306,7 @@ class CandidateColumns:
         return out
 
     def to_batch(self) -> Batch:
-        """The columns as a core Batch (equal to batch_from_rows of candidate_to_domain)."""
+        """The columns as a core Batch (equal to batch_from_rows of the rows, one per candidate)."""
         metadata: list[Mapping[str, str]] = [_NO_METADATA] * self.n
         for i, entries in self.metadata:
             metadata[i] = MappingProxyType(entries)
@@ -347,7 +347,7 @@ class ColumnarCandidates(CandidateColumns):
     once, whole (a repeated scalar field converts in C). Its shape (every column empty or one value per id)
     is ``validate``'s first rule, checked before any column here is read."""
 
-    def __init__(self, columns: pb.CandidateColumns, packed: bytes = b"", dim: int = 0) -> None:
+    def __init__(self, columns: pb.CandidateColumns, packed: bytes | memoryview = b"", dim: int = 0) -> None:
         super().__init__((), packed, dim, COLUMNAR)
         self.message = columns
         self.n = len(columns.ids)

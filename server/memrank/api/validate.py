@@ -233,8 +233,8 @@ def retrieval_range(req: pb.RankRequest, profiles: Mapping[str, Profile] | None)
     return UNIT
 
 
-def validate_admission_request(req: pb.ScoreAdmissionRequest, limits: Limits) -> None:
-    """Raise InvalidRequest when the admission request is malformed."""
+def validate_admission_request(req: pb.ScoreAdmissionRequest, limits: Limits) -> CandidateColumns:
+    """Raise InvalidRequest when the admission request is malformed; else the candidate's columns."""
     if not req.HasField("candidate"):
         raise InvalidRequest([FieldViolation("candidate", "required")])
     violations = []
@@ -242,6 +242,8 @@ def validate_admission_request(req: pb.ScoreAdmissionRequest, limits: Limits) ->
         violations.append(FieldViolation("request_id", f"at most {MAX_REQUEST_ID_BYTES} bytes"))
     if req.HasField("reference_time"):
         violations.extend(_check_time("reference_time", req.reference_time))
-    violations += candidate_violations(CandidateColumns([req.candidate], paths=Paths("candidate")), limits)
+    cols = CandidateColumns([req.candidate], paths=Paths("candidate"))
+    violations += candidate_violations(cols, limits)
     if violations:
         raise InvalidRequest(violations[:MAX_VIOLATIONS])
+    return cols

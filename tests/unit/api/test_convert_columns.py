@@ -10,12 +10,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from memrank._gen.v1 import ranking_pb2 as pb
-from memrank.api.convert import candidate_to_domain, candidate_to_proto, request_to_domain
+from memrank.api.convert import candidate_to_proto, request_to_domain
 from memrank.api.request_columns import CandidateColumns
 from memrank.api.validate import _check_request, validate_rank_request
 from memrank.config import load_settings
 from memrank.core.batch import CandidateInput, batch_from_rows
 from memrank.core.errors import InvalidRequest
+from tests.support.columnar import candidate_row
 from tests.unit.api.test_convert import rows
 
 LIMITS = load_settings(env={}).limits
@@ -36,7 +37,7 @@ def _same_dim(batch_rows: list[CandidateInput], dim: int) -> list[CandidateInput
 def test_columns_equal_the_row_path(batch_rows: list[CandidateInput], dim: int) -> None:
     cands = [candidate_to_proto(r) for r in _same_dim(batch_rows, dim)]
     fast = CandidateColumns(cands).to_batch()
-    slow = batch_from_rows([candidate_to_domain(c) for c in cands])
+    slow = batch_from_rows([candidate_row(c) for c in cands])
     for f in fields(fast):
         if not f.compare:  # the memo: saved work, never an input
             continue
