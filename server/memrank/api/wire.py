@@ -22,7 +22,8 @@ from memrank.api.call import RankInput
 _MAX_DEPTH = 16  # memrank's messages nest three deep; a hostile payload cannot recurse further
 
 
-def _varint(data: bytes, at: int) -> tuple[int, int]:
+def varint(data: bytes, at: int) -> tuple[int, int]:
+    """The varint at ``at`` and where it ends; ValueError if it is cut short or longer than 64 bits."""
     value, shift = 0, 0
     while True:
         if at >= len(data) or shift > 63:
@@ -35,20 +36,20 @@ def _varint(data: bytes, at: int) -> tuple[int, int]:
         shift += 7
 
 
-def _spans(data: bytes) -> Iterator[tuple[int, int, int, int, int]]:
+def spans(data: bytes) -> Iterator[tuple[int, int, int, int, int]]:
     """(field number, wire type, where its key starts, where its payload starts, where it ends) of each field of
     ``data``, in order; ValueError where the bytes stop being protobuf's wire format."""
     at = 0
     while at < len(data):
         start = at
-        key, at = _varint(data, at)
+        key, at = varint(data, at)
         number, wire = key >> 3, key & 7
         if wire == 0:
-            body, at = at, _varint(data, at)[1]
+            body, at = at, varint(data, at)[1]
         elif wire in (1, 5):
             body, at = at, at + (8 if wire == 1 else 4)
         elif wire == 2:
-            size, body = _varint(data, at)
+            size, body = varint(data, at)
             at = body + size
         else:
             raise ValueError(f"wire type {wire}")
@@ -59,7 +60,7 @@ def _spans(data: bytes) -> Iterator[tuple[int, int, int, int, int]]:
 
 def _fields(data: bytes) -> list[tuple[int, int, bytes | None]]:
     """(field number, wire type, payload of a length-delimited field or None) of each field in order."""
-    return [(number, wire, data[body:end] if wire == 2 else None) for number, wire, _, body, end in _spans(data)]
+    return [(number, wire, data[body:end] if wire == 2 else None) for number, wire, _, body, end in spans(data)]
 
 
 def _decodes(raw: bytes) -> bool:
@@ -128,7 +129,7 @@ def split_embeddings(data: bytes) -> tuple[bytes, memoryview] | None:
     of the request bytes, never copied.
     """
     try:
-        found = [(start, body, end) for number, wire, start, body, end in _spans(data)
+        found = [(start, body, end) for number, wire, start, body, end in spans(data)
                  if number == _EMBEDDINGS and wire == 2]
     except ValueError:
         return None
