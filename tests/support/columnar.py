@@ -7,6 +7,7 @@ import math
 import struct
 
 from memrank._gen.v1 import ranking_pb2 as pb
+from memrank.api.convert import seconds_to_ts
 from memrank.core.batch import CandidateInput
 
 TIMES = ("created_at", "last_accessed_at", "event_time", "ingested_at", "valid_from", "valid_to")
@@ -92,3 +93,23 @@ def candidate_row(c: pb.Candidate) -> CandidateInput:
         metadata=dict(c.metadata), thread=c.thread, position=c.position if c.HasField("position") else None,
         speaker=c.speaker, **{name: stamp(name) for name in TIMES},
     )
+
+
+def candidate_message(row: CandidateInput) -> pb.Candidate:
+    """A row as a proto Candidate (``candidate_row``'s inverse; the bench builds its requests with it too)."""
+    c = pb.Candidate(
+        id=row.id, layer=row.layer, kind=row.kind, content=row.content, retrieval_score=row.retrieval_score,
+        facet_scores=dict(row.facet_scores), access_count=row.access_count, token_count=row.token_count,
+        source=pb.Source.ValueType(row.source), provenance=row.provenance,
+        safety=pb.SafetyStatus.ValueType(row.safety), embedding=list(row.embedding),
+        stage_scores=dict(row.stage_scores), metadata=dict(row.metadata), thread=row.thread, speaker=row.speaker,
+    )
+    if row.importance is not None:
+        c.importance = row.importance
+    if row.position is not None:
+        c.position = row.position
+    for name in TIMES:
+        value = getattr(row, name)
+        if value is not None:
+            getattr(c, name).CopyFrom(seconds_to_ts(value))
+    return c

@@ -19,12 +19,13 @@ see one shape; ``paths`` says how a violation names a row's field in the form it
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from functools import cached_property
 from itertools import compress
 from operator import attrgetter
 from types import MappingProxyType
-from typing import Any, Generic, TypeVar, overload
+from typing import Any
 
 import numpy as np
 
@@ -33,33 +34,6 @@ from memrank.core.batch import Batch
 
 TIME_FIELDS = ("created_at", "last_accessed_at", "event_time", "ingested_at", "valid_from", "valid_to")
 _NO_METADATA: Mapping[str, str] = MappingProxyType({})
-T = TypeVar("T")
-
-
-class _once(Generic[T]):
-    """``functools.cached_property`` without its lock: Python 3.11's takes an RLock on every first read (a few
-    thousand instructions a column, most of a column's cost at one candidate). A column is computed once, on
-    first read, into the instance's ``__dict__``, which later reads find first (a non-data descriptor)."""
-
-    def __init__(self, fn: Callable[[Any], T]) -> None:
-        self.fn = fn
-        self.name = fn.__name__
-
-    def __set_name__(self, owner: type, name: str) -> None:
-        self.name = name
-
-    @overload
-    def __get__(self, obj: None, owner: type | None = None) -> _once[T]: ...
-
-    @overload
-    def __get__(self, obj: object, owner: type | None = None) -> T: ...
-
-    def __get__(self, obj: object | None, owner: type | None = None) -> T | _once[T]:
-        if obj is None:
-            return self
-        value = obj.__dict__[self.name] = self.fn(obj)
-        return value
-
 
 
 def _nans(shape: int | tuple[int, int]) -> np.ndarray:
@@ -141,12 +115,12 @@ class MapRow:
     metadata: dict[str, str]
 
 
-def _field(name: str) -> _once[list[Any]]:
+def _field(name: str) -> cached_property[list[Any]]:
     """A scalar Candidate field of every candidate, in order (``attrgetter`` over the wrappers: no Python frame
     per candidate)."""
     def read(self: CandidateColumns) -> list[Any]:
         return list(map(attrgetter(name), self.cands))
-    return _once(read)
+    return cached_property(read)
 
 
 class CandidateColumns:
@@ -179,20 +153,20 @@ class CandidateColumns:
             return ColumnarCandidates(req.columns, data, req.embedding_dim)
         return CandidateColumns(req.candidates, data, req.embedding_dim)
 
-    @_once
+    @cached_property
     def retrieval(self) -> np.ndarray:
         return np.array([c.retrieval_score for c in self.cands], dtype=np.float64)
 
-    @_once
+    @cached_property
     def importance_set(self) -> list[bool]:
         return ["importance" in c for c in self.cands]
 
-    @_once
+    @cached_property
     def importance_values(self) -> np.ndarray:
         """The importance of the candidates that set one, in candidate order."""
         return np.array([c.importance for c in compress(self.cands, self.importance_set)], dtype=np.float64)
 
-    @_once
+    @cached_property
     def importance(self) -> np.ndarray:
         """Float64 importance, NaN where unset."""
         out = _nans(self.n)
@@ -200,16 +174,16 @@ class CandidateColumns:
             out[np.array(self.importance_set, dtype=bool)] = self.importance_values
         return out
 
-    @_once
+    @cached_property
     def position_set(self) -> list[bool]:
         return ["position" in c for c in self.cands]
 
-    @_once
+    @cached_property
     def position_values(self) -> np.ndarray:
         """The int64 position of the candidates that set one, in candidate order (exact, for validation)."""
         return np.array([c.position for c in compress(self.cands, self.position_set)], dtype=np.int64)
 
-    @_once
+    @cached_property
     def positions(self) -> np.ndarray:
         """Float64 positions, NaN where unset (exact for the valid range, [0, 2^53])."""
         out = _nans(self.n)
@@ -217,7 +191,7 @@ class CandidateColumns:
             out[np.array(self.position_set, dtype=bool)] = self.position_values
         return out
 
-    @_once
+    @cached_property
     def times(self) -> dict[str, TimeColumn | None]:
         """Every Timestamp field; None for a field no candidate sets."""
         return {name: self._time(name) for name in TIME_FIELDS}
@@ -236,12 +210,12 @@ class CandidateColumns:
         nanos[mask] = [t.nanos for t in stamps]
         return TimeColumn(mask, seconds, nanos)
 
-    @_once
+    @cached_property
     def facets(self) -> dict[str, ScoreColumn]:
         """Candidate.facet_scores, one column per name set by any candidate (sorted)."""
         return self._scores("facet_scores")
 
-    @_once
+    @cached_property
     def stages(self) -> dict[str, ScoreColumn]:
         """Candidate.stage_scores, one column per name set by any candidate (sorted)."""
         return self._scores("stage_scores")
@@ -256,22 +230,22 @@ class CandidateColumns:
                 columns[k].values[i] = v
         return columns
 
-    @_once
+    @cached_property
     def metadata(self) -> list[tuple[int, dict[str, str]]]:
         """(row, Candidate.metadata) of the candidates that have any."""
         return [(r.index, r.metadata) for r in self.maps if r.metadata]
 
-    @_once
+    @cached_property
     def maps(self) -> list[MapRow]:
         """The map fields of the candidates that have any (most have none: one length test each)."""
         return [MapRow(i, dict(c.facet_scores), dict(c.stage_scores), dict(c.metadata))
                 for i, c in enumerate(self.cands) if len(c.facet_scores) or len(c.stage_scores) or len(c.metadata)]
 
-    @_once
+    @cached_property
     def embedding_lengths(self) -> list[int]:
         return [len(c.embedding) for c in self.cands]
 
-    @_once
+    @cached_property
     def embeddings(self) -> np.ndarray | None:
         """Float32 (n, dim): the packed matrix viewed in place, else the candidates' embeddings (zero rows
         where one is missing), or None when no candidate has one."""
@@ -289,7 +263,7 @@ class CandidateColumns:
         return [i for i, c in enumerate(self.cands)
                 if 0 < lengths[i] <= limit and not np.isfinite(np.asarray(c.embedding, dtype=np.float64)).all()]
 
-    @_once
+    @cached_property
     def row_embeddings(self) -> np.ndarray | None:
         """The candidates' own embeddings (packed ones aside) as ``embeddings`` describes them."""
         lengths = self.embedding_lengths
@@ -334,12 +308,12 @@ class CandidateColumns:
         )
 
 
-def _column(name: str, default: object) -> _once[list[Any]]:
+def _column(name: str, default: object) -> cached_property[list[Any]]:
     """A column of CandidateColumns (the message) as a list: its values, or ``default`` for every row when empty."""
     def read(self: ColumnarCandidates) -> list[Any]:
         column = getattr(self.message, name)
         return list(column) if len(column) else [default] * self.n
-    return _once(read)
+    return cached_property(read)
 
 
 class ColumnarCandidates(CandidateColumns):
@@ -358,25 +332,25 @@ class ColumnarCandidates(CandidateColumns):
     access_count, token_count = _column("access_counts", 0), _column("token_counts", 0)
     source, safety = _column("sources", 0), _column("safety", 0)
 
-    @_once
+    @cached_property
     def retrieval(self) -> np.ndarray:
         values = self.message.retrieval_scores
         return np.array(values, dtype=np.float64) if len(values) else np.zeros(self.n)
 
-    @_once
+    @cached_property
     def importance_set(self) -> list[bool]:
         return _present(self.message.importance, self.message.importance_present, self.n)
 
-    @_once
+    @cached_property
     def importance_values(self) -> np.ndarray:
         values = np.array(self.message.importance, dtype=np.float64)
         return values[np.array(self.importance_set, dtype=bool)] if len(values) else values
 
-    @_once
+    @cached_property
     def position_set(self) -> list[bool]:
         return _present(self.message.positions, self.message.positions_present, self.n)
 
-    @_once
+    @cached_property
     def position_values(self) -> np.ndarray:
         values = np.array(self.message.positions, dtype=np.int64)
         return values[np.array(self.position_set, dtype=bool)] if len(values) else values
@@ -401,15 +375,15 @@ class ColumnarCandidates(CandidateColumns):
         return {key: ScoreColumn(present[:, j].copy(), matrix[:, j].copy())
                 for key, j in sorted((key, j) for j, key in enumerate(names)) if present[:, j].any()}
 
-    @_once
+    @cached_property
     def metadata(self) -> list[tuple[int, dict[str, str]]]:
         return [(i, dict(row.entries)) for i, row in enumerate(self.message.metadata) if len(row.entries)]
 
-    @_once
+    @cached_property
     def embedding_lengths(self) -> list[int]:
         return [0] * self.n  # the columnar form's embeddings are the packed matrix only
 
-    @_once
+    @cached_property
     def row_embeddings(self) -> np.ndarray | None:
         return None
 
