@@ -1,20 +1,10 @@
-"""A RankRequest's candidate fields read once, one column at a time, shared by validation and conversion.
+"""A RankRequest's candidates read once, a column at a time, in either form: what validation's rules
+(``candidate_rules``) and the conversion to a core ``Batch`` both read.
 
-Reading a field of a upb message costs a Python-level operation per
-candidate, so every field is read by one list comprehension over one list of
-candidate wrappers, at most once per request: validation's rules
-and the proto -> Batch conversion take their columns from the same
-``CandidateColumns`` (``validate_rank_request`` returns it and
-``request_to_domain`` reuses it). Optional fields cost one presence pass
-(``name in message``, protobuf's ``Message.__contains__``: ``HasField`` without
-the bound-method call, about half the cost) and values are read only where
-set; maps are read only for the candidates that have any; the embedding matrix
-is built once (or, packed, viewed in place).
-
-A request sends its candidates in one of two forms: ``candidates`` (a message each) or ``columns`` (a
-repeated field per Candidate field). ``CandidateColumns.of`` reads either into the same columns
-(``CandidateColumns`` the first, ``ColumnarCandidates`` the second), so every rule and the conversion
-see one shape; ``paths`` says how a violation names a row's field in the form it came in.
+``CandidateColumns`` reads the per-candidate form (``candidates``: each field by one pass over the
+candidate wrappers; optional fields by one presence pass, their values only where set; maps only for the
+candidates that have any); ``ColumnarCandidates`` the columnar form (``columns``: each column whole, in C).
+Every column is read on first use and kept; ``paths`` names a row's field in the form it came in.
 """
 
 from __future__ import annotations
@@ -43,6 +33,12 @@ def _nans(shape: int | tuple[int, int]) -> np.ndarray:
     return out
 
 
+def _spread(present: list[bool], values: np.ndarray, n: int) -> np.ndarray:
+    """Float64 (n,): ``values`` (those of the set rows) where ``present``, NaN elsewhere."""
+    out = _nans(n)
+    if len(values):
+        out[np.array(present, dtype=bool)] = values
+    return out
 
 
 @dataclass(frozen=True)
@@ -169,10 +165,7 @@ class CandidateColumns:
     @cached_property
     def importance(self) -> np.ndarray:
         """Float64 importance, NaN where unset."""
-        out = _nans(self.n)
-        if len(self.importance_values):
-            out[np.array(self.importance_set, dtype=bool)] = self.importance_values
-        return out
+        return _spread(self.importance_set, self.importance_values, self.n)
 
     @cached_property
     def position_set(self) -> list[bool]:
@@ -186,10 +179,7 @@ class CandidateColumns:
     @cached_property
     def positions(self) -> np.ndarray:
         """Float64 positions, NaN where unset (exact for the valid range, [0, 2^53])."""
-        out = _nans(self.n)
-        if len(self.position_values):
-            out[np.array(self.position_set, dtype=bool)] = self.position_values
-        return out
+        return _spread(self.position_set, self.position_values, self.n)
 
     @cached_property
     def times(self) -> dict[str, TimeColumn | None]:

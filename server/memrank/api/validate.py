@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterator, Mapping
+from itertools import islice
 
 import numpy as np
 from google.protobuf.timestamp_pb2 import Timestamp
@@ -34,16 +35,12 @@ from memrank.core.profile import SHARE_RANGE, THRESHOLD_RANGE, WEIGHT_RANGE, Pro
 
 
 def _within(value: float, bounds: tuple[float, float]) -> bool:
-    return _finite(value) and bounds[0] <= value <= bounds[1]
+    return math.isfinite(value) and bounds[0] <= value <= bounds[1]
 
 
 def _range(bounds: tuple[float, float]) -> str:
     """[0, 1] as the error says it (whole numbers without .0)."""
     return "[" + ", ".join(f"{b:g}" for b in bounds) + "]"
-
-
-def _finite(x: float) -> bool:
-    return math.isfinite(x)
 
 
 def _check_time(path: str, ts: Timestamp) -> Iterator[FieldViolation]:
@@ -71,9 +68,9 @@ def _check_layers(req: pb.RankRequest, limits: Limits) -> Iterator[FieldViolatio
         elif layer.name in names:
             yield FieldViolation(f"{p}.name", f"duplicate layer {layer.name!r}")
         names.add(layer.name)
-        if not _finite(layer.share) or layer.share < 0:
+        if not math.isfinite(layer.share) or layer.share < 0:
             yield FieldViolation(f"{p}.share", f"must be finite and >= 0, got {layer.share}")
-        if layer.HasField("min_score") and (not _finite(layer.min_score) or not 0 <= layer.min_score <= 1):
+        if layer.HasField("min_score") and (not math.isfinite(layer.min_score) or not 0 <= layer.min_score <= 1):
             yield FieldViolation(f"{p}.min_score", f"must be in [0, 1], got {layer.min_score}")
 
 
@@ -182,12 +179,7 @@ def _check_packed(cols: CandidateColumns, limits: Limits) -> Iterator[FieldViola
 
 
 def _first(violations: Iterator[FieldViolation]) -> list[FieldViolation]:
-    out = []
-    for v in violations:
-        out.append(v)
-        if len(out) >= MAX_VIOLATIONS:
-            break
-    return out
+    return list(islice(violations, MAX_VIOLATIONS))
 
 
 def validate_rank_request(req: pb.RankRequest, limits: Limits, cols: CandidateColumns | None = None,
