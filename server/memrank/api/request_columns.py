@@ -101,16 +101,6 @@ COLUMN_TOTALS = {"facet_scores": "facet_names", "stage_scores": "stage_names"}
 PER_CANDIDATE, COLUMNAR = Paths("candidates"), Paths("columns", columnar=True)
 
 
-@dataclass(frozen=True)
-class MapRow:
-    """The map fields of one candidate that has at least one non-empty map."""
-
-    index: int
-    facet_scores: dict[str, float]
-    stage_scores: dict[str, float]
-    metadata: dict[str, str]
-
-
 def _field(name: str) -> cached_property[list[Any]]:
     """A scalar Candidate field of every candidate, in order (``attrgetter`` over the wrappers: no Python frame
     per candidate)."""
@@ -211,7 +201,7 @@ class CandidateColumns:
         return self._scores("stage_scores")
 
     def _scores(self, name: str) -> dict[str, ScoreColumn]:
-        rows = [(r.index, m) for r in self.maps if (m := getattr(r, name))]
+        rows = [(i, dict(m)) for i, c in enumerate(self.cands) if len(m := getattr(c, name))]
         columns = {key: ScoreColumn(np.zeros(self.n, dtype=bool), _nans(self.n))
                    for key in sorted({k for _, m in rows for k in m})}
         for i, m in rows:
@@ -223,13 +213,7 @@ class CandidateColumns:
     @cached_property
     def metadata(self) -> list[tuple[int, dict[str, str]]]:
         """(row, Candidate.metadata) of the candidates that have any."""
-        return [(r.index, r.metadata) for r in self.maps if r.metadata]
-
-    @cached_property
-    def maps(self) -> list[MapRow]:
-        """The map fields of the candidates that have any (most have none: one length test each)."""
-        return [MapRow(i, dict(c.facet_scores), dict(c.stage_scores), dict(c.metadata))
-                for i, c in enumerate(self.cands) if len(c.facet_scores) or len(c.stage_scores) or len(c.metadata)]
+        return [(i, dict(c.metadata)) for i, c in enumerate(self.cands) if len(c.metadata)]
 
     @cached_property
     def embedding_lengths(self) -> list[int]:
