@@ -72,15 +72,15 @@ class Spec:
 
 _GO, _TS, _JAVA = ROOT / "clients" / "go", ROOT / "clients" / "typescript", ROOT / "clients" / "java"
 _TMP = Path(os.environ.get("TMPDIR", "/tmp"))
-_JAVA_CP = _TMP / "memrank-e2e-java.cp"
 DRIVERS: dict[str, Spec] = {
     "go": Spec(build=(("go", "build", "-o", str(_TMP / "memrank-e2e-go"), "./bench"),),
                run=lambda: [str(_TMP / "memrank-e2e-go")], cwd=_GO, needs="go"),
     "ts": Spec(build=(("npm", "run", "--silent", "build"),), run=lambda: ["node", "dist/bench/e2e.js"], cwd=_TS,
                needs="node"),
-    "java": Spec(build=(("mvn", "-q", "-DskipTests", "test-compile", "dependency:build-classpath",
-                         f"-Dmdep.outputFile={_JAVA_CP}"),),
-                 run=lambda: ["java", "-cp", f"target/classes:target/test-classes:{_JAVA_CP.read_text().strip()}",
+    "java": Spec(build=(("mvn", "-o", "-B", "-q", "test-compile", "dependency:build-classpath",
+                         "-Dmdep.outputFile=target/classpath.txt", "-Dmdep.includeScope=runtime"),),
+                 run=lambda: ["java", "-cp", "target/classes:target/test-classes:"
+                              + (_JAVA / "target" / "classpath.txt").read_text().strip(),
                               "dev.memrank.client.bench.E2e"], cwd=_JAVA, needs="mvn"),
 }
 
