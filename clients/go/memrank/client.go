@@ -27,9 +27,9 @@ const (
 	DefaultConcurrency = 32
 	// MaxAttempts is gRPC's cap on retryPolicy.maxAttempts (gRFC A6): more attempts count as 5.
 	MaxAttempts = 5
-	// maxRetryBuffer is how much of a call gRPC keeps to replay it on a retry (its default, 256 KiB, would
-	// leave a larger request unretried).
-	maxRetryBuffer = 64 << 20
+	// DefaultMaxMessageBytes is the largest request and response a Client sends and accepts (64 MiB, the
+	// server's default server.max_message_bytes); see WithMaxMessageBytes.
+	DefaultMaxMessageBytes = 64 << 20
 )
 
 // serviceConfigJSON is the gRPC service config every memrank client ships: retry UNAVAILABLE only.
@@ -38,11 +38,13 @@ const (
 var serviceConfigJSON []byte
 
 type config struct {
-	timeout time.Duration
-	retries int           // -1: the service config's
-	backoff time.Duration // 0: the service config's
-	creds   credentials.TransportCredentials
-	dial    []grpc.DialOption
+	timeout      time.Duration
+	retries      int           // -1: the service config's
+	backoff      time.Duration // 0: the service config's
+	maxMessage   int
+	perCandidate bool
+	creds        credentials.TransportCredentials
+	dial         []grpc.DialOption
 }
 
 // Option configures Dial.
@@ -61,6 +63,18 @@ func WithRetries(n int) Option { return func(c *config) { c.retries = max(n, 0) 
 // WithBackoff sets the service config's initialBackoff (default 50 ms): the delay before retry k is
 // random in [0, min(d * 2^(k-1), maxBackoff)], maxBackoff raised to d when lower.
 func WithBackoff(d time.Duration) Option { return func(c *config) { c.backoff = d } }
+
+// WithMaxMessageBytes sets the largest request this client sends and the largest response it accepts, in
+// bytes (default DefaultMaxMessageBytes, 64 MiB, the server's default server.max_message_bytes); it is also
+// how much of a call gRPC keeps to replay it on a retry, so any request it sends can be retried. A request
+// or response over it fails the call with RESOURCE_EXHAUSTED and a message naming this option (a request over
+// the server's limit: naming server.max_message_bytes), not gRPC's bare "message larger than max".
+func WithMaxMessageBytes(n int) Option { return func(c *config) { c.maxMessage = n } }
+
+// WithPerCandidate makes Rank send each RankRequest as it is given, its candidates one message each, instead
+// of as columns (see Columnar). The server answers both forms alike; the columnar form is cheaper for it to
+// read. For comparing the two forms, or a server older than RankRequest.columns.
+func WithPerCandidate() Option { return func(c *config) { c.perCandidate = true } }
 
 // WithTransportCredentials uses TLS or other credentials (default: insecure, for a local sidecar).
 func WithTransportCredentials(tc credentials.TransportCredentials) Option {
@@ -81,7 +95,8 @@ func ServiceConfig(opts ...Option) (string, error) {
 }
 
 func newConfig(opts []Option) config {
-	cfg := config{timeout: DefaultTimeout, retries: -1, creds: insecure.NewCredentials()}
+	cfg := config{timeout: DefaultTimeout, retries: -1, maxMessage: DefaultMaxMessageBytes,
+		creds: insecure.NewCredentials()}
 	for _, opt := range opts {
 		opt(&cfg)
 	}
@@ -148,7 +163,10 @@ func Dial(addr string, opts ...Option) (*Client, error) {
 		grpc.WithTransportCredentials(cfg.creds),
 		grpc.WithDefaultServiceConfig(sc),
 		grpc.WithDisableServiceConfig(), // this config, never one from the resolver (DNS)
-		grpc.WithDefaultCallOptions(grpc.MaxRetryRPCBufferSize(maxRetryBuffer)),
+		// gRPC's own defaults (4 MiB received, 256 KiB kept for a retry) would refuse a large response and
+		// leave a large request unretried.
+		grpc.WithDefaultCallOptions(grpc.MaxCallSendMsgSize(cfg.maxMessage), grpc.MaxCallRecvMsgSize(cfg.maxMessage),
+			grpc.MaxRetryRPCBufferSize(cfg.maxMessage)),
 	}, cfg.dial...)
 	conn, err := grpc.NewClient(addr, dial...)
 	if err != nil {
@@ -160,9 +178,20 @@ func Dial(addr string, opts ...Option) (*Client, error) {
 // Close closes the connection.
 func (c *Client) Close() error { return c.conn.Close() }
 
-// Rank scores, gates, selects and orders the request's candidates.
+// Rank scores, gates, selects and orders the request's candidates. It sends them as columns (Columnar: one
+// repeated field per Candidate field, the embeddings packed), which the server reads faster and answers with
+// the same bytes; req is not changed. A refusal then names the candidates' fields as req has them
+// (candidates[3].retrieval_score, not columns.retrieval_scores[3]). WithPerCandidate sends req as it is.
 func (c *Client) Rank(ctx context.Context, req *RankRequest) (*RankResponse, error) {
-	return call(ctx, c, func(ctx context.Context) (*RankResponse, error) { return c.stub.Rank(ctx, req) })
+	sent, columnar := req, false
+	if !c.cfg.perCandidate {
+		sent, columnar = Columnar(req)
+	}
+	resp, err := call(ctx, c, func(ctx context.Context) (*RankResponse, error) { return c.stub.Rank(ctx, sent) })
+	if e, ok := AsError(err); ok && columnar {
+		return resp, e.renamed(inCandidateWords)
+	}
+	return resp, err
 }
 
 // ScoreAdmission scores one memory for admission: ADMIT, HOLD or REJECT.

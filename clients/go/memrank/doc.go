@@ -11,6 +11,11 @@
 //		Candidates:    []*memrank.Candidate{memrank.NewCandidate("m1", "The ledger runs on Postgres 16", memrank.Kind("fact"))},
 //	})
 //
+// Rank sends the candidates as columns (RankRequest.columns, see Columnar), which
+// the server reads faster and answers with the same bytes; a refusal still names
+// candidates[i]. VerifyReceipt checks a response's receipt against the request
+// in either form.
+//
 // Every call gets a default deadline (WithTimeout) unless the context already
 // has one; it bounds all the call's attempts. UNAVAILABLE is retried by gRPC
 // itself, as the service config every memrank client ships says

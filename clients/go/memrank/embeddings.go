@@ -12,11 +12,16 @@ import (
 // little-endian IEEE-754 (math.Float32bits), as RankRequest.embeddings_f32
 // documents. The server then reads the whole matrix at once instead of one
 // repeated field per candidate. Every row must have the same length (>= 1)
-// and there must be exactly one row per candidate; the candidates must leave
+// and there must be exactly one row per candidate (of req.Candidates, or of
+// req.Columns when set: its ids); the candidates must leave
 // Candidate.Embedding empty (the server refuses both at once).
 func PackEmbeddings(req *RankRequest, rows [][]float32) error {
-	if len(rows) != len(req.GetCandidates()) {
-		return fmt.Errorf("memrank: %d embedding rows for %d candidates", len(rows), len(req.GetCandidates()))
+	n := len(req.GetCandidates())
+	if req.GetColumns() != nil {
+		n = len(req.GetColumns().GetIds())
+	}
+	if len(rows) != n {
+		return fmt.Errorf("memrank: %d embedding rows for %d candidates", len(rows), n)
 	}
 	if len(rows) == 0 {
 		return errors.New("memrank: no candidates, nothing to pack")

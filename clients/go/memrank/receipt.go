@@ -368,13 +368,14 @@ func ReceiptCanonical(req *RankRequest, resp *RankResponse) ([]byte, error) {
 			ropt(l.MinScore))
 	}
 	lines = append(lines, embeddingsLine(req))
-	add("candidates %d", len(req.GetCandidates()))
+	cands := CandidatesOf(req) // either request form
+	add("candidates %d", len(cands))
 	if v2 {
-		for _, c := range req.GetCandidates() {
+		for _, c := range cands {
 			lines = append(lines, candidateLinesV2(c)...)
 		}
 	} else {
-		lines = append(lines, candidateColumns(req.GetCandidates())...)
+		lines = append(lines, candidateColumns(cands)...)
 	}
 	selected := append([]*RankedMemory(nil), resp.GetSelected()...)
 	sort.SliceStable(selected, func(i, j int) bool { return selected[i].GetRank() < selected[j].GetRank() })
@@ -414,7 +415,8 @@ func ReceiptCanonical(req *RankRequest, resp *RankResponse) ([]byte, error) {
 func accounting(req *RankRequest, resp *RankResponse) []string {
 	var out []string
 	asked := map[string]bool{}
-	for _, c := range req.GetCandidates() {
+	cands := CandidatesOf(req)
+	for _, c := range cands {
 		asked[c.GetId()] = true
 	}
 	told := map[string]int{}
@@ -427,7 +429,7 @@ func accounting(req *RankRequest, resp *RankResponse) []string {
 		told[d.GetId()]++
 		order = append(order, d.GetId())
 	}
-	for _, c := range req.GetCandidates() {
+	for _, c := range cands {
 		if told[c.GetId()] == 0 {
 			out = append(out, fmt.Sprintf("candidate %q is neither selected nor dropped", c.GetId()))
 		}

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/proto"
 )
 
 // TestReceiptQuoting pins q (docs/concepts/receipts.md): Python's json.dumps(s, ensure_ascii=True).
@@ -28,7 +29,8 @@ func TestReceiptQuoting(t *testing.T) {
 }
 
 // TestReceiptFixtures verifies tests/vectors/receipts/*.json offline, v2 and v3 (derived by derive.py, no server):
-// each verifies with the lines it lists, and one selected score an ulp lower does not.
+// each verifies with the lines it lists, its request per candidate and as columns; a candidate renamed in the
+// columns, or one selected score an ulp lower, does not.
 func TestReceiptFixtures(t *testing.T) {
 	paths, err := filepath.Glob(filepath.Join("..", "..", "..", "tests", "vectors", "receipts", "*.json"))
 	if err != nil || len(paths) == 0 {
@@ -55,12 +57,28 @@ func TestReceiptFixtures(t *testing.T) {
 		if err != nil || string(canonical) != strings.Join(f.Lines, "\n")+"\n" {
 			t.Errorf("%s: canonical lines differ (%v):\n%s", p, err, canonical)
 		}
-		if err := VerifyReceipt(req, resp, nil); err != nil {
-			t.Errorf("%s: %v", p, err)
+		columns, ok := Columnar(req)
+		if !ok {
+			t.Fatalf("%s: not converted to columns", p)
+		}
+		if again, err := ReceiptCanonical(columns, resp); err != nil || string(again) != string(canonical) {
+			t.Errorf("%s: the columnar form's canonical lines differ (%v):\n%s", p, err, again)
+		}
+		for form, r := range map[string]*RankRequest{"candidates": req, "columns": columns} {
+			if err := VerifyReceipt(r, resp, nil); err != nil {
+				t.Errorf("%s (%s): %v", p, form, err)
+			}
+		}
+		bad := proto.Clone(columns).(*RankRequest)
+		bad.Columns.Ids[0] += "x"
+		if err := VerifyReceipt(bad, resp, nil); !errors.Is(err, ErrReceiptMismatch) {
+			t.Errorf("%s: a renamed candidate in the columns: want ErrReceiptMismatch, got %v", p, err)
 		}
 		resp.Selected[0].Score = math.Nextafter(resp.Selected[0].Score, 0)
-		if err := VerifyReceipt(req, resp, nil); !errors.Is(err, ErrReceiptMismatch) {
-			t.Errorf("%s: a changed score: want ErrReceiptMismatch, got %v", p, err)
+		for form, r := range map[string]*RankRequest{"candidates": req, "columns": columns} {
+			if err := VerifyReceipt(r, resp, nil); !errors.Is(err, ErrReceiptMismatch) {
+				t.Errorf("%s (%s): a changed score: want ErrReceiptMismatch, got %v", p, form, err)
+			}
 		}
 	}
 	if schemas[ReceiptSchema] == 0 || schemas[ReceiptSchemaV2] == 0 {

@@ -13,6 +13,9 @@ type (
 	RankRequest            = memrankv1.RankRequest
 	RankResponse           = memrankv1.RankResponse
 	Candidate              = memrankv1.Candidate
+	CandidateColumns       = memrankv1.CandidateColumns
+	TimeColumn             = memrankv1.TimeColumn
+	MetadataRow            = memrankv1.MetadataRow
 	Budget                 = memrankv1.Budget
 	LayerPolicy            = memrankv1.LayerPolicy
 	RankedMemory           = memrankv1.RankedMemory

@@ -9,14 +9,17 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"reflect"
 	"regexp"
 	"slices"
 	"sort"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/memrank/memrank/clients/go/memrank"
+	"google.golang.org/grpc"
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
 )
@@ -84,22 +87,80 @@ func loadVectors(t *testing.T) []vector {
 	return out
 }
 
-// TestVectors replays every conformance vector against the live server at MEMRANK_ADDR.
+// forms is one client of each form on the live server: columns (the default; sent holds the last request it
+// put on the wire) and per candidate.
+type forms struct {
+	columns, perCandidate *memrank.Client
+	sent                  atomic.Pointer[memrank.RankRequest]
+}
+
+func dialForms(t *testing.T, addr string) *forms {
+	f := &forms{}
+	spy := grpc.WithChainUnaryInterceptor(func(ctx context.Context, method string, req, reply any,
+		cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
+		if r, ok := req.(*memrank.RankRequest); ok {
+			f.sent.Store(r)
+		}
+		return invoker(ctx, method, req, reply, cc, opts...)
+	})
+	var err error
+	if f.columns, err = memrank.Dial(addr, memrank.WithTimeout(10*time.Second), memrank.WithDialOptions(spy)); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.columns.Close() })
+	if f.perCandidate, err = memrank.Dial(addr, memrank.WithTimeout(10*time.Second), memrank.WithPerCandidate()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.perCandidate.Close() })
+	return f
+}
+
+// TestVectors replays every conformance vector against the live server at MEMRANK_ADDR, in both request forms:
+// the columns the client sends by default and the candidates as the vector writes them must get the same
+// response bytes (or the same refusal, named in the candidates' words).
 func TestVectors(t *testing.T) {
 	addr := os.Getenv("MEMRANK_ADDR")
 	if addr == "" {
 		t.Skip("MEMRANK_ADDR is not set: no live memrank server to replay the vectors against")
 	}
-	c, err := memrank.Dial(addr, memrank.WithTimeout(10*time.Second))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	f := dialForms(t, addr)
 	digests := map[string]map[string]string{}
-	for _, v := range loadVectors(t) {
-		t.Run(v.Name, func(t *testing.T) { digests[v.Name] = replay(t, c, v) })
+	var asGiven []string
+	vectors := loadVectors(t)
+	for _, v := range vectors {
+		t.Run(v.Name, func(t *testing.T) {
+			digests[v.Name] = replay(t, f, v)
+			if f.sent.Load().GetColumns() == nil {
+				asGiven = append(asGiven, v.Name)
+			}
+		})
+	}
+	// Every vector but those whose candidates the columns cannot say (a NaN facet score, an embedding of
+	// another dimension: the server's refusal names the candidate) goes as columns.
+	t.Logf("%d of %d vectors sent as columns; as given: %v", len(vectors)-len(asGiven), len(vectors), asGiven)
+	if len(asGiven) > 2 {
+		t.Errorf("%d vectors not sent as columns: %v", len(asGiven), asGiven)
 	}
 	writeDigests(t, digests)
+}
+
+// sameAnswer: the response to the columns and to the candidates, byte for byte (or the same *Error).
+func sameAnswer(t *testing.T, f *forms, req *memrank.RankRequest, resp *memrank.RankResponse, err error) {
+	t.Helper()
+	sent := f.sent.Load()
+	if want, ok := memrank.Columnar(req); ok && digest(t, sent) != digest(t, want) || ok == (sent == req) {
+		t.Errorf("sent %v, want the columnar form (%v)", sent, ok)
+	}
+	respPC, errPC := f.perCandidate.Rank(context.Background(), req)
+	if err != nil || errPC != nil {
+		if !reflect.DeepEqual(err, errPC) {
+			t.Errorf("refusals differ:\n columns: %v\n per candidate: %v", err, errPC)
+		}
+		return
+	}
+	if digest(t, resp) != digest(t, respPC) {
+		t.Errorf("responses differ:\n columns: %v\n per candidate: %v", resp, respPC)
+	}
 }
 
 // writeDigests saves the SHA-256 of each request and response as encoded here,
@@ -127,16 +188,17 @@ func digest(t *testing.T, m proto.Message) string {
 	return hex.EncodeToString(sum[:])
 }
 
-func replay(t *testing.T, c *memrank.Client, v vector) map[string]string {
+func replay(t *testing.T, f *forms, v vector) map[string]string {
 	req := &memrank.RankRequest{}
 	if err := protojson.Unmarshal(v.Request, req); err != nil {
 		t.Fatalf("request: %v", err)
 	}
 	out := map[string]string{"request": digest(t, req)}
-	resp, err := c.Rank(context.Background(), req)
+	resp, err := f.columns.Rank(context.Background(), req)
 	if err == nil {
 		out["response"] = digest(t, resp)
 	}
+	sameAnswer(t, f, req, resp, err)
 	if v.ExpectError != nil {
 		e, ok := memrank.AsError(err)
 		if !ok {
@@ -187,7 +249,8 @@ func replay(t *testing.T, c *memrank.Client, v vector) map[string]string {
 		t.Errorf("accounted for %d of %d candidates", n, len(req.GetCandidates()))
 	}
 	checkExtras(t, v, resp)
-	checkReceipt(t, req, resp)
+	checkReceipt(t, req, resp)           // the request as the caller holds it
+	checkReceipt(t, f.sent.Load(), resp) // as sent: columns
 	return out
 }
 

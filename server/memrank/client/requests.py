@@ -207,19 +207,30 @@ def rank_request(value: pb.RankRequest | Mapping[str, Any], embeddings: ArrayLik
         raise TypeError(f"expected RankRequest or a dict, got {type(value).__name__}")
     cands = value.get("candidates") or ()
     msg = fill(pb.RankRequest(), {k: v for k, v in value.items() if k != "candidates"})
-    if isinstance(cands, Sequence) and all(isinstance(c, Mapping) for c in cands) and not len(msg.columns.ids):
-        try:
-            cols, rows = columns_of(cands)
-        except _PerCandidate:
-            cols, rows = pb.CandidateColumns(), []
-        # Sent per candidate below instead: a candidate the columns cannot carry, or embeddings of several
-        # dimensions (the server names the offending candidate).
-        matrix = embeddings if embeddings is not None else _rows(rows)
-        if (len(cols.ids) or not cands) and matrix is not _MISSING:
-            msg.columns.CopyFrom(cols)
-            return msg if matrix is None else _packed(msg, cast(ArrayLike, matrix), len(cands))
+    if isinstance(cands, Sequence) and all(isinstance(c, Mapping) for c in cands) and not len(msg.columns.ids) \
+            and put_columns(msg, cands, embeddings):
+        return msg
     fill(msg, {"candidates": cands})  # messages among them, or embeddings of several dimensions: as sent
     return msg if embeddings is None else pack_embeddings(msg, embeddings)
+
+
+def put_columns(msg: pb.RankRequest, cands: Sequence[Mapping[str, Any]],
+                embeddings: ArrayLike | None = None) -> bool:
+    """Set ``msg.columns`` to candidate dicts (Candidate field names, values as ``fill`` reads them) and pack
+    their embeddings (or ``embeddings``) into ``embeddings_f32``; False, ``msg`` untouched, when the columns
+    cannot carry them as sent: a NaN facet or stage score, a bad facet name, embeddings of several dimensions
+    (sent per candidate instead, the server names the offending candidate)."""
+    try:
+        cols, rows = columns_of(cands)
+    except _PerCandidate:
+        return False
+    matrix = embeddings if embeddings is not None else _rows(rows)
+    if matrix is _MISSING:
+        return False
+    msg.columns.CopyFrom(cols)
+    if matrix is not None:
+        _packed(msg, cast(ArrayLike, matrix), len(cands))
+    return True
 
 
 def _rows(rows: list[Any] | None) -> Any:

@@ -2,8 +2,9 @@
 
 Each adapter module imports its framework (install ``memrank[langchain]``,
 ``memrank[llamaindex]`` or ``memrank[haystack]``); this package imports none.
-All three share one mapping of documents to candidates (``.mapping``) and one
-asyncio client (``.aio``).
+All three share one mapping of documents to candidates (``.mapping``, sent as
+``RankRequest.columns``) and one way to the sidecar (``.connection``); LangChain's
+and LlamaIndex's share their pydantic options (``.options``).
 """
 
 from memrank.client.aio import AsyncRankingClient

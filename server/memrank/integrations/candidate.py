@@ -1,8 +1,11 @@
-"""One document's metadata as a Candidate: each row of ``mapping``'s table read, checked and set (the value
-readers are ``values``')."""
+"""One document's metadata as a candidate: each row of ``mapping``'s table read, checked and set (the value
+readers are ``values``'). A candidate is a dict of Candidate field names, in the values the client's
+``memrank.client.requests.put_columns`` reads (times as datetimes, enums as numbers, the embedding a float32
+array), so a batch goes out as ``RankRequest.columns`` with no message per candidate."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from memrank._gen.v1 import ranking_pb2 as pb
@@ -15,74 +18,87 @@ TIME_FIELDS = ("created_at", "last_accessed_at", "event_time", "ingested_at", "v
 STRING_FIELDS = ("kind", "layer", "speaker", "provenance")
 COUNT_FIELDS = ("token_count", "access_count")
 
+Read = Callable[[Any], Any]  # a metadata value -> the candidate's value, or None when it is not one
 
-def candidate(name: str, ident: str, item: Item, keys: MetadataKeys, score: float) -> pb.Candidate:
-    """The Candidate of one document (``name`` as errors name it, ``ident`` its id, ``score`` its retrieval_score)."""
-    c = pb.Candidate(id=ident, content=item.content or "", retrieval_score=score)
-    meta = item.metadata
 
-    def read(fname: str) -> tuple[str, Any] | None:
-        key = getattr(keys, fname)
-        if key is None or meta.get(key) is None:
-            if fname in keys.required:
-                raise MappingError(name, key_name(key), f"absent, and MetadataKeys.required lists {fname!r}")
-            return None
-        return key, meta[key]
+def _importance(value: Any) -> float | None:
+    number = real(value)
+    return number if number is not None and 0.0 <= number <= 1.0 else None
 
-    def bad(key: str, value: Any, want: str) -> MappingError:
-        return MappingError(name, key_name(key), f"{want}, got {value!r}")
 
-    for fname in TIME_FIELDS:
-        if (got := read(fname)) is not None:
-            ts = timestamp(got[1])
-            if ts is None:
-                raise bad(*got, "a timestamp must be a datetime, a date, epoch seconds or an ISO-8601 string")
-            getattr(c, fname).CopyFrom(ts)
-    if (got := read("importance")) is not None:
-        value = real(got[1])
-        if value is None or not 0.0 <= value <= 1.0:
-            raise bad(*got, "importance must be a number in [0, 1]")
-        c.importance = value
-    for fname in STRING_FIELDS:
-        if (got := read(fname)) is not None:
-            if not isinstance(got[1], str):
-                raise bad(*got, f"{fname} must be a string")
-            setattr(c, fname, got[1])
-    if (got := read("thread")) is not None:
-        if isinstance(got[1], bool) or not isinstance(got[1], str | int):
-            raise bad(*got, "thread must be a string or an integer")
-        c.thread = str(got[1])
-    if (got := read("position")) is not None:
-        number = integer(got[1])
-        if number is None or not 0 <= number <= MAX_POSITION:
-            raise bad(*got, "position must be an integer in [0, 2^53]")
-        c.position = number
-    for fname in COUNT_FIELDS:
-        if (got := read(fname)) is not None:
-            number = integer(got[1])
-            if number is None or not 0 <= number <= MAX_UINT32:
-                raise bad(*got, f"{fname} must be an integer in [0, 2^32 - 1]")
-            setattr(c, fname, number)
-    if (got := read("source")) is not None:
-        number = enum_value(got[1], pb.Source, "SOURCE_")
-        if number is None:
-            raise bad(*got, f"source must be one of {enum_names(pb.Source, 'SOURCE_')} (or its number)")
-        c.source = number  # type: ignore[assignment]
-    if (got := read("safety")) is not None:
-        number = enum_value(got[1], pb.SafetyStatus, "SAFETY_STATUS_")
-        if number is None:
-            raise bad(*got, f"safety must be one of {enum_names(pb.SafetyStatus, 'SAFETY_STATUS_')} (or its number)")
-        c.safety = number  # type: ignore[assignment]
-    embedding: Any = item.embedding
-    where = "embedding"
-    if embedding is None and keys.embedding is not None:
-        embedding, where = meta.get(keys.embedding), key_name(keys.embedding)
-    if embedding is not None:
-        vector = as_embedding(embedding)
-        if vector is None:
-            raise MappingError(name, where, f"an embedding must be a non-empty sequence of finite numbers, "
-                                            f"got {type(embedding).__name__}")
-        c.embedding.extend(vector)
-    elif "embedding" in keys.required:
-        raise MappingError(name, where, "absent, and MetadataKeys.required lists 'embedding'")
-    return c
+def _text(value: Any) -> str | None:
+    return value if isinstance(value, str) else None
+
+
+def _thread(value: Any) -> str | None:
+    return None if isinstance(value, bool) or not isinstance(value, str | int) else str(value)
+
+
+def _integer_to(top: int) -> Read:
+    def read(value: Any) -> int | None:
+        number = integer(value)
+        return number if number is not None and 0 <= number <= top else None
+    return read
+
+
+def _enum(enum: Any, prefix: str) -> tuple[Read, str]:
+    return (lambda value: enum_value(value, enum, prefix)), f"one of {enum_names(enum, prefix)} (or its number)"
+
+
+_SOURCE, _SOURCES = _enum(pb.Source, "SOURCE_")
+_SAFETY, _SAFETIES = _enum(pb.SafetyStatus, "SAFETY_STATUS_")
+_TIME = "a timestamp must be a datetime, a date, epoch seconds or an ISO-8601 string"
+
+# The table's rows read from metadata, in the order they are checked: (field, reader, what a value must be).
+RULES: tuple[tuple[str, Read, str], ...] = (
+    *((f, timestamp, _TIME) for f in TIME_FIELDS),
+    ("importance", _importance, "importance must be a number in [0, 1]"),
+    *((f, _text, f"{f} must be a string") for f in STRING_FIELDS),
+    ("thread", _thread, "thread must be a string or an integer"),
+    ("position", _integer_to(MAX_POSITION), "position must be an integer in [0, 2^53]"),
+    *((f, _integer_to(MAX_UINT32), f"{f} must be an integer in [0, 2^32 - 1]") for f in COUNT_FIELDS),
+    ("source", _SOURCE, f"source must be {_SOURCES}"),
+    ("safety", _SAFETY, f"safety must be {_SAFETIES}"),
+)
+
+
+class CandidateReader:
+    """Documents as candidates through one MetadataKeys (the rules whose key is set, worked out once a batch)."""
+
+    def __init__(self, keys: MetadataKeys) -> None:
+        self.keys = keys
+        self.rules = [(fname, key, read, want, fname in keys.required) for fname, read, want in RULES
+                      if (key := getattr(keys, fname)) is not None]
+
+    def candidate(self, name: str, ident: str, item: Item, score: float) -> dict[str, Any]:
+        """The candidate of one document (``name`` as errors name it, ``ident`` its id, ``score`` its
+        retrieval_score)."""
+        c: dict[str, Any] = {"id": ident, "content": item.content or "", "retrieval_score": score}
+        meta = item.metadata
+        for fname, key, read, want, required in self.rules:
+            value = meta.get(key)
+            if value is None:
+                if required:
+                    raise MappingError(name, key_name(key), f"absent, and MetadataKeys.required lists {fname!r}")
+                continue
+            got = read(value)
+            if got is None:
+                raise MappingError(name, key_name(key), f"{want}, got {value!r}")
+            c[fname] = got
+        return self._embedding(name, item, c)
+
+    def _embedding(self, name: str, item: Item, c: dict[str, Any]) -> dict[str, Any]:
+        keys, meta = self.keys, item.metadata
+        embedding: Any = item.embedding
+        where = "embedding"
+        if embedding is None and keys.embedding is not None:
+            embedding, where = meta.get(keys.embedding), key_name(keys.embedding)
+        if embedding is not None:
+            vector = as_embedding(embedding)
+            if vector is None:
+                raise MappingError(name, where, "an embedding must be a non-empty sequence of finite numbers "
+                                                f"(finite as float32 too), got {type(embedding).__name__}")
+            c["embedding"] = vector
+        elif "embedding" in keys.required:
+            raise MappingError(name, where, "absent, and MetadataKeys.required lists 'embedding'")
+        return c

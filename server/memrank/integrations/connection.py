@@ -8,18 +8,24 @@ import re
 from memrank._gen.v1 import ranking_pb2 as pb
 from memrank.client.aio import AsyncRankingClient
 from memrank.client.errors import RankingError
+from memrank.client.requests import in_candidate_words
 from memrank.client.sync import RankingClient
+from memrank.integrations.explanation import candidate_ids
 from memrank.integrations.mapping import document_name
 
 _CANDIDATE = re.compile(r"^candidates\[(\d+)\]")
 
 
 def name_documents(err: RankingError, request: pb.RankRequest) -> RankingError:
-    """Add a note naming the document behind each ``candidates[i]`` field the server refused."""
+    """The refusal in candidate words (``columns.threads[2]`` is ``candidates[2].thread``, as the client says
+    it of a dict's candidates), with a note naming the document behind each ``candidates[i]`` field."""
+    if request.HasField("columns"):
+        err = err.renamed(in_candidate_words)
+    ids = candidate_ids(request)
     seen: set[int] = set()
     for path in err.fields:
         match = _CANDIDATE.match(path)
-        if match and (i := int(match.group(1))) not in seen and i < len(request.candidates):
+        if match and (i := int(match.group(1))) not in seen and i < len(ids):
             seen.add(i)
             err.add_note(f"{path}: {document_name(request, i)}")
     return err

@@ -3,6 +3,7 @@ explanation (rank, score, breakdown, stages, receipt) as plain JSON-ready values
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -39,7 +40,12 @@ def explanation(m: pb.RankedMemory, response: pb.RankResponse) -> dict[str, Any]
     return out
 
 
+def candidate_ids(request: pb.RankRequest) -> Sequence[str]:
+    """The ids of a request's candidates in order, whichever form it sent them in."""
+    return request.columns.ids if request.HasField("columns") else [c.id for c in request.candidates]
+
+
 def selections(request: pb.RankRequest, response: pb.RankResponse) -> list[Selection]:
     """The selected documents, in placement order, as indices into the request's candidates."""
-    at = {c.id: i for i, c in enumerate(request.candidates)}
+    at = {ident: i for i, ident in enumerate(candidate_ids(request))}
     return [Selection(at[m.id], m.score, explanation(m, response)) for m in response.selected]

@@ -19,7 +19,6 @@ order gives it (``scores="auto"``).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
 try:
     from langchain_core.callbacks import Callbacks
@@ -27,18 +26,15 @@ try:
 except ImportError as err:  # pragma: no cover - depends on the installation
     raise ImportError("memrank.integrations.langchain needs langchain-core: pip install 'memrank-sidecar[langchain]'") \
         from err
-from pydantic import ConfigDict, Field, PrivateAttr, SecretStr
 
 from memrank._gen.v1 import ranking_pb2 as pb
-from memrank.client.aio import AsyncRankingClient
-from memrank.client.sync import RankingClient
-from memrank.integrations.connection import Connection
-from memrank.integrations.mapping import Item, MetadataKeys, ScoreMode, build_request, selections
+from memrank.integrations.mapping import Item, build_request, selections
+from memrank.integrations.options import AdapterOptions
 
 __all__ = ["MemrankCompressor"]
 
 
-class MemrankCompressor(BaseDocumentCompressor):
+class MemrankCompressor(AdapterOptions, BaseDocumentCompressor):
     """Ranks, deduplicates and budgets retrieved documents through a memrank sidecar.
 
     ``target`` is the sidecar's ``host:port`` (or give ``client`` / ``async_client``,
@@ -46,25 +42,6 @@ class MemrankCompressor(BaseDocumentCompressor):
     selection alone decides); ``request`` adds RankRequest fields in protobuf JSON
     form (``referenceTime``, ``placement``, ``budget.maxTokens``, ``weightOverrides``, ...).
     """
-
-    model_config = ConfigDict(arbitrary_types_allowed=True)
-
-    target: str | None = None
-    client: RankingClient | None = Field(default=None, exclude=True)
-    async_client: AsyncRankingClient | None = Field(default=None, exclude=True)
-    token: SecretStr | None = None
-    timeout: float = 5.0
-    top_n: int | None = None
-    profile: str | None = None
-    scores: ScoreMode = "auto"
-    keys: MetadataKeys = Field(default_factory=MetadataKeys)
-    request: dict[str, Any] = Field(default_factory=dict)
-    _connection: Connection = PrivateAttr()
-
-    def model_post_init(self, context: Any, /) -> None:
-        token = self.token.get_secret_value() if self.token is not None else None
-        self._connection = Connection(self.target, self.client, self.async_client, timeout=self.timeout,
-                                      token=token)
 
     def _request(self, documents: Sequence[Document], query: str) -> pb.RankRequest:
         key = self.keys.score
@@ -94,7 +71,3 @@ class MemrankCompressor(BaseDocumentCompressor):
             return []
         request = self._request(documents, query)
         return self._documents(documents, request, await self._connection.arank(request))
-
-    def close(self) -> None:
-        """Close the channel opened for ``target`` (a given client is left open)."""
-        self._connection.close()

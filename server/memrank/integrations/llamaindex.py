@@ -16,10 +16,7 @@ explanation never reaches a prompt or an embedding). The retriever's score is
 
 from __future__ import annotations
 
-from typing import Any
-
 try:
-    from llama_index.core.bridge.pydantic import ConfigDict, Field, PrivateAttr, SecretStr
     from llama_index.core.postprocessor.types import BaseNodePostprocessor
     from llama_index.core.schema import MetadataMode, NodeWithScore, QueryBundle
 except ImportError as err:  # pragma: no cover - depends on the installation
@@ -28,15 +25,13 @@ except ImportError as err:  # pragma: no cover - depends on the installation
         from err
 
 from memrank._gen.v1 import ranking_pb2 as pb
-from memrank.client.aio import AsyncRankingClient
-from memrank.client.sync import RankingClient
-from memrank.integrations.connection import Connection
-from memrank.integrations.mapping import Item, MetadataKeys, ScoreMode, build_request, selections
+from memrank.integrations.mapping import Item, build_request, selections
+from memrank.integrations.options import AdapterOptions
 
 __all__ = ["MemrankPostprocessor"]
 
 
-class MemrankPostprocessor(BaseNodePostprocessor):
+class MemrankPostprocessor(AdapterOptions, BaseNodePostprocessor):
     """Ranks, deduplicates and budgets retrieved nodes through a memrank sidecar.
 
     ``target`` is the sidecar's ``host:port`` (or give ``client`` / ``async_client``,
@@ -45,25 +40,6 @@ class MemrankPostprocessor(BaseNodePostprocessor):
     form (``referenceTime``, ``placement``, ``budget.maxTokens``, ``weightOverrides``, ...).
     No query bundle: ranked without a query (memrank's lexical signals are then 0).
     """
-
-    model_config = ConfigDict(arbitrary_types_allowed=True)
-
-    target: str | None = None
-    client: RankingClient | None = Field(default=None, exclude=True)
-    async_client: AsyncRankingClient | None = Field(default=None, exclude=True)
-    token: SecretStr | None = None
-    timeout: float = 5.0
-    top_n: int | None = None
-    profile: str | None = None
-    scores: ScoreMode = "auto"
-    keys: MetadataKeys = Field(default_factory=MetadataKeys)
-    request: dict[str, Any] = Field(default_factory=dict)
-    _connection: Connection = PrivateAttr()
-
-    def model_post_init(self, context: Any, /) -> None:
-        token = self.token.get_secret_value() if self.token is not None else None
-        self._connection = Connection(self.target, self.client, self.async_client, timeout=self.timeout,
-                                      token=token)
 
     @classmethod
     def class_name(cls) -> str:
@@ -102,7 +78,3 @@ class MemrankPostprocessor(BaseNodePostprocessor):
             return []
         request = self._request(nodes, query_bundle)
         return self._nodes(nodes, request, await self._connection.arank(request))
-
-    def close(self) -> None:
-        """Close the channel opened for ``target`` (a given client is left open)."""
-        self._connection.close()

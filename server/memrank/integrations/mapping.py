@@ -4,8 +4,10 @@ The table below is the mapping's documentation: ``candidate`` reads each of its 
 ``documents`` holds what an adapter hands in, ``explanation`` what goes back.
 
 Each adapter (``memrank.integrations.langchain``, ``.llamaindex``, ``.haystack``)
-turns its documents into :class:`Item` s and calls :func:`build_request`; the
-response goes back through :func:`selections`. What is read, from where:
+turns its documents into :class:`Item` s and calls :func:`build_request`, which
+sends them as ``RankRequest.columns`` with the embeddings packed
+(``embeddings_f32``), through the client's ``put_columns``; the response goes
+back through :func:`selections`. What is read, from where:
 
 ==================  =========================================================  ===================================
 Candidate field     read from                                                  when absent (or None)
@@ -31,10 +33,11 @@ token_count,        an integer >= 0                                            u
 access_count
 source, safety      an enum name (``"user_provided"``, ``"SOURCE_CHAT"``, any  unset (SOURCE_UNKNOWN, SAFE)
                     case) or its number
-embedding           the framework's embedding (LlamaIndex ``node.embedding``,  unset
-                    Haystack ``Document.embedding``), else
-                    ``metadata[keys.embedding]``: finite numbers, one
-                    dimension for the batch
+embedding           the framework's embedding (LlamaIndex ``node.embedding``,  unset (a row of zeros in the
+                    Haystack ``Document.embedding``), else                     packed matrix, as the server reads
+                    ``metadata[keys.embedding]``: a list or 1-D array of       a candidate without one)
+                    finite numbers (finite as float32 too), one dimension
+                    for the batch
 ==================  =========================================================  ===================================
 
 Integers and numbers may also come as strings ("3", "0.7"); a float that is an
@@ -53,10 +56,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from google.protobuf import json_format  # type: ignore[import-untyped]
-
 from memrank._gen.v1 import ranking_pb2 as pb
-from memrank.integrations.candidate import MAX_UINT32, candidate
+from memrank.client.requests import fill, put_columns
+from memrank.integrations.candidate import MAX_UINT32, CandidateReader
 from memrank.integrations.documents import (
     SCORE_MODES,
     Item,
@@ -66,7 +68,7 @@ from memrank.integrations.documents import (
     doc_name,
     key_name,
 )
-from memrank.integrations.explanation import Selection, explanation, selections
+from memrank.integrations.explanation import Selection, candidate_ids, explanation, selections
 from memrank.integrations.values import real
 
 __all__ = ["SCORE_MODES", "Item", "MappingError", "MetadataKeys", "ScoreMode", "Selection", "build_request",
@@ -129,23 +131,23 @@ def retrieval_scores(items: Sequence[Item], mode: str, score_field: str,
 def build_request(query: str | None, items: Sequence[Item], *, keys: MetadataKeys | None = None,
                   scores: str = "auto", score_field: str = "score", top_k: int | None = None,
                   profile: str | None = None, request: Mapping[str, Any] | None = None) -> pb.RankRequest:
-    """The RankRequest for a query and a framework's documents.
+    """The RankRequest for a query and a framework's documents, the documents as ``RankRequest.columns`` and
+    their embeddings packed (``embeddings_f32``).
 
     ``request`` holds further RankRequest fields in protobuf JSON form (e.g.
     ``{"referenceTime": "2026-06-01T00:00:00Z", "placement": "PLACEMENT_EDGES",
-    "budget": {"maxTokens": 2000}}``); it may not set ``query`` or ``candidates``.
+    "budget": {"maxTokens": 2000}}``); it may not set ``query`` or the candidates.
     ``top_k`` becomes ``budget.max_items``; ``score_field`` names the score in errors.
     """
     keys = keys or MetadataKeys()
     extra = dict(request or {})
-    clash = sorted({"query", "candidates", "embeddingsF32", "embeddings_f32"} & set(extra))
+    clash = sorted(_FILLED & set(extra))
     if clash:
         raise ValueError(f"request may not set {clash}: the adapter fills them from the documents")
-    req = pb.RankRequest()
     try:
-        json_format.ParseDict(extra, req)
-    except json_format.ParseError as err:
-        raise ValueError(f"request is not a RankRequest in protobuf JSON form: {err}") from None
+        req = fill(pb.RankRequest(), extra)
+    except (ValueError, TypeError, KeyError, AttributeError) as err:
+        raise ValueError(f"request is not a RankRequest in protobuf JSON form: {err!r}") from None
     if query:
         req.query = query
     if profile:
@@ -165,21 +167,28 @@ def build_request(query: str | None, items: Sequence[Item], *, keys: MetadataKey
         idents.append(ident)
     names = [doc_name(i, ident) for i, ident in enumerate(idents)]
     values, relative = retrieval_scores(items, scores, score_field, names)
-    first_dim: tuple[int, int] | None = None  # (document, dimension) of the first embedding
-    for i, it in enumerate(items):
-        c = candidate(names[i], idents[i], it, keys, values[i])
-        if len(c.embedding):
-            if first_dim is None:
-                first_dim = (i, len(c.embedding))
-            elif len(c.embedding) != first_dim[1]:
-                raise MappingError(names[i], "embedding", f"{len(c.embedding)} dimensions, while "
-                                                          f"{names[first_dim[0]]} has {first_dim[1]}: "
-                                                          "one dimension per batch")
-        req.candidates.append(c)
+    reader = CandidateReader(keys)
+    cands = [reader.candidate(names[i], idents[i], it, values[i]) for i, it in enumerate(items)]
+    first: tuple[int, int] | None = None  # (document, dimension) of the first embedding
+    for i, c in enumerate(cands):
+        if (vector := c.get("embedding")) is not None:
+            if first is None:
+                first = (i, len(vector))
+            elif len(vector) != first[1]:
+                raise MappingError(names[i], "embedding", f"{len(vector)} dimensions, while {names[first[0]]} has "
+                                                          f"{first[1]}: one dimension per batch")
+    if not put_columns(req, cands):  # pragma: no cover - only facet and stage scores can fail, never sent here
+        raise AssertionError("the documents' candidates did not fit RankRequest.columns")
     if relative and not req.HasField("relevance_threshold"):
         req.relevance_threshold = 0.0
     return req
 
+
+# What build_request fills from the documents (protobuf JSON and field names alike).
+_FILLED = frozenset({"query", "candidates", "columns", "embeddingsF32", "embeddings_f32", "embeddingDim",
+                     "embedding_dim"})
+
+
 def document_name(request: pb.RankRequest, index: int) -> str:
-    """How errors name the document sent as ``request.candidates[index]``."""
-    return doc_name(index, request.candidates[index].id)
+    """How errors name the document sent as candidate ``index`` (``candidates[index]``, ``columns.ids[index]``)."""
+    return doc_name(index, candidate_ids(request)[index])

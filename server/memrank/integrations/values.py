@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from datetime import UTC, date, datetime, time
 from typing import Any
 
-from google.protobuf.timestamp_pb2 import Timestamp  # type: ignore[import-untyped]
+import numpy as np
 
 
 def real(value: Any) -> float | None:
@@ -47,27 +47,23 @@ def integer(value: Any) -> int | None:
     return None
 
 
-def timestamp(value: Any) -> Timestamp | None:
-    """A Timestamp from a datetime, a date, epoch seconds or an ISO-8601 string, else None."""
+def timestamp(value: Any) -> datetime | None:
+    """A UTC datetime from a datetime (naive: UTC), a date (midnight UTC), epoch seconds or an ISO-8601 string,
+    else None."""
     if isinstance(value, str):
         with contextlib.suppress(ValueError):  # else perhaps epoch seconds as a string
             value = datetime.fromisoformat(value.strip())
     if isinstance(value, datetime):
-        if value.tzinfo is None:
-            value = value.replace(tzinfo=UTC)
-    elif isinstance(value, date):
-        value = datetime.combine(value, time(), tzinfo=UTC)
-    else:
-        seconds = real(value)
-        if seconds is None:
-            return None
-        try:
-            value = datetime.fromtimestamp(seconds, tz=UTC)
-        except (OverflowError, OSError, ValueError):
-            return None
-    ts = Timestamp()
-    ts.FromDatetime(value.astimezone(UTC))
-    return ts
+        return (value if value.tzinfo is not None else value.replace(tzinfo=UTC)).astimezone(UTC)
+    if isinstance(value, date):
+        return datetime.combine(value, time(), tzinfo=UTC)
+    seconds = real(value)
+    if seconds is None:
+        return None
+    try:
+        return datetime.fromtimestamp(seconds, tz=UTC)
+    except (OverflowError, OSError, ValueError):
+        return None
 
 
 def enum_value(value: Any, enum: Any, prefix: str) -> int | None:
@@ -86,13 +82,24 @@ def enum_names(enum: Any, prefix: str) -> str:
     return ", ".join(n.removeprefix(prefix).lower() for n in names if not n.endswith("UNSPECIFIED"))
 
 
-def as_embedding(value: Any) -> list[float] | None:
-    """Finite floats from a sequence (or an array with tolist()), else None."""
-    if hasattr(value, "tolist"):
+def as_embedding(value: Any) -> np.ndarray | None:
+    """The float32 values of a non-empty 1-D sequence or array of numbers (not bools or strings; an object
+    with tolist() is read as its list), each finite in float32, else None."""
+    if isinstance(value, np.ndarray):
+        if value.dtype.kind not in "iuf":  # bools, strings, objects: read as the list of what they hold
+            value = value.tolist()
+    elif hasattr(value, "tolist"):
         value = value.tolist()
-    if isinstance(value, str | bytes) or not isinstance(value, Sequence) or not value:
+    if isinstance(value, str | bytes) or not isinstance(value, Sequence | np.ndarray) or not len(value):
         return None
-    out = [real(v) for v in value]
-    if any(v is None or isinstance(raw, str) for v, raw in zip(out, value, strict=True)):
+    if not isinstance(value, np.ndarray) and any(issubclass(t, bool | str | bytes) for t in set(map(type, value))):
+        return None  # numpy would read True as 1.0 and "0.5" as 0.5
+    try:
+        if isinstance(value, np.ndarray) and value.dtype == np.float32:
+            vector = value
+        else:
+            with np.errstate(over="ignore"):  # too large for float32: inf, refused below
+                vector = np.asarray(value, dtype=np.float32)
+    except (TypeError, ValueError):  # None, nested sequences, complex numbers, ...
         return None
-    return [float(v) for v in out if v is not None]
+    return vector if vector.ndim == 1 and bool(np.isfinite(vector).all()) else None

@@ -1,8 +1,9 @@
 package dev.memrank.client;
 
-import com.google.protobuf.ByteString;
+import com.google.protobuf.UnsafeByteOperations;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
+import java.nio.FloatBuffer;
 import memrank.v1.Ranking.RankRequest;
 
 /**
@@ -15,11 +16,14 @@ import memrank.v1.Ranking.RankRequest;
 public final class Embeddings {
   private Embeddings() {}
 
-  /** Sets the request's packed embeddings from one row per candidate; returns the builder. */
+  /**
+   * Sets the request's packed embeddings from one row per candidate (in either form: {@code candidates} or
+   * {@code columns.ids}); returns the builder.
+   */
   public static RankRequest.Builder pack(RankRequest.Builder request, float[][] rows) {
-    if (rows.length != request.getCandidatesCount()) {
-      throw new IllegalArgumentException(
-          rows.length + " embedding rows for " + request.getCandidatesCount() + " candidates");
+    int n = request.hasColumns() ? request.getColumns().getIdsCount() : request.getCandidatesCount();
+    if (rows.length != n) {
+      throw new IllegalArgumentException(rows.length + " embedding rows for " + n + " candidates");
     }
     if (rows.length == 0) {
       throw new IllegalArgumentException("no candidates, nothing to pack");
@@ -28,17 +32,17 @@ public final class Embeddings {
     if (dim == 0) {
       throw new IllegalArgumentException("embedding rows are empty");
     }
-    ByteBuffer buf = ByteBuffer.allocate(rows.length * dim * Float.BYTES).order(ByteOrder.LITTLE_ENDIAN);
+    byte[] bytes = new byte[rows.length * dim * Float.BYTES];
+    FloatBuffer floats = ByteBuffer.wrap(bytes).order(ByteOrder.LITTLE_ENDIAN).asFloatBuffer();
     for (int i = 0; i < rows.length; i++) {
       if (rows[i].length != dim) {
         throw new IllegalArgumentException(
             "embedding row " + i + " has " + rows[i].length + " values, row 0 has " + dim);
       }
-      for (float v : rows[i]) {
-        buf.putFloat(v);
-      }
+      floats.put(rows[i]); // one bulk copy per row, in little-endian order
     }
-    return request.setEmbeddingsF32(ByteString.copyFrom(buf.array())).setEmbeddingDim(dim);
+    // The array is this method's own and never written again: the ByteString may share it.
+    return request.setEmbeddingsF32(UnsafeByteOperations.unsafeWrap(bytes)).setEmbeddingDim(dim);
   }
 
   /** Sets the request's packed embeddings from one flat row-major matrix of {@code dim} values per row. */

@@ -48,7 +48,7 @@ import memrank.v1.RankingServiceGrpc;
  *
  * <pre>{@code
  * try (RankingClient client = RankingClient.builder("127.0.0.1:50051").timeout(Duration.ofSeconds(2)).build()) {
- *   RankResponse resp = client.rank(request);
+ *   RankResponse resp = client.rank(Requests.rankRequest(params, memories, embeddings));
  * }
  * }</pre>
  *
@@ -87,6 +87,7 @@ public final class RankingClient implements AutoCloseable {
   private final RankingServiceGrpc.RankingServiceBlockingStub stub;
   private final HealthGrpc.HealthBlockingStub health;
   private final Duration timeout;
+  private final int maxMessageBytes;
   private final Map<String, Object> serviceConfig;
 
   private RankingClient(Builder b) {
@@ -114,6 +115,7 @@ public final class RankingClient implements AutoCloseable {
     stub = RankingServiceGrpc.newBlockingStub(channel).withMaxOutboundMessageSize(b.maxMessageBytes);
     health = HealthGrpc.newBlockingStub(channel);
     timeout = b.timeout;
+    maxMessageBytes = b.maxMessageBytes;
   }
 
   /**
@@ -188,13 +190,18 @@ public final class RankingClient implements AutoCloseable {
     return builder(target).build();
   }
 
-  /** Scores, gates, selects and orders the request's candidates. */
+  /**
+   * Scores, gates, selects and orders the request's candidates. Build the request from {@link Memory} objects
+   * with {@link Requests#rankRequest} (the columnar form, embeddings packed); any RankRequest is sent as it is.
+   * A request over {@code maxMessageBytes} is refused before it is sent (RESOURCE_EXHAUSTED naming the setting).
+   */
   public RankResponse rank(RankRequest request) {
     return rank(request, null);
   }
 
   /** {@link #rank(RankRequest)} under a deadline covering every attempt ({@code null}: the client's timeout). */
   public RankResponse rank(RankRequest request, Deadline deadline) {
+    MessageSize.check(request, maxMessageBytes);
     return call(stub, deadline, s -> s.rank(request));
   }
 
@@ -205,6 +212,7 @@ public final class RankingClient implements AutoCloseable {
 
   /** {@link #scoreAdmission(ScoreAdmissionRequest)} under a deadline covering every attempt. */
   public ScoreAdmissionResponse scoreAdmission(ScoreAdmissionRequest request, Deadline deadline) {
+    MessageSize.check(request, maxMessageBytes);
     return call(stub, deadline, s -> s.scoreAdmission(request));
   }
 
@@ -228,6 +236,7 @@ public final class RankingClient implements AutoCloseable {
 
   /** {@link #recordFeedback(RecordFeedbackRequest)} under a deadline covering every attempt. */
   public RecordFeedbackResponse recordFeedback(RecordFeedbackRequest request, Deadline deadline) {
+    MessageSize.check(request, maxMessageBytes);
     return call(stub, deadline, s -> s.recordFeedback(request));
   }
 
@@ -386,8 +395,15 @@ public final class RankingClient implements AutoCloseable {
       return this;
     }
 
-    /** Largest message sent or received (default 64 MiB). */
+    /**
+     * Largest message sent or received (default 64 MiB). A larger request is refused before it is sent, and
+     * a larger response, with RESOURCE_EXHAUSTED naming this setting; the server's own limit is
+     * server.max_message_bytes (64 MiB by default), named when it refuses a request.
+     */
     public Builder maxMessageBytes(int bytes) {
+      if (bytes < 1) {
+        throw new IllegalArgumentException("maxMessageBytes must be >= 1, got " + bytes);
+      }
       this.maxMessageBytes = bytes;
       return this;
     }

@@ -70,6 +70,9 @@ public final class RankingException extends RuntimeException {
       }
     }
     String message = status.getDescription() == null ? "" : status.getDescription();
+    if (status.getCode() == Status.Code.RESOURCE_EXHAUSTED) {
+      message = MessageSize.explain(message); // a size limit named with the setting that raises it
+    }
     return new RankingException(status.getCode(), message, violations, reason, domain, infoMetadata,
         Status.trailersFromThrowable(err), err);
   }

@@ -30,7 +30,8 @@ import memrank.v1.Ranking.SignalWeight;
 
 /**
  * Receipt verification: the canonical bytes ({@code memrank.receipt.v3}, or v2 when the receipt names it;
- * docs/concepts/receipts.md) rebuilt from the {@code RankRequest} and the {@code RankResponse} alone, their
+ * docs/concepts/receipts.md) rebuilt from the {@code RankRequest} (its candidates in either form:
+ * {@link RequestCandidates}) and the {@code RankResponse} alone, their
  * SHA-256 compared with {@code receipt.digest}, and the HMAC-SHA256 signature checked under the receipt key when one is given.
  */
 public final class Receipts {
@@ -119,19 +120,20 @@ public final class Receipts {
     return out;
   }
 
-  private static String embeddings(RankRequest req) {
+  /** The embeddings line: the packed matrix, else the candidates' own as one (zero rows where missing). */
+  private static String embeddings(RankRequest req, List<Candidate> cands) {
     if (!req.getEmbeddingsF32().isEmpty()) {
       return "embeddings " + u(req.getEmbeddingDim()) + " " + h(req.getEmbeddingsF32().toByteArray());
     }
     int dim = 0;
-    for (Candidate c : req.getCandidatesList()) {
+    for (Candidate c : cands) {
       dim = Math.max(dim, c.getEmbeddingCount());
     }
     if (dim == 0) {
       return "embeddings 0 -";
     }
-    ByteBuffer matrix = ByteBuffer.allocate(4 * dim * req.getCandidatesCount()).order(ByteOrder.LITTLE_ENDIAN);
-    for (Candidate c : req.getCandidatesList()) {
+    ByteBuffer matrix = ByteBuffer.allocate(4 * dim * cands.size()).order(ByteOrder.LITTLE_ENDIAN);
+    for (Candidate c : cands) {
       if (c.getEmbeddingCount() == dim) {
         c.getEmbeddingList().forEach(matrix::putFloat);
       } else {
@@ -301,12 +303,13 @@ public final class Receipts {
       lines.add("layer " + q(l.getName()) + " " + f(l.getShare()) + " " + u(l.getFloorTokens()) + " "
           + u(l.getMaxItems()) + " " + (l.hasMinScore() ? f(l.getMinScore()) : "-"));
     }
-    lines.add(embeddings(req));
-    lines.add("candidates " + req.getCandidatesCount());
+    List<Candidate> cands = RequestCandidates.of(req); // either request form
+    lines.add(embeddings(req, cands));
+    lines.add("candidates " + cands.size());
     if (v2) {
-      req.getCandidatesList().forEach(c -> lines.addAll(candidateLinesV2(c)));
+      cands.forEach(c -> lines.addAll(candidateLinesV2(c)));
     } else {
-      lines.addAll(candidateColumns(req.getCandidatesList()));
+      lines.addAll(candidateColumns(cands));
     }
     List<RankedMemory> selected = new ArrayList<>(resp.getSelectedList());
     selected.sort(Comparator.comparingLong(m -> Integer.toUnsignedLong(m.getRank())));
@@ -348,12 +351,13 @@ public final class Receipts {
   /** Candidates missing, unknown or twice in the response. */
   private static List<String> accounting(RankRequest req, RankResponse resp) {
     List<String> out = new ArrayList<>();
+    List<Candidate> cands = RequestCandidates.of(req);
     Set<String> asked = new HashSet<>();
-    req.getCandidatesList().forEach(c -> asked.add(c.getId()));
+    cands.forEach(c -> asked.add(c.getId()));
     Map<String, Integer> told = new LinkedHashMap<>();
     resp.getSelectedList().forEach(m -> told.merge(m.getId(), 1, Integer::sum));
     resp.getDroppedList().forEach(d -> told.merge(d.getId(), 1, Integer::sum));
-    for (Candidate c : req.getCandidatesList()) {
+    for (Candidate c : cands) {
       if (!told.containsKey(c.getId())) {
         out.add("candidate \"" + c.getId() + "\" is neither selected nor dropped");
       }
