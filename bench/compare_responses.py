@@ -1,6 +1,8 @@
 """``python -m bench.compare_responses OUT.json``: a digest of every response of a varied set of Rank calls, made
 with whichever ``memrank`` is first on PYTHONPATH; ``python -m bench.compare_responses A.json B.json`` compares two
 such files (exit 1 when any response differs). Checks that a change to the request path keeps every byte.
+``--feature-memo`` lends every call one ``memrank.feature_memo.FeatureMemo`` (64 MiB), in call order: compared
+with a run without it, it shows the memo changes no byte (most calls find their memories stored by an earlier one).
 
 The calls: every conformance vector (tests/vectors), bench's workloads (1 to 1,600 candidates; no, 16- and 384-dim
 embeddings, packed and per candidate), each at every explain level, under four profiles and with a shadow profile,
@@ -99,17 +101,23 @@ def requests() -> dict[str, pb.RankRequest]:
     return reqs
 
 
-def digests() -> dict[str, str]:
-    """SHA-256 of each response's bytes, or the error and its field violations, with and without a receipt key."""
+def digests(feature_memo: bool = False) -> dict[str, str]:
+    """SHA-256 of each response's bytes, or the error and its field violations, with and without a receipt key
+    (``feature_memo``: every call with one shared feature memo)."""
     settings = load_settings(env={})
     handle = rank_handler(settings)  # as the server reads a request, in this tree's signature
+    lent = {}
+    if feature_memo:
+        from memrank.feature_memo import FeatureMemo
+
+        lent["features"] = FeatureMemo(64 << 20)
     out = {}
     for key in (None, b"receipt-key"):
         for name, r in requests().items():
             data = r.SerializeToString()
             label = f"{'key' if key else 'nokey'}|{name}"
             try:
-                resp = handle(data, call_of(now=NOW, provenance_key=b"provenance-key", receipt_key=key))
+                resp = handle(data, call_of(now=NOW, provenance_key=b"provenance-key", receipt_key=key, **lent))
                 out[label] = hashlib.sha256(resp.SerializeToString()).hexdigest()
             except MemrankError as exc:
                 out[label] = f"{type(exc).__name__}: {exc} {getattr(exc, 'violations', '')!r}"
@@ -118,8 +126,10 @@ def digests() -> dict[str, str]:
 
 def main(argv: list[str]) -> int:
     """Write the digests, or compare two files."""
+    memo = "--feature-memo" in argv
+    argv = [a for a in argv if a != "--feature-memo"]
     if len(argv) == 1:
-        got = digests()
+        got = digests(memo)
         Path(argv[0]).write_text(json.dumps(got, indent=0, sort_keys=True) + "\n")
         print(f"{len(got)} responses -> {argv[0]}")
         return 0

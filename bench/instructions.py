@@ -30,23 +30,30 @@ from bench.data import workload
 from bench.calls import call_of, rank_handler
 from memrank.config import load_settings
 settings = load_settings()
-n, dim, calls = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3])
+n, dim, calls, memo = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
 data = workload(n, dim).request.SerializeToString()
 handle = rank_handler(settings)
-handle(data, call_of(now=0.0)).SerializeToString()  # warm: caches, lazy imports
+if memo == "off":
+    lend = dict
+else:
+    from memrank.feature_memo import FeatureMemo
+    shared = FeatureMemo(64 << 20)
+    lend = (lambda: {"features": shared}) if memo == "warm" else (lambda: {"features": FeatureMemo(64 << 20)})
+handle(data, call_of(now=0.0, **lend())).SerializeToString()  # warm: caches, lazy imports (and the warm memo)
 for _ in range(calls):
-    handle(data, call_of(now=0.0)).SerializeToString()
+    handle(data, call_of(now=0.0, **lend())).SerializeToString()
 """
 
 
-def instructions(tree: str, n: int, dim: int, calls: int) -> int:
-    """Instructions (Ir) of a child process that makes ``calls`` calls after one warm-up call."""
+def instructions(tree: str, n: int, dim: int, calls: int, memo: str = "off") -> int:
+    """Instructions (Ir) of a child process that makes ``calls`` calls after one warm-up call (``memo``: off, or a
+    feature memo new for each call, "cold", or one for all of them, "warm": every memory found)."""
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(Path(tree).resolve()), str(Path.cwd())]),
                OPENBLAS_NUM_THREADS="1", PYTHONHASHSEED="0")
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "cg.out"
         run = subprocess.run(["valgrind", "--tool=cachegrind", "--cache-sim=no", f"--cachegrind-out-file={out}",
-                              sys.executable, "-c", _CHILD, str(n), str(dim), str(calls)],
+                              sys.executable, "-c", _CHILD, str(n), str(dim), str(calls), memo],
                              capture_output=True, text=True, env=env, check=False)
         if run.returncode:
             raise SystemExit(f"valgrind failed for {tree} ({n}x{dim}):\n{run.stderr[-2000:]}")
@@ -63,18 +70,21 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--dim", type=int, default=384, help="embedding dimension (default 384)")
     ap.add_argument("--few", type=int, default=2, help="calls in the short run (default 2)")
     ap.add_argument("--many", type=int, default=6, help="calls in the long run (default 6)")
+    ap.add_argument("--feature-memo", choices=("off", "cold", "warm"), default="off",
+                    help="lend each call a new feature memo (cold) or one for all (warm); default off")
     opts = ap.parse_args(argv)
     if shutil.which("valgrind") is None:
         raise SystemExit("valgrind is not installed (Debian: apt-get install valgrind)")
     base: dict[int, float] = {}
     for tree in opts.trees:
         for n in (int(s) for s in opts.sizes.split(",")):
-            few = instructions(tree, n, opts.dim, opts.few)
-            many = instructions(tree, n, opts.dim, opts.many)
+            few = instructions(tree, n, opts.dim, opts.few, opts.feature_memo)
+            many = instructions(tree, n, opts.dim, opts.many, opts.feature_memo)
             per = (many - few) / (opts.many - opts.few)
             ratio = f", x{per / base[n]:.3f} the first tree" if n in base else ""
             base.setdefault(n, per)
-            print(f"{tree} {n}x{opts.dim}: {per / 1e6:.2f} M instructions per call{ratio}", flush=True)
+            print(f"{tree} {n}x{opts.dim} memo {opts.feature_memo}: {per / 1e6:.2f} M instructions per call{ratio}",
+                  flush=True)
     return 0
 
 

@@ -38,7 +38,9 @@ from memrank.config import BOUNDS, ENV_KEYS, keys, load_settings
 from memrank.config.sections import SECTIONS
 from memrank.core import errors as core_errors
 from memrank.grpc import errors as grpc_errors
+from memrank.metrics import signal_values
 from memrank.metrics.declare import Metrics
+from memrank.metrics.signal_values import SignalValues
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))  # bench/ (its report works out the targets) is not an installed package
@@ -180,6 +182,11 @@ def metrics_page() -> str:
     rows = []
     for attr, m in vars(metrics).items():
         if attr.startswith("_"):  # private state (cached label children), not a metric
+            continue
+        if isinstance(m, SignalValues):  # memrank's own collector: its declaration is public
+            buckets = "buckets " + ", ".join(number(b) for b in signal_values.BUCKETS) + ", +Inf"
+            rows.append((f"`{signal_values.NAME}`", "histogram", ", ".join(f"`{x}`" for x in signal_values.LABELS),
+                         cell(signal_values.DOC), buckets, f"`{attr}`"))
             continue
         name = m._name + ("_total" if m._type == "counter" else "")
         labels = ", ".join(f"`{x}`" for x in m._labelnames) or "–"

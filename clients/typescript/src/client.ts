@@ -16,7 +16,8 @@ import {
 } from "./gen/memrank/v1/ranking_pb.js";
 import { RankingService } from "./gen/memrank/v1/ranking_service_pb.js";
 import { serviceConfigJson } from "./gen/service_config.js";
-import { MemrankError } from "./errors.js";
+import { inCandidateWords, rankRequest } from "./columns.js";
+import { MemrankError, tooLarge } from "./errors.js";
 
 /** gRPC's cap on retryPolicy.maxAttempts (gRFC A6): more attempts count as 5. */
 export const MAX_ATTEMPTS = 5;
@@ -26,8 +27,9 @@ export const MAX_ATTEMPTS = 5;
  * client for a free stream, none is refused.
  */
 export const DEFAULT_CONCURRENCY = 32;
-/** How much of a call grpc-js keeps to replay it on a retry (its default, 1 MiB, would leave a larger request unretried). */
-const RETRY_BUFFER_BYTES = 64 << 20;
+/** The largest request and response a client sends and takes by default (the server's default
+ * server.max_message_bytes, and the Python client's max_message_bytes). */
+export const DEFAULT_MAX_MESSAGE_BYTES = 64 << 20;
 
 /** Options of a MemrankClient. */
 export interface ClientOptions {
@@ -46,6 +48,12 @@ export interface ClientOptions {
   backoffMs?: number;
   /** Channel credentials. Default: insecure (a local sidecar). */
   credentials?: ChannelCredentials;
+  /**
+   * The largest request this client sends and response it takes, in bytes. Default 64 MiB (the server's default
+   * server.max_message_bytes). A larger request is refused before it is sent, with a MemrankError
+   * (RESOURCE_EXHAUSTED) naming this option and the server's setting. Raise both together.
+   */
+  maxMessageBytes?: number;
   /** Extra grpc-js channel options (they win over the client's own, "grpc.service_config" included). */
   channelOptions?: ChannelOptions;
 }
@@ -118,17 +126,24 @@ export class MemrankClient {
   readonly #client: Client;
   readonly #timeoutMs: number;
   readonly #waitForReady: boolean;
+  readonly #maxMessageBytes: number;
   /** The gRPC service config of the channel (retries come from it). */
   readonly serviceConfig: ServiceConfig;
 
   constructor(address: string, options: ClientOptions = {}) {
     this.serviceConfig = serviceConfig(options);
+    const max = options.maxMessageBytes ?? DEFAULT_MAX_MESSAGE_BYTES;
+    if (!(Number.isInteger(max) && max >= 1024)) throw new RangeError(`maxMessageBytes must be an integer >= 1024, got ${max}`);
+    this.#maxMessageBytes = max;
     const channelOptions: ChannelOptions = {
       "grpc.service_config": JSON.stringify(this.serviceConfig),
       "grpc.enable_retries": 1,
       "grpc.service_config_disable_resolution": 1, // this config, never one from DNS
-      "grpc.per_rpc_retry_buffer_size": RETRY_BUFFER_BYTES,
-      "grpc.retry_buffer_size": RETRY_BUFFER_BYTES,
+      // grpc-js keeps a request to replay it on a retry: its default buffer, 1 MiB, would leave a larger one unretried.
+      "grpc.per_rpc_retry_buffer_size": max,
+      "grpc.retry_buffer_size": max,
+      "grpc.max_send_message_length": max,
+      "grpc.max_receive_message_length": max,
       ...options.channelOptions,
     };
     this.#client = new Client(address, options.credentials ?? credentials.createInsecure(), channelOptions);
@@ -138,9 +153,18 @@ export class MemrankClient {
     this.#waitForReady = ranking?.waitForReady === true;
   }
 
-  /** Scores, gates, selects and orders the request's candidates. */
-  rank(request: Init<typeof RankRequestSchema>, options?: CallOptions): Promise<RankResponse> {
-    return this.#call("Rank", RankRequestSchema, RankResponseSchema, request, options);
+  /**
+   * Scores, gates, selects and orders the request's candidates. A plain object's candidates are sent as columns
+   * (RankRequest.columns, their embeddings packed; errors still name them `candidates[i].field`); a RankRequest
+   * message (create(), fromJson()) is sent as it is.
+   */
+  async rank(request: Init<typeof RankRequestSchema>, options?: CallOptions): Promise<RankResponse> {
+    const sent = rankRequest(request);
+    try {
+      return await this.#call("Rank", RankRequestSchema, RankResponseSchema, sent.message, options);
+    } catch (err) {
+      throw sent.columnar && err instanceof MemrankError ? err.renamed(inCandidateWords) : err;
+    }
   }
 
   /** Scores one memory for admission: ADMIT, HOLD or REJECT. */
@@ -187,25 +211,27 @@ export class MemrankClient {
     options: CallOptions = {},
   ): Promise<MessageShape<O>> {
     const message = create(input, request as MessageInitShape<I>);
+    // Encoded here, once: a request over the limit is refused by name, not with grpc's "message larger than max".
+    const bytes = toBinary(input, message);
+    if (bytes.length > this.#maxMessageBytes) throw tooLarge(bytes.length, this.#maxMessageBytes);
     // One deadline for the call: gRPC retries UNAVAILABLE within it, as the service config says.
     const deadline = options.deadline ?? new Date(Date.now() + (options.timeoutMs ?? this.#timeoutMs));
     const metadata = options.metadata?.clone() ?? new Metadata();
     if (this.#waitForReady) metadata.setOptions({ ...metadata.getOptions(), waitForReady: true });
-    return this.#unary(method, input, output, message, deadline, metadata);
+    return this.#unary(method, output, bytes, deadline, metadata);
   }
 
-  #unary<I extends DescMessage, O extends DescMessage>(
+  #unary<O extends DescMessage>(
     method: string,
-    input: I,
     output: O,
-    message: MessageShape<I>,
+    message: Uint8Array,
     deadline: Date,
     metadata: Metadata,
   ): Promise<MessageShape<O>> {
     return new Promise((resolve, reject) => {
       this.#client.makeUnaryRequest(
         SERVICE + method,
-        (m: MessageShape<I>) => Buffer.from(toBinary(input, m)),
+        (m: Uint8Array) => Buffer.from(m.buffer, m.byteOffset, m.byteLength),
         (b: Buffer) => fromBinary(output, b),
         message,
         metadata,

@@ -1,6 +1,7 @@
 // Client of the memrank ranking sidecar: promises, deadlines, retries on UNAVAILABLE (gRPC's, from the shared service config),
 // and a MemrankError carrying the gRPC code and BadRequest field violations.
-export { DEFAULT_CONCURRENCY, MAX_ATTEMPTS, MemrankClient, dial, serviceConfig, type CallOptions, type ClientOptions, type ServiceConfig } from "./client.js";
+export { DEFAULT_CONCURRENCY, DEFAULT_MAX_MESSAGE_BYTES, MAX_ATTEMPTS, MemrankClient, dial, serviceConfig, type CallOptions, type ClientOptions, type ServiceConfig } from "./client.js";
+export { candidatesOf, columnar, inCandidateWords, rankRequest, type CandidateInit, type SentRequest } from "./columns.js";
 export { MemrankError, type FieldViolation } from "./errors.js";
 export {
   candidate,

@@ -19,6 +19,7 @@ import type { Callbacks } from "@langchain/core/callbacks/manager";
 import { Document, type DocumentInterface } from "@langchain/core/documents";
 import { BaseDocumentCompressor } from "@langchain/core/retrievers/document_compressors";
 import { MemrankClient, type CallOptions, type ClientOptions } from "./client.js";
+import { columnar, inCandidateWords } from "./columns.js";
 import { MemrankError } from "./errors.js";
 import type { RankRequest, RankResponse } from "./gen/memrank/v1/ranking_pb.js";
 import {
@@ -140,11 +141,14 @@ export class MemrankCompressor extends BaseDocumentCompressor {
       options.metadata = new Metadata();
       options.metadata.set("authorization", `Bearer ${this.#token}`);
     }
+    // Sent as columns (the server answers both forms alike); errors in the candidates' words, naming documents.
+    const sent = columnar(request);
     let response: RankResponse;
     try {
-      response = await this.#client.rank(request, options);
+      response = await this.#client.rank(sent, options);
     } catch (err) {
-      throw err instanceof MemrankError ? nameDocuments(err, request) : err;
+      if (!(err instanceof MemrankError)) throw err;
+      throw nameDocuments(sent === request ? err : err.renamed(inCandidateWords), request);
     }
     return selections(request, response).map(({ index, explanation: info }) => {
       const d = documents[index] as DocumentInterface;

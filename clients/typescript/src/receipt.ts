@@ -1,5 +1,5 @@
 // Receipt verification: the canonical bytes (memrank.receipt.v3, or v2 when the receipt names it;
-// docs/concepts/receipts.md) rebuilt from the RankRequest and the RankResponse alone, their SHA-256 compared with receipt.digest, and the
+// docs/concepts/receipts.md) rebuilt from the RankRequest (its candidates in either form) and the RankResponse alone, their SHA-256 compared with receipt.digest, and the
 // HMAC-SHA256 signature checked under the receipt key when one is given.
 import { createHash, createHmac, timingSafeEqual } from "node:crypto";
 import type { Timestamp } from "@bufbuild/protobuf/wkt";
@@ -10,6 +10,7 @@ import {
   type RankRequest,
   type RankResponse,
 } from "./gen/memrank/v1/ranking_pb.js";
+import { candidatesOf } from "./columns.js";
 
 /** The receipt form the server writes; verifyReceipt rebuilds it and RECEIPT_SCHEMA_V2. */
 export const RECEIPT_SCHEMA = "memrank.receipt.v3";
@@ -189,6 +190,7 @@ function droppedColumns(ds: DroppedMemory[]): string[] {
  * (v3 when it names none); throws ReceiptUnverifiable when the response lacks a part the receipt binds
  * (breakdowns at EXPLAIN_LEVEL_NONE, covered_by below FULL). */
 export function receiptCanonical(req: RankRequest, resp: RankResponse): string {
+  const cands = candidatesOf(req); // either request form, as Candidate messages
   const schema = resp.receipt?.schema || RECEIPT_SCHEMA;
   const v2 = schema === RECEIPT_SCHEMA_V2;
   const lines: string[] = [
@@ -207,8 +209,8 @@ export function receiptCanonical(req: RankRequest, resp: RankResponse): string {
     `layers ${req.layers.length}`,
     ...req.layers.map((l) => `layer ${q(l.name)} ${f(l.share)} ${l.floorTokens} ${l.maxItems} ${opt(l.minScore)}`),
     embeddingsLine(req),
-    `candidates ${req.candidates.length}`,
-    ...(v2 ? req.candidates.flatMap(candidateLinesV2) : candidateColumns(req.candidates)),
+    `candidates ${cands.length}`,
+    ...(v2 ? cands.flatMap(candidateLinesV2) : candidateColumns(cands)),
   ];
   const selected = [...resp.selected].sort((a, b) => a.rank - b.rank);
   lines.push(`selected ${selected.length}`);
@@ -248,7 +250,7 @@ export function receiptCanonical(req: RankRequest, resp: RankResponse): string {
 /** Candidates missing, unknown or twice in the response. */
 function accounting(req: RankRequest, resp: RankResponse): string[] {
   const out: string[] = [];
-  const asked = new Set(req.candidates.map((c) => c.id));
+  const asked = new Set(candidatesOf(req).map((c) => c.id));
   const told = new Map<string, number>();
   for (const id of [...resp.selected.map((m) => m.id), ...resp.dropped.map((d) => d.id)]) {
     told.set(id, (told.get(id) ?? 0) + 1);

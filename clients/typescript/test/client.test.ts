@@ -16,6 +16,7 @@ import {
 } from "@grpc/grpc-js";
 import { BadRequestSchema, ErrorInfoSchema } from "../src/gen/google/rpc/error_details_pb.js";
 import { StatusSchema } from "../src/gen/google/rpc/status_pb.js";
+import { candidatesOf } from "../src/columns.js";
 import {
   candidate,
   MemrankClient,
@@ -46,7 +47,7 @@ const rank = (call: ServerUnaryCall<RankRequest, unknown>, callback: sendUnaryDa
     else fail();
     return;
   }
-  const selected = call.request.candidates.map((c, i) => create(RankedMemorySchema, { id: c.id, rank: i + 1, position: i }));
+  const selected = candidatesOf(call.request).map((c, i) => create(RankedMemorySchema, { id: c.id, rank: i + 1, position: i }));
   callback(null, create(RankResponseSchema, { requestId: call.request.requestId, selected }));
 };
 

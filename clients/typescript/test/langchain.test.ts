@@ -8,6 +8,7 @@ import { test } from "node:test";
 import { Document } from "@langchain/core/documents";
 import { create, fromBinary, toBinary } from "@bufbuild/protobuf";
 import { timestampDate } from "@bufbuild/protobuf/wkt";
+import { candidatesOf } from "../src/columns.js";
 import { Server, ServerCredentials, type sendUnaryData, type ServerUnaryCall } from "@grpc/grpc-js";
 import {
   BudgetSchema,
@@ -250,7 +251,7 @@ test("against a fake server: the bearer token is sent, documents come back in th
       seen.auth = call.metadata.get("authorization");
       seen.request = call.request;
       // Selects the last two candidates, the last one first.
-      const selected = call.request.candidates.slice(-2).reverse()
+      const selected = candidatesOf(call.request).slice(-2).reverse()
         .map((c, i) => create(RankedMemorySchema, { id: c.id, rank: i + 1, position: i, score: 0.5 - i / 10 }));
       callback(null, create(RankResponseSchema, { selected, profile: "default" }));
     },
@@ -263,6 +264,9 @@ test("against a fake server: the bearer token is sent, documents come back in th
     const got = await compressor.compressDocuments(input, "q");
     assert.deepEqual(seen.auth, ["Bearer s3cret"]);
     assert.deepEqual([seen.request?.query, seen.request?.budget?.maxItems, seen.request?.relevanceThreshold], ["q", 2, 0]);
+    // The documents went as columns: ids, contents and kinds one column each, nothing per candidate.
+    assert.deepEqual([seen.request?.candidates.length, seen.request?.columns?.ids, seen.request?.columns?.contents,
+      seen.request?.columns?.kinds], [0, ["a", "b", "c"], ["a", "b", "c"], ["fact", "fact", "fact"]]);
     assert.deepEqual(got.map((d) => [d.id, d.pageContent, d.metadata["kind"]]), [["c", "c", "fact"], ["b", "b", "fact"]]);
     assert.deepEqual(got.map((d) => d.metadata["memrank"]), [
       { id: "c", rank: 1, position: 0, score: 0.5, layer: "", profile: "default", stages: [], receipt: "" },

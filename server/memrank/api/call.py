@@ -24,6 +24,7 @@ from memrank.config import Limits, Settings
 from memrank.core.admission import score_admission
 from memrank.core.batch import Batch, LayerSpec, RankParams
 from memrank.core.explain.outcome import RankOutcome
+from memrank.core.features import FeatureStore
 from memrank.core.pipeline import rank, resolve_profile
 from memrank.core.profile import Profile
 from memrank.core.signals.base import ScoringContext
@@ -56,6 +57,7 @@ class Call:
     server's keys (None: off). ``observe``: given the outcome once the answer is built (metrics).
     ``alive``: asked between stages; False stops the call with ``CallAbandoned``. ``decide``: the decision
     log's hook; its answer is ``decision_logged``. ``trace``: tracing on (each stage a child span).
+    ``features``: the worker's store of memories' own features (``memrank.feature_memo``; None: off).
     """
 
     now: float
@@ -65,6 +67,7 @@ class Call:
     alive: Callable[[], bool] | None = None
     decide: Decide | None = None
     trace: Tracer | None = None
+    features: FeatureStore | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -124,7 +127,7 @@ def handle_rank(parsed: RankInput, policy: Policy, call: Call) -> pb.RankRespons
     del columns
     _still_wanted(call.alive, "converted")
     with stage("rank"):  # scoring and selection: one call into the pure core
-        outcome = rank(batch, params, policy.profiles, policy.layers, call.provenance_key)
+        outcome = rank(batch, params, policy.profiles, policy.layers, call.provenance_key, call.features)
     if trace is not None:
         trace.outcome(outcome)
     _still_wanted(call.alive, "ranked")

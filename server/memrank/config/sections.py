@@ -36,6 +36,8 @@ from memrank.config.keys import (
     read_key,
 )
 
+FEATURE_MEMO_MIN_BYTES = 4096  # server.feature_memo_bytes, when on: room for a few entries (240 bytes each)
+
 
 @SECTION
 @dataclass(frozen=True)
@@ -70,6 +72,8 @@ class ServerSettings:
     max_inflight_bytes: Annotated[Whole, Field(ge=0, le=1 << 40)] = 0
     # how often the config file is checked for changed profiles (0 = only on SIGHUP)
     config_poll_seconds: Annotated[Number, Field(ge=0, le=3600)] = 10.0
+    # bytes of the worker's memo of memories' own features (memrank.feature_memo); 0 = off
+    feature_memo_bytes: Annotated[Whole, Field(ge=0, le=1 << 40)] = 64 << 20
 
     @property
     def metrics_host(self) -> str:
@@ -220,6 +224,9 @@ def check_server(s: ServerSettings) -> ServerSettings:
     if 0 < s.max_inflight_bytes < s.max_message_bytes:
         raise fail(f"{s.max_inflight_bytes} is below server.max_message_bytes ({s.max_message_bytes}): a "
                     "request of the largest size allowed could never run", "server.max_inflight_bytes")
+    if 0 < s.feature_memo_bytes < FEATURE_MEMO_MIN_BYTES:
+        raise fail(f"{s.feature_memo_bytes} is below {FEATURE_MEMO_MIN_BYTES}, too small to hold an entry; 0 turns "
+                   "the memo off", "server.feature_memo_bytes")
     if s.log_level not in LOG_LEVELS:
         raise fail(f"{s.log_level!r} is not one of {', '.join(LOG_LEVELS)}", "server.log_level")
     if s.health_address is not None and not is_host_port(s.health_address):  # reported after the limits' errors

@@ -52,6 +52,7 @@ ENV_KEYS: Mapping[str, str] = MappingProxyType({
     "MEMRANK_KEEPALIVE_TIME_SECONDS": "server.keepalive_time_seconds",
     "MEMRANK_KEEPALIVE_TIMEOUT_SECONDS": "server.keepalive_timeout_seconds",
     "MEMRANK_MAX_INFLIGHT_BYTES": "server.max_inflight_bytes",
+    "MEMRANK_FEATURE_MEMO_BYTES": "server.feature_memo_bytes",
     "MEMRANK_MAX_CANDIDATES": "limits.max_candidates",
     "MEMRANK_PROVENANCE_KEY_FILE": "security.provenance_key_file",
     "MEMRANK_RECEIPT_KEY_FILE": "security.receipt_key_file",

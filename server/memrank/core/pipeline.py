@@ -11,6 +11,7 @@ from memrank.core.batch import Batch, LayerSpec, RankParams
 from memrank.core.errors import FieldViolation, InvalidRequest, UnknownProfile
 from memrank.core.explain.outcome import RankOutcome, ShadowResult, StageRecord
 from memrank.core.explain.shadow import kendall_tau_b, overlap_at_k
+from memrank.core.features import FeatureStore
 from memrank.core.profile import Profile
 from memrank.core.reasons import Lazy
 from memrank.core.scoring.combine import score
@@ -75,15 +76,18 @@ def rank(
     profiles: Mapping[str, Profile],
     default_layers: tuple[LayerSpec, ...] = (),
     provenance_key: bytes | None = None,
+    features: FeatureStore | None = None,
 ) -> RankOutcome:
-    """Rank one batch: every candidate ends selected or dropped with a reason."""
+    """Rank one batch: every candidate ends selected or dropped with a reason (``features``: the runtime's store
+    of memories' own features, ``core.features``; it changes no result, only what is recomputed)."""
     profile = _request_threshold(apply_overrides(resolve_profile(profiles, params.profile), params.weight_overrides),
                                  params)
-    outcome = _rank_with(profile, batch, params, params.layers or default_layers, provenance_key)
+    ctx = ScoringContext(params.query, params.reference_time, params.explicit_lookup, provenance_key, features)
+    outcome = _rank_with(profile, batch, params, params.layers or default_layers, ctx)
     if not params.shadow_profile:
         return outcome
     shadow_profile = _request_threshold(resolve_profile(profiles, params.shadow_profile, "shadow_profile"), params)
-    shadow = _rank_with(shadow_profile, batch, params, params.layers or default_layers, provenance_key)
+    shadow = _rank_with(shadow_profile, batch, params, params.layers or default_layers, ctx)
     real_ids = [batch.ids[i] for i in outcome.ranked]
     shadow_ids = [batch.ids[i] for i in shadow.ranked]
     k, overlap = overlap_at_k(real_ids, shadow_ids)
@@ -94,8 +98,7 @@ def rank(
 
 
 def _rank_with(profile: Profile, batch: Batch, params: RankParams, layers: tuple[LayerSpec, ...],
-               provenance_key: bytes | None) -> RankOutcome:
-    ctx = ScoringContext(params.query, params.reference_time, params.explicit_lookup, provenance_key)
+               ctx: ScoringContext) -> RankOutcome:
     scores = score(batch, ctx, profile)
     layer_of = assign_layers(batch, layers)
     tokens, estimated = estimate_tokens(batch)

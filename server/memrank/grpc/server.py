@@ -44,21 +44,21 @@ SERVICE_NAME = svc_pb.DESCRIPTOR.services_by_name["RankingService"].full_name
 
 
 def create_server(settings: Settings, registry: Registry | None = None, reuse_port: bool = False,
-                  tracing: Tracing | None = None, multiprocess_metrics: bool = False) -> Running:
+                  tracing: Tracing | None = None, worker_metrics_dir: str | None = None) -> Running:
     """Build and start a server on settings.server.address (port 0 picks a free port).
 
     ``tracing``: given (tests: an in-memory exporter), else built from settings.tracing (None when off).
-    ``multiprocess_metrics``: this server is a supervisor's worker, whose metrics the supervisor reads from
-    files at any moment (prometheus_client's multiprocess mode)."""
+    ``worker_metrics_dir``: this server is a supervisor's worker, whose metrics the supervisor reads from files
+    in that directory at any moment (prometheus_client's multiprocess mode, and memrank's signal histogram)."""
     s = settings.server
     registry = registry if registry is not None else new_registry()
-    # One process: signal histograms and drift gauges are published when a scrape reads them.
+    # One process: drift gauges are published when a scrape reads them.
     # Workers of a supervisor record inline: the supervisor reads their files at any moment.
-    after_reply = not multiprocess_metrics
+    after_reply = worker_metrics_dir is None
     flush = FlushFirst()
     if after_reply:
         registry.register(flush)  # before every family, so it runs first
-    metrics = Metrics(registry)
+    metrics = Metrics(registry, worker_metrics_dir)
     tracing = tracing if tracing is not None else build_tracing(settings.tracing)
     service = RankingService(settings, metrics, after_reply=after_reply, tracing=tracing)
     flush.target = service.deferred

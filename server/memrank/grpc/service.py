@@ -21,6 +21,7 @@ from memrank.core.explain.outcome import RankOutcome
 from memrank.decisions.capture import capture_decision, capture_feedback
 from memrank.decisions.sample import sampled
 from memrank.decisions.writer import DecisionLog
+from memrank.feature_memo import FeatureMemo
 from memrank.grpc.errors import Abandoned, Internal, NotEnabled, Overloaded, Refusal, abort_with, code_of
 from memrank.grpc.tracing import Tracing
 from memrank.metrics.declare import Metrics
@@ -46,6 +47,8 @@ class RankingService(pb_grpc.RankingServiceServicer):
         # after_reply: signal histograms and drift gauges published at the scrape (see AfterReply); else per call.
         self.deferred = AfterReply(recorder) if after_reply else None
         self._record = self.deferred.record if self.deferred is not None else recorder.record
+        # One per worker, lent to every Rank call; it changes no response, only what is recomputed.
+        self.features = FeatureMemo.of(settings.server.feature_memo_bytes, metrics.observe_feature_memo)
         d = settings.decision_log
         self.decisions = DecisionLog(d, metrics) if d.enabled else None
         self._decide = self._log_decision if self.decisions is not None else None
@@ -123,7 +126,8 @@ class RankingService(pb_grpc.RankingServiceServicer):
         """Rank candidate memories (``parsed``: the request as the server's parse step left it)."""
         return self._call("Rank", parsed.request.request_id, context, lambda: handle_rank(
             parsed, Policy.of(self._settings), Call(self._clock(), self._provenance_key, self._receipt_key,
-                                                    self._record, context.is_active, self._decide, self._tracing)))
+                                                    self._record, context.is_active, self._decide, self._tracing,
+                                                    self.features)))
 
     def ScoreAdmission(
         self, request: pb.ScoreAdmissionRequest, context: grpc.ServicerContext

@@ -59,17 +59,18 @@ def _wait_for_signal(got: list[int]) -> int:
 
 def serve_single(settings: Settings, reuse_port: bool = False, with_metrics: bool = True,
                  exit_when_done: bool = True, metrics_endpoint: bool = True,
-                 multiprocess_metrics: bool = False, on_serving: Callable[[int, int], None] | None = None,
+                 worker_metrics_dir: str | None = None, on_serving: Callable[[int, int], None] | None = None,
                  source: SettingsSource | None = None) -> None:
     """Run one server process until SIGTERM/SIGINT, then drain and end the process (exit status 0);
     ``exit_when_done`` False: stop the listeners and return instead. ``metrics_endpoint`` False (a worker):
-    metrics are recorded but served by the supervisor. The metrics port is bound before the gRPC one.
+    metrics are recorded into ``worker_metrics_dir`` and served by the supervisor. The metrics port is bound
+    before the gRPC one.
     ``on_serving(port, health_port)`` runs once the server answers; by default (one process) it logs "ready"."""
     registry = new_registry() if with_metrics else None
     exposition = serve_metrics(settings.server.metrics_host, settings.server.metrics_port, registry) \
         if registry is not None and metrics_endpoint else None
     try:
-        running = create_server(settings, registry, reuse_port, multiprocess_metrics=multiprocess_metrics)
+        running = create_server(settings, registry, reuse_port, worker_metrics_dir=worker_metrics_dir)
     except BaseException:
         if exposition is not None:
             exposition[0].server_close()

@@ -3,8 +3,9 @@
 ``serve`` decides; ``serve_single`` (``memrank.lifecycle.server_process``) runs one server until SIGTERM/SIGINT,
 drains it and ends the process;
 ``_supervise`` starts the workers (SO_REUSEPORT), restarts any that die, serves their summed metrics, and
-passes the signal on. Each worker records metrics into the supervisor's multiprocess directory: it says so
-to ``create_server`` (``multiprocess_metrics``); nothing below reads the environment to find out.
+passes the signal on. Each worker records metrics into the supervisor's metrics directory: it is given the
+directory and passes it to ``create_server`` (``worker_metrics_dir``); nothing below reads the environment to
+find out.
 """
 
 from __future__ import annotations
@@ -58,7 +59,7 @@ def _follow_parent(parent: int) -> None:
     threading.Thread(target=watch, name="memrank-parent-watch", daemon=True).start()
 
 
-def _worker_main(source: SettingsSource, index: int, parent: int, workers: int,
+def _worker_main(source: SettingsSource, index: int, parent: int, workers: int, metrics_dir: str,
                  ready: multiprocessing.queues.Queue[int] | None = None) -> None:
     signals.hold()  # already held: the supervisor starts each worker with them held (serve_single releases them)
     settings = source.load()
@@ -67,8 +68,9 @@ def _worker_main(source: SettingsSource, index: int, parent: int, workers: int,
     log.info("worker starting", extra={"worker": index, "pid": os.getpid(),
                                        "metrics": f"served by the supervisor ({metrics_url(settings.server)})"})
     _follow_parent(parent)
-    serve_single(settings, reuse_port=True, with_metrics=True, metrics_endpoint=False, multiprocess_metrics=True,
-                 on_serving=lambda *_: ready.put(index) if ready is not None else None, source=source)
+    serve_single(settings, reuse_port=True, with_metrics=True, metrics_endpoint=False,
+                 worker_metrics_dir=metrics_dir, source=source,
+                 on_serving=lambda *_: ready.put(index) if ready is not None else None)
 
 
 METRICS_DIR_PREFIX = "memrank-metrics-"
@@ -138,8 +140,9 @@ def _supervise(settings: Settings, source: SettingsSource) -> None:
     nothing left running.
     """
     holds = [sock for key, address in _listen_addresses(settings) for sock in ports.claim(key, address)]
-    # Workers write their samples to mmap files here; the supervisor's /metrics sums them
-    # (counters, histograms) or takes the live maximum (drift gauges, multiprocess_mode livemax).
+    # Workers write their samples to mmap files here (prometheus_client's, and memrank's signal histogram);
+    # the supervisor's /metrics sums them (counters, histograms) or takes the live maximum (drift gauges,
+    # multiprocess_mode livemax).
     _clean_stale_metrics_dirs()
     mp_dir = tempfile.mkdtemp(prefix=f"{METRICS_DIR_PREFIX}{os.getpid()}-")
     os.environ["PROMETHEUS_MULTIPROC_DIR"] = mp_dir  # read by prometheus_client in the spawned workers
@@ -160,7 +163,7 @@ def _supervise(settings: Settings, source: SettingsSource) -> None:
     ready: multiprocessing.queues.Queue[int] = ctx.Queue()  # a worker puts its index once it serves
 
     def start(i: int) -> None:
-        p = ctx.Process(target=_worker_main, args=(source, i, os.getpid(), settings.server.workers, ready),
+        p = ctx.Process(target=_worker_main, args=(source, i, os.getpid(), settings.server.workers, mp_dir, ready),
                         name=f"memrank-worker-{i}")
         with signals.held():  # the worker runs with them held from its first instruction to its handlers
             p.start()

@@ -9,6 +9,9 @@ With several worker processes (prometheus-client multiprocess mode) counters
 and histograms are summed over workers; the drift gauges use ``livemax``:
 the largest value any live worker holds, since PSI/JS of one worker's window
 cannot be added to another's (fleet-wide drift comes from the recording rules).
+``memrank_signal_value`` is a collector of memrank's own (``signal_values``),
+filled a call at a time; a worker keeps it in a file in ``worker_dir`` that
+the supervisor sums in the same way.
 """
 
 from __future__ import annotations
@@ -17,7 +20,7 @@ from typing import Final, Literal
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
-from memrank.metrics.drift import SIGNAL_BUCKETS
+from memrank.metrics.signal_values import SignalValues
 
 LATENCY_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5)
 CANDIDATE_BUCKETS = (0, 1, 5, 10, 25, 50, 100, 200, 400, 800, 1600)
@@ -27,9 +30,10 @@ GAUGE_MODE: Final[Literal["livemax"]] = "livemax"
 
 
 class Metrics:
-    """Every memrank metric, registered on ``registry``."""
+    """Every memrank metric, registered on ``registry``; ``worker_dir``: a supervisor's worker, whose signal
+    histogram is kept in a file there (the supervisor's metrics directory)."""
 
-    def __init__(self, registry: CollectorRegistry) -> None:
+    def __init__(self, registry: CollectorRegistry, worker_dir: str | None = None) -> None:
         r = registry
         self.requests = Counter("memrank_requests", "RPCs handled, by method and status code.",
                                 ("method", "code"), registry=r)
@@ -37,10 +41,8 @@ class Metrics:
             "memrank_rank_duration_seconds", "Server time of one Rank call, validation to response.",
             buckets=LATENCY_BUCKETS, registry=r,
         )
-        self.signal_value = Histogram(
-            "memrank_signal_value", "Signal values of the candidates that passed the gates, raw and normalized.",
-            ("signal", "form", "profile", "layer"), buckets=SIGNAL_BUCKETS, registry=r,
-        )
+        # memrank_signal_value, labels signal, form, profile, layer: filled a call at a time (see signal_values)
+        self.signal_value = SignalValues(r, worker_dir)
         self.candidates = Counter("memrank_candidates", "Candidates received by Rank.", ("profile", "layer"),
                                   registry=r)
         self.selected = Counter("memrank_selected", "Candidates selected by Rank.", ("profile", "layer"),
@@ -108,8 +110,23 @@ class Metrics:
             "method of that call; the other calls on the connection end with it.",
             ("method",), registry=r,
         )
+        self.feature_memo_hits = Counter(
+            "memrank_feature_memo_hits", "Rank candidates whose own features (statement, injection patterns, "
+            "importance rules) the worker's feature memo held (server.feature_memo_bytes).", registry=r,
+        )
+        self.feature_memo_misses = Counter(
+            "memrank_feature_memo_misses", "Rank candidates whose own features the feature memo did not hold: "
+            "computed, then stored. Hit ratio: hits / (hits + misses).", registry=r,
+        )
 
         self._requests: dict[tuple[str, str], Counter] = {}  # requests' children by (method, code), see observe_call
+
+    def observe_feature_memo(self, hits: int, misses: int) -> None:
+        """Count one batch's lookups in the feature memo."""
+        if hits:
+            self.feature_memo_hits.inc(hits)
+        if misses:
+            self.feature_memo_misses.inc(misses)
 
     def observe_send_timeout(self, method: str) -> None:
         """Count one connection closed because a response did not leave in time."""

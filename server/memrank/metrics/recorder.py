@@ -16,11 +16,11 @@ from memrank.metrics.declare import Metrics
 from memrank.metrics.drift import BIN_COUNT, fast_bin_index
 from memrank.metrics.measured import drift_population
 from memrank.metrics.reference import load_reference
+from memrank.metrics.signal_values import FORMS
 from memrank.metrics.window import DriftTracker
 
 log = logging.getLogger("memrank.metrics")
 OTHER = "other"
-FORMS = ("raw", "normalized")
 _REASONS = {reason.value: reason.name.lower() for reason in DropReason}  # the ``reason`` label of a drop code
 
 
@@ -33,17 +33,12 @@ class Recorder:
         self.profiles = frozenset(profiles)
         self.layers = frozenset(layers) | {OTHER}
         self.drift = drift
-        # True: signal histograms and drift gauges are brought up to date when ``publish`` is called (a
-        # scrape, see FlushFirst), not after every call: a call adds its bucket counts to one array per
-        # series, and PSI and JS of an unchanged window are computed once, not once per request.
+        # True: the drift gauges are brought up to date when ``publish`` is called (a scrape, see FlushFirst), not
+        # after every call: PSI and JS of an unchanged window are computed once, not once per request.
         self.publish_on_scrape = False
-        # (profile, layer labels, signal names) -> bucket counts and sums not yet in the histograms
-        self._pending_values: dict[tuple[str, tuple[str, ...], tuple[str, ...]], tuple[np.ndarray, np.ndarray]] = {}
         self._stale: set[tuple[str, str]] = set()
         self._stale_lock = threading.Lock()
-        # signal_value children by (signal, form, profile, layer): labels() costs more than the observation.
-        self._signal_children: dict[tuple[str, str, str, str], Any] = {}
-        self._children: dict[tuple[Any, tuple[str, ...]], Any] = {}  # the other families' (``_child``)
+        self._children: dict[tuple[Any, tuple[str, ...]], Any] = {}  # the families' children (``_child``)
 
     def record(self, outcome: RankOutcome) -> None:
         """Record one Rank outcome; never raises (metrics must not fail a call)."""
@@ -85,8 +80,8 @@ class Recorder:
         """Candidates, selections and signal values, per (bounded) layer: a few numpy passes per call.
 
         Every signal, raw and normalized, is binned in one pass over a (2 x signals, n) matrix and counted
-        per (row, layer, bucket) in one bincount, so the cost is a handful of array operations plus one
-        ``inc`` per non-empty bucket, whatever the batch size. ``counted``: the values that count (None: all).
+        per (row, layer, bucket) in one bincount, then added to the signal histogram's rows in one numpy
+        addition (``SignalValues.add``), whatever the batch size. ``counted``: the values that count (None: all).
         """
         n = outcome.n
         present = set(outcome.layer_of)
@@ -116,33 +111,7 @@ class Recorder:
             cell, bins, values = cell[counted], bins[counted], values[counted]
         counts = np.bincount(cell * nbins + bins, minlength=rows * width * nbins).reshape(rows, width, nbins)
         sums = np.bincount(cell, weights=values, minlength=rows * width).reshape(rows, width)
-        series = (profile, tuple(labels), tuple(c.name for c in columns))
-        if self.publish_on_scrape:  # kept until the scrape (publish): one array addition per call
-            with self._stale_lock:
-                held = self._pending_values.get(series)
-                if held is None:
-                    self._pending_values[series] = (counts, sums)
-                else:
-                    held[0][...] += counts
-                    held[1][...] += sums
-            return
-        self._observe(series, counts, sums)
-
-    def _observe(self, series: tuple[str, tuple[str, ...], tuple[str, ...]], counts: np.ndarray,
-                 sums: np.ndarray) -> None:
-        """Add bucket counts (signal x form, layer, bucket) and value sums to the signal_value children."""
-        profile, labels, signals = series
-        flat_counts, flat_sums = counts.reshape(-1, BIN_COUNT).tolist(), sums.reshape(-1).tolist()
-        keys = [(signal, form, profile, layer) for signal in signals for form in FORMS for layer in labels]
-        for key, cell_counts, total in zip(keys, flat_counts, flat_sums, strict=True):
-            child = self._signal_children.get(key)
-            if child is None:
-                child = self._signal_children.setdefault(key, self.metrics.signal_value.labels(*key))
-            if any(cell_counts):
-                child._sum.inc(total)
-                for b, count in enumerate(cell_counts):
-                    if count:
-                        child._buckets[b].inc(count)
+        self.metrics.signal_value.add((profile, tuple(labels), tuple(c.name for c in columns)), counts, sums)
 
     @staticmethod
     def _binned(outcome: RankOutcome) -> tuple[np.ndarray, np.ndarray]:
@@ -201,13 +170,9 @@ class Recorder:
                 self._set_drift(profile, name)
 
     def publish(self) -> None:
-        """Move the signal values kept since the last call into their histograms, and set the drift gauges
-        of every (profile, signal) updated since then."""
+        """Set the drift gauges of every (profile, signal) updated since the last call."""
         with self._stale_lock:
             stale, self._stale = self._stale, set()
-            pending, self._pending_values = self._pending_values, {}
-        for series, (counts, sums) in pending.items():
-            self._observe(series, counts, sums)
         for profile, signal in sorted(stale):
             self._set_drift(profile, signal)
 

@@ -17,6 +17,7 @@ from memrank.core.pipeline import rank
 from memrank.metrics.declare import Metrics
 from memrank.metrics.drift import SIGNAL_BUCKETS
 from memrank.metrics.recorder import build_recorder
+from tests.unit.metrics.test_recorder import SIGNAL_BOUNDS
 
 FAMILIES = {
     "memrank_requests": "counter",
@@ -38,6 +39,8 @@ FAMILIES = {
     "memrank_config_reloads": "counter",
     "memrank_policy_info": "gauge",
     "memrank_send_timeouts": "counter",
+    "memrank_feature_memo_hits": "counter",
+    "memrank_feature_memo_misses": "counter",
 }
 
 
@@ -63,7 +66,7 @@ def _signal_lines(registry: CollectorRegistry) -> dict[str, float]:
 def _one_by_one(outcomes: list[RankOutcome]) -> CollectorRegistry:
     """The same histogram fed with prometheus_client's own observe(), one value at a time."""
     registry = CollectorRegistry()
-    h = Histogram("memrank_signal_value", "x", ("signal", "form", "profile", "layer"), buckets=SIGNAL_BUCKETS,
+    h = Histogram("memrank_signal_value", "x", ("signal", "form", "profile", "layer"), buckets=SIGNAL_BOUNDS,
                   registry=registry)
     for o in outcomes:
         for column in o.scores.signals:

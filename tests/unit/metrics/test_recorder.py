@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 import pytest
 from google.protobuf import json_format
-from prometheus_client import CollectorRegistry
+from prometheus_client import CollectorRegistry, Histogram
 
 from memrank._gen.v1 import ranking_pb2 as pb
 from memrank.api.convert import request_to_domain
@@ -160,8 +160,25 @@ def test_after_reply_records_every_outcome_by_the_time_a_scrape_reads() -> None:
     assert registry.get_sample_value("memrank_candidates_total", {"profile": "default", "layer": "other"}) == 250
 
 
-def _one_by_one(metrics: Metrics, drift: Any, o: RankOutcome, profile: str) -> None:
+# memrank_signal_value's bucket bounds, as the dashboards and the drift reference files read them.
+SIGNAL_BOUNDS = (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0)
+
+
+class Slow:
+    """The one-value-at-a-time reference: memrank's counters and gauges on ``registry``, and the signal histogram
+    as a prometheus_client Histogram on a registry of its own (``histogram_registry``)."""
+
+    def __init__(self, drift: Any) -> None:
+        self.registry, self.histogram_registry = CollectorRegistry(), CollectorRegistry()
+        self.metrics = Metrics(self.registry)
+        self.signal_value = Histogram("memrank_signal_value", "x", ("signal", "form", "profile", "layer"),
+                                      buckets=SIGNAL_BOUNDS, registry=self.histogram_registry)
+        self.drift = drift
+
+
+def _one_by_one(slow: Slow, o: RankOutcome, profile: str) -> None:
     """The slow definition of the signal and layer metrics: every value observed by itself, in candidate order."""
+    metrics, drift = slow.metrics, slow.drift
     bounded = {"session", "durable", "knowledge"}
     layer = ["other" if name not in bounded else name for name in o.layer_of]
     measured = [int(g) == 0 for g in o.scores.gate]
@@ -171,7 +188,7 @@ def _one_by_one(metrics: Metrics, drift: Any, o: RankOutcome, profile: str) -> N
         metrics.selected.labels(profile=profile, layer=name).inc(sum(1 for i in members if int(o.drop[i]) == 0))
         for column in o.scores.signals:
             for form, values in (("raw", column.raw), ("normalized", column.normalized)):
-                child = metrics.signal_value.labels(signal=column.name, form=form, profile=profile, layer=name)
+                child = slow.signal_value.labels(signal=column.name, form=form, profile=profile, layer=name)
                 for i in members:
                     if measured[i] and np.isfinite(values[i]):
                         child.observe(float(values[i]))
@@ -183,30 +200,31 @@ def _one_by_one(metrics: Metrics, drift: Any, o: RankOutcome, profile: str) -> N
             metrics.drift_js.labels(signal=column.name, profile=profile).set(reading.js)
 
 
-def _series(registry: CollectorRegistry) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
+Series = dict[tuple[str, tuple[tuple[str, str], ...]], float]
+
+
+def _series(*registries: CollectorRegistry) -> Series:
     families = ("memrank_signal_value", "memrank_candidates", "memrank_selected", "memrank_signal_drift")
-    return {(s.name, tuple(sorted(s.labels.items()))): s.value for f in registry.collect() for s in f.samples
-            if s.name.startswith(families) and not s.name.endswith("_created")}
+    return {(s.name, tuple(sorted(s.labels.items()))): s.value for r in registries for f in r.collect()
+            for s in f.samples if s.name.startswith(families) and not s.name.endswith("_created")}
 
 
-def _histogram(metrics: Metrics) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
-    """The signal histogram's samples read from the metric itself, not through the registry: no FlushFirst runs."""
-    return {(s.name, tuple(sorted(s.labels.items()))): s.value for f in metrics.signal_value.collect()
+def _read(family: Any) -> Series:
+    """A family's samples read from the metric itself, not through the registry: no FlushFirst runs."""
+    return {(s.name, tuple(sorted(s.labels.items()))): s.value for f in family.collect()
             for s in f.samples if not s.name.endswith("_created")}
 
 
-def _fast_and_slow() -> tuple[CollectorRegistry, Recorder, CollectorRegistry, Metrics, Any]:
-    """A recorder under test, and a registry with its drift tracker for the one-value-at-a-time reference."""
+def _fast_and_slow() -> tuple[CollectorRegistry, Recorder, Slow]:
+    """A recorder under test, and the one-value-at-a-time reference with a drift tracker of its own."""
     fast_registry, fast = fresh(_drift_settings(window=30, reference=25))
-    slow_registry = CollectorRegistry()
-    slow_metrics = Metrics(slow_registry)
-    slow_drift = build_recorder(slow_metrics, _drift_settings(window=30, reference=25)).drift
-    return fast_registry, fast, slow_registry, slow_metrics, slow_drift
+    slow_drift = build_recorder(Metrics(CollectorRegistry()), _drift_settings(window=30, reference=25)).drift
+    return fast_registry, fast, Slow(slow_drift)
 
 
-def _assert_same_series(fast_registry: CollectorRegistry, slow_registry: CollectorRegistry) -> None:
+def _assert_same_series(fast_registry: CollectorRegistry, slow: Slow) -> None:
     """The same series with the same values (histogram sums to rounding: they add in another order)."""
-    got, want = _series(fast_registry), _series(slow_registry)
+    got, want = _series(fast_registry), _series(slow.registry, slow.histogram_registry)
     assert got.keys() == want.keys()
     for key, value in want.items():
         if key[0].endswith("_sum"):
@@ -219,7 +237,7 @@ def _assert_same_series(fast_registry: CollectorRegistry, slow_registry: Collect
 def test_column_recording_equals_observing_every_value_by_itself(seed: int) -> None:
     """Buckets, counts, counters and drift gauges agree exactly with per-value observe(); sums to rounding."""
     rng = np.random.default_rng(seed)
-    fast_registry, fast, slow_registry, slow_metrics, slow_drift = _fast_and_slow()
+    fast_registry, fast, slow = _fast_and_slow()
     layer_names = ("session", "durable", "knowledge", "x-1", "x-2")
     for call in range(4):
         n = int(rng.integers(0, 40))
@@ -230,8 +248,8 @@ def test_column_recording_equals_observing_every_value_by_itself(seed: int) -> N
                  **({"safety": "SAFETY_STATUS_UNSAFE"} if rng.uniform() < 0.15 else {})} for i in range(n)]
         o = outcome(rows, profile=str(rng.choice(["default", "lians-recall", "generative-agents"])))
         fast.record(o)
-        _one_by_one(slow_metrics, slow_drift, o, o.profile.name)
-    _assert_same_series(fast_registry, slow_registry)
+        _one_by_one(slow, o, o.profile.name)
+    _assert_same_series(fast_registry, slow)
 
 
 def test_histograms_and_drift_gauges_published_at_scrape_equal_the_per_call_ones() -> None:
@@ -257,12 +275,13 @@ def test_histograms_and_drift_gauges_published_at_scrape_equal_the_per_call_ones
         for series, number in want.items():
             assert got[series] == (pytest.approx(number, rel=1e-12) if series[0].endswith("_sum") else number)
     assert inline_registry.get_sample_value("memrank_signal_drift_psi", keys[0]) is not None
-    # Kept values reach the histograms only at a scrape: recorded, not yet published, then scraped.
-    o = outcome(cands([0.3] * 5, layers=("session",)))
-    before = _histogram(metrics)
-    deferred.record(o)  # recorded, not yet published: the histogram itself (no scrape, no flush) is unchanged
-    assert _histogram(metrics) == before
+    # A call's signal values are in the histogram at once; its drift gauges are set at the scrape.
+    o = outcome(cands([0.95] * 20, layers=("session",)))
+    gauges = _read(metrics.drift_psi)
+    deferred.record(o)  # read from the families themselves: no scrape, no flush
     inline.record(o)
+    assert _read(metrics.signal_value) == pytest.approx(_read(inline.metrics.signal_value), rel=1e-12)
+    assert _read(metrics.drift_psi) == gauges != _read(inline.metrics.drift_psi)
     assert _series(registry) == pytest.approx(_series(inline_registry), rel=1e-12)
 
 
@@ -281,12 +300,12 @@ def _poisoned(o: RankOutcome, rng: np.random.Generator) -> RankOutcome:
 def test_non_finite_signal_values_are_recorded_as_observing_each_value(seed: int) -> None:
     """NaN is in no histogram and no drift window; an infinity is in no histogram but in the drift window."""
     rng = np.random.default_rng(seed)
-    fast_registry, fast, slow_registry, slow_metrics, slow_drift = _fast_and_slow()
+    fast_registry, fast, slow = _fast_and_slow()
     for call in range(4):
         unsafe = [{"id": "bad", "safety": "SAFETY_STATUS_UNSAFE", "retrievalScore": 0.9}] if call % 2 else []
         o = _poisoned(outcome([*cands(rng.uniform(0, 1, 20).tolist()), *unsafe]), rng)
         fast.record(o)
-        _one_by_one(slow_metrics, slow_drift, o, o.profile.name)
-    _assert_same_series(fast_registry, slow_registry)
+        _one_by_one(slow, o, o.profile.name)
+    _assert_same_series(fast_registry, slow)
     # The windows filled: drift was compared.
-    assert any(key[0] == "memrank_signal_drift_psi" for key in _series(slow_registry))
+    assert any(key[0] == "memrank_signal_drift_psi" for key in _series(slow.registry))

@@ -7,13 +7,13 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from prometheus_client import CollectorRegistry, generate_latest
+from prometheus_client import CollectorRegistry, Histogram, generate_latest
 
 from memrank.config import load_settings
 from memrank.core.errors import ConfigError
-from memrank.metrics.declare import Metrics
 from memrank.metrics.drift import BIN_COUNT, bin_counts
 from memrank.metrics.reference import from_exposition, load_reference, write_reference
+from tests.unit.metrics.test_recorder import SIGNAL_BOUNDS
 
 
 def test_write_then_load_round_trips(tmp_path: Path) -> None:
@@ -26,11 +26,12 @@ def test_write_then_load_round_trips(tmp_path: Path) -> None:
 
 
 def test_reference_from_metrics_sums_layers_and_ignores_normalized() -> None:
-    registry = CollectorRegistry()
-    m = Metrics(registry)
+    registry = CollectorRegistry()  # /metrics text as prometheus_client's own histogram writes it
+    h = Histogram("memrank_signal_value", "x", ("signal", "form", "profile", "layer"), buckets=SIGNAL_BOUNDS,
+                  registry=registry)
     a, b = np.array([0.05, 0.15, 0.95]), np.array([0.15, 0.45, 1.2])
     for layer, form, values in (("session", "raw", a), ("other", "raw", b), ("other", "normalized", np.ones(50))):
-        child = m.signal_value.labels(signal="relevance", form=form, profile="default", layer=layer)
+        child = h.labels(signal="relevance", form=form, profile="default", layer=layer)
         for v in values.tolist():
             child.observe(v)
     refs = from_exposition(generate_latest(registry).decode())

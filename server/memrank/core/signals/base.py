@@ -8,6 +8,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from memrank.core.batch import Batch
+from memrank.core.features import FeatureStore
 from memrank.core.profile import Profile
 from memrank.core.reasons import Same
 
@@ -28,6 +29,7 @@ class ScoringContext:
     reference_time: float  # epoch seconds
     explicit_lookup: bool = False
     provenance_key: bytes | None = None  # HMAC key proving privileged sources
+    features: FeatureStore | None = None  # the runtime's store of memories' own features (``core.features``)
 
 
 @dataclass(frozen=True)

@@ -30,6 +30,7 @@ import itertools
 import numpy as np
 
 from memrank.core.batch import Batch
+from memrank.core.features import memory_features
 from memrank.core.profile import Profile
 from memrank.core.reasons import Lazy
 from memrank.core.signals.base import SMALL_BATCH, RawSignal, ScoringContext
@@ -137,62 +138,80 @@ def _one_by_one(batch: Batch, given: np.ndarray, values: np.ndarray) -> RawSigna
     return RawSignal(values, Lazy(batch.n, why))
 
 
-def importance(batch: Batch, ctx: ScoringContext, profile: Profile, population: np.ndarray) -> RawSignal:
-    """Caller importance clipped to [0, 1], else the rule-based value with the rule named.
+def rule_codes(batch: Batch, open_: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(rule, how, detail) per memory of ``open_`` by the category rules: the index in RULES (-1 none), how it
+    was found (``_BY_KIND`` ... ``_STATEMENT``; 0 for a memory not in ``open_``) and the opening's index in
+    CORRECTION_STARTS or the phrase's in the rule's ``ordered`` (-1 none).
 
     The rules run column-wise over the batch's padded-words index (``core.text.buffers``), rule by rule in
     order, each first by kind, then by opening words (correction), then by phrase, exactly as
     ``rule_importance`` does for one memory.
     """
     n = batch.n
-    given = ~np.isnan(batch.importance)
-    # Unset: 0 until a rule sets it (np.where, not nan_to_num: the same values after the clip, fewer calls).
-    values = np.clip(np.where(given, batch.importance, 0.0), 0.0, 1.0)
-    if n <= SMALL_BATCH:  # the column-wise rules instead: +21 % instructions per call at 1 x 384 (4.35 -> 5.26 M)
-        return _one_by_one(batch, given, values)
     rule = np.full(n, -1, dtype=np.int64)  # index into RULES
     how = np.zeros(n, dtype=np.int64)
     detail = np.full(n, -1, dtype=np.int64)  # CORRECTION_STARTS or phrases.ordered position
+    if not open_.any():
+        return rule, how, detail
+    by_kind = {k: _kind_rule(k) for k in set(batch.kinds)}  # each distinct kind once
+    kind_rule = np.fromiter(map(by_kind.__getitem__, batch.kinds), dtype=np.int64, count=n)
+    # Rule r wins where it is the first rule that matches, by kind, opening (correction) or phrase; each
+    # way is found for every rule at once, and the smallest rule number is taken (kind before opening
+    # before phrase within a rule, as rule_importance tries them).
+    index = padded_index(batch)
+    none = len(RULES)
+    via_kind = np.where(kind_rule >= 0, kind_rule, none)
+    opening = np.full(n, -1, dtype=np.int64)
+    for k in reversed(range(len(CORRECTION_STARTS))):  # the first opening listed wins
+        opening[index.opens_with(CORRECTION_STARTS[k].split())] = k
+    via_start = np.where(opening >= 0, 0, none)
+    phrase_rule, phrase_at = RULE_PHRASES.first_found(index, open_ & (via_kind > 0) & (via_start > 0))
+    via_phrase = np.where(phrase_rule >= 0, phrase_rule, none)
+    won = np.minimum(np.minimum(via_kind, via_start), via_phrase)
+    decided = open_ & (won < none)
+    rule[decided] = won[decided]
+    how[decided & (via_kind == won)] = _BY_KIND
+    start_won = decided & (via_kind != won) & (via_start == won)
+    how[start_won], detail[start_won] = _BY_START, opening[start_won]
+    phrase_won = decided & (via_kind != won) & (via_start != won)
+    how[phrase_won], detail[phrase_won] = _BY_PHRASE, phrase_at[phrase_won]
+    # No rule matched: a passing remark or a statement. Short ASCII text has all its tokens in the
+    # tokens index (``short_ascii``), so its count is read there; other text is counted here.
+    plain = short_ascii(batch)
+    counts = token_index(batch).counts if plain.any() else np.zeros(n, dtype=np.int64)
+    for i in np.flatnonzero(open_ & ~decided).tolist():
+        text = sample(batch.contents[i])
+        if (counts[i] if plain[i] else count_tokens(text, MIN_TOKENS)) < MIN_TOKENS:
+            how[i] = _FEW_WORDS
+        elif is_pleasantry(text):
+            how[i] = _PLEASANTRY
+        else:
+            how[i] = _STATEMENT
+    return rule, how, detail
+
+
+_RULE_VALUES = np.array([value for _, value, _, _ in RULES])
+
+
+def importance(batch: Batch, ctx: ScoringContext, profile: Profile, population: np.ndarray) -> RawSignal:
+    """Caller importance clipped to [0, 1], else the rule-based value with the rule named (``rule_codes``; with
+    the runtime's store, the codes it holds: ``core.features``)."""
+    n = batch.n
+    given = ~np.isnan(batch.importance)
+    # Unset: 0 until a rule sets it (np.where, not nan_to_num: the same values after the clip, fewer calls).
+    values = np.clip(np.where(given, batch.importance, 0.0), 0.0, 1.0)
+    if ctx.features is not None:
+        found = memory_features(batch, ctx.features)
+        rule, how, detail = (np.where(given, blank, code) for code, blank in
+                             ((found.rule, -1), (found.how, 0), (found.detail, -1)))
+    elif n <= SMALL_BATCH:  # the column-wise rules instead: +21 % instructions per call at 1 x 384 (4.35 -> 5.26 M)
+        return _one_by_one(batch, given, values)
+    else:
+        rule, how, detail = rule_codes(batch, ~given)
+    by_rule = (how == _BY_KIND) | (how == _BY_START) | (how == _BY_PHRASE)
+    values[by_rule] = _RULE_VALUES[rule[by_rule]]
+    values[how == _STATEMENT] = 0.3
     kinds = batch.kinds
-    by_kind = {k: _kind_rule(k) for k in set(kinds)}  # each distinct kind once
-    kind_rule = np.fromiter(map(by_kind.__getitem__, kinds), dtype=np.int64, count=n)
-    open_ = ~given
-    if open_.any():
-        # Rule r wins where it is the first rule that matches, by kind, opening (correction) or phrase; each
-        # way is found for every rule at once, and the smallest rule number is taken (kind before opening
-        # before phrase within a rule, as rule_importance tries them).
-        index = padded_index(batch)
-        none = len(RULES)
-        via_kind = np.where(kind_rule >= 0, kind_rule, none)
-        opening = np.full(n, -1, dtype=np.int64)
-        for k in reversed(range(len(CORRECTION_STARTS))):  # the first opening listed wins
-            opening[index.opens_with(CORRECTION_STARTS[k].split())] = k
-        via_start = np.where(opening >= 0, 0, none)
-        phrase_rule, phrase_at = RULE_PHRASES.first_found(index, open_ & (via_kind > 0) & (via_start > 0))
-        via_phrase = np.where(phrase_rule >= 0, phrase_rule, none)
-        won = np.minimum(np.minimum(via_kind, via_start), via_phrase)
-        decided = open_ & (won < none)
-        rule[decided] = won[decided]
-        how[decided & (via_kind == won)] = _BY_KIND
-        start_won = decided & (via_kind != won) & (via_start == won)
-        how[start_won], detail[start_won] = _BY_START, opening[start_won]
-        phrase_won = decided & (via_kind != won) & (via_start != won)
-        how[phrase_won], detail[phrase_won] = _BY_PHRASE, phrase_at[phrase_won]
-        values[decided] = np.array([value for _, value, _, _ in RULES])[won[decided]]
-        open_ &= ~decided
-        # No rule matched: a passing remark or a statement. Short ASCII text has all its tokens in the
-        # tokens index (``short_ascii``), so its count is read there; other text is counted here.
-        plain = short_ascii(batch)
-        counts = token_index(batch).counts if plain.any() else np.zeros(n, dtype=np.int64)
-        for i in np.flatnonzero(open_).tolist():
-            text = sample(batch.contents[i])
-            if (counts[i] if plain[i] else count_tokens(text, MIN_TOKENS)) < MIN_TOKENS:
-                how[i] = _FEW_WORDS
-            elif is_pleasantry(text):
-                how[i] = _PLEASANTRY
-            else:
-                how[i] = _STATEMENT
-                values[i] = 0.3
     shown = values.tolist()
 
     def why(i: int) -> tuple[str, ...]:

@@ -19,6 +19,7 @@ from types import MappingProxyType
 import numpy as np
 
 from memrank.core.batch import Batch
+from memrank.core.features import memory_features
 from memrank.core.profile import Profile
 from memrank.core.reasons import Lazy
 from memrank.core.signals.base import SMALL_BATCH, RawSignal, ScoringContext
@@ -106,16 +107,26 @@ def injection_match(content: str) -> str | None:
     return None
 
 
-def safety(batch: Batch, ctx: ScoringContext, profile: Profile, population: np.ndarray) -> RawSignal:
-    """1 safe, 0.5 review needed, 0 blocked status or injection-like content."""
-    status = batch.safety
-    blocked = (status == Safety.UNSAFE) | (status == Safety.QUARANTINED) | (status == Safety.PENDING)
+def injections(batch: Batch, wanted: np.ndarray) -> dict[int, str]:
+    """The first injection pattern matched by each ``wanted`` memory that matches one (``injection_match``)."""
     if batch.n <= SMALL_BATCH:  # every memory scanned (the pre-scan instead: +8.8 % instructions at 1 x 384)
         suspect = np.ones(batch.n, dtype=bool)
     else:
         suspect = ~short_ascii(batch) | prescan(token_index(batch))  # long or non-ASCII: always the exact scan
-    found = {i: name for i in np.flatnonzero(suspect & ~blocked).tolist()
-             if (name := injection_match(batch.contents[i])) is not None}
+    return {i: name for i in np.flatnonzero(suspect & wanted).tolist()
+            if (name := injection_match(batch.contents[i])) is not None}
+
+
+def safety(batch: Batch, ctx: ScoringContext, profile: Profile, population: np.ndarray) -> RawSignal:
+    """1 safe, 0.5 review needed, 0 blocked status or injection-like content."""
+    status = batch.safety
+    blocked = (status == Safety.UNSAFE) | (status == Safety.QUARANTINED) | (status == Safety.PENDING)
+    if ctx.features is None:
+        found = injections(batch, ~blocked)
+    else:  # the same matches, of every memory, from the runtime's store (``core.features``)
+        pattern = memory_features(batch, ctx.features).injection
+        names, codes = list(INJECTION_PATTERNS), pattern.tolist()
+        found = {i: names[codes[i]] for i in np.flatnonzero((pattern >= 0) & ~blocked).tolist()}
     values = np.where(status == Safety.REVIEW_NEEDED, 0.5, 1.0)
     values[blocked] = 0.0
     values[list(found)] = 0.0

@@ -14,9 +14,12 @@ one or the other, the signal is constant there and a profile with
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 
 from memrank.core.batch import Batch
+from memrank.core.features import memory_features
 from memrank.core.profile import Profile
 from memrank.core.reasons import Table
 from memrank.core.signals.base import RawSignal, ScoringContext
@@ -25,7 +28,12 @@ QUESTION_MARKS = ("?", "\uff1f", "\u061f")
 _REASONS = (("ends with a question mark: asks rather than answers",), ("a statement (no closing question mark)",))
 
 
+def codes(contents: Sequence[str]) -> list[int]:
+    """0 for a text ending with a question mark, else 1."""
+    return [0 if c.rstrip().endswith(QUESTION_MARKS) else 1 for c in contents]
+
+
 def statement(batch: Batch, ctx: ScoringContext, profile: Profile, population: np.ndarray) -> RawSignal:
     """0 for a memory ending with a question mark, else 1."""
-    codes = [0 if c.rstrip().endswith(QUESTION_MARKS) else 1 for c in batch.contents]
-    return RawSignal(np.asarray(codes, dtype=np.float64), Table(codes, _REASONS))
+    found = codes(batch.contents) if ctx.features is None else memory_features(batch, ctx.features).statement.tolist()
+    return RawSignal(np.asarray(found, dtype=np.float64), Table(found, _REASONS))
