@@ -61,6 +61,7 @@ PROFILE_UNIT_KEYS = ("diversity_lambda", "dedupe_threshold", "retrieval_blend", 
 PROFILE_BOUNDS: dict[str, tuple[float, float | None]] = {
     **{name: SHARE_RANGE for name in PROFILE_UNIT_KEYS},
     "relevance_threshold": THRESHOLD_RANGE,
+    "relevance_floor": THRESHOLD_RANGE,
     "half_life_hours": (1e-6, None),
     "recency.decay_per_hour": (1e-9, 1),
     "recency.floor": (0, 1),

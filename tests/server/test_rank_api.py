@@ -194,3 +194,23 @@ def test_list_profiles_includes_default_sorted(client: RankingClient) -> None:
     assert "default" in names and names == sorted(names)
     assert all(p.weights for p in resp.profiles)
     assert resp.policy_version.startswith("policy-")
+
+
+def test_list_profiles_shows_defaults_batch_floor_and_no_threshold(client: RankingClient) -> None:
+    profiles = {p.name: p for p in client.list_profiles().profiles}
+    assert profiles["default"].relevance_floor == 0.1 and profiles["default"].relevance_threshold == 0.0
+    assert all(p.relevance_floor == 0.0 for name, p in profiles.items() if name != "default")
+
+
+def test_a_min_max_scaled_batch_loses_no_candidate_to_defaults_floor(client: RankingClient) -> None:
+    # Scores scaled per batch (weakest 0, best 1): the floor judges the batch, whose best reaches 0.1.
+    scaled = pb.RankRequest(query="capital of Peru", explicit_lookup=True, candidates=[
+        pb.Candidate(id=f"c{k}", content=f"travel note {k}", retrieval_score=r) for k, r in enumerate((1.0, 0.3, 0.0))])
+    resp = client.rank(scaled)
+    assert [m.id for m in resp.selected] == ["c0", "c1", "c2"] and not resp.dropped
+    # Nothing reaches it: nothing relevant, every candidate dropped below the threshold.
+    for c in scaled.candidates:
+        c.retrieval_score *= 0.05
+    resp = client.rank(scaled)
+    assert not resp.selected
+    assert {d.id: d.reason for d in resp.dropped} == dict.fromkeys(("c0", "c1", "c2"), pb.DROP_REASON_BELOW_THRESHOLD)

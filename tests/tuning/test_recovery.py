@@ -29,7 +29,7 @@ MARGIN_OVER_UNIFORM = 0.1
 SETTINGS = load_settings(env={})
 # A base of its own (the six signals synthetic.columns derives, exact-word lexical), so that re-tuning the
 # built-in default does not move this test: the weights are the default's before stemming.
-DEFAULT = replace(base_profile(SETTINGS.profiles, "default"), lexical_stemmer=None, relevance_threshold=None, signals=(
+DEFAULT = replace(base_profile(SETTINGS.profiles, "default"), lexical_stemmer=None, relevance_floor=None, signals=(
     SignalSpec("relevance", 0.257, "min_max"), SignalSpec("lexical", 0.256), SignalSpec("context", 0.256),
     SignalSpec("speaker", 0.154), SignalSpec("importance", 0.051), SignalSpec("recency", 0.026)))
 BASE = np.array([s.weight for s in DEFAULT.signals])

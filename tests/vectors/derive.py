@@ -147,7 +147,7 @@ DEFAULT_WEIGHTS = (("relevance", 0.166), ("lexical", 0.159), ("context", 0.109),
                    ("date", 0.156))
 DEFAULT_LAMBDA = 0.95
 DEFAULT_SHARE = True  # share_constant_weight: a signal constant over the eligible candidates gives its weight away
-DEFAULT_THRESHOLD = 0.1  # relevance floor on retrieval_score (the request's relevanceThreshold wins)
+DEFAULT_FLOOR = 0.1  # batch relevance floor on retrieval_score (the request's relevanceThreshold replaces it)
 DEDUPE = 0.92
 CONTEXT_LEXICAL = 0.25
 WORD = re.compile(r"\w+")
@@ -575,6 +575,23 @@ def place(ranked: list[str], mode: str) -> list[str]:
     return ranked
 
 
+def relevance_drops(population: list[dict[str, Any]], threshold: float | None,
+                    floor: float | None) -> dict[str, str]:
+    """The candidates the relevance gates drop, with why (proto RankRequest.relevance_threshold; docs/concepts
+    pipeline.md "Relevance floor"): a request's threshold is the caller's floor on its own absolute scale and
+    drops each candidate below it; without one, the profile's floor judges the batch: every candidate when the
+    best retrieval_score of those the safety and temporal gates kept is below it, else none."""
+    def r(c: dict[str, Any]) -> float:
+        return float(c.get("retrievalScore", 0.0))
+    if threshold is not None:
+        return {c["id"]: f"retrieval_score {r(c)} < relevance threshold {threshold}"
+                for c in population if r(c) < threshold}
+    if floor is None or not population or max(map(r, population)) >= floor:
+        return {}
+    best = max(map(r, population))
+    return {c["id"]: f"nothing relevant: the best retrieval_score {best} < the floor {floor}" for c in population}
+
+
 def expect(req: dict[str, Any]) -> tuple[dict[str, Any], dict[str, str]]:
     """Expected selection and a derivation line per candidate."""
     ref = ts(req["referenceTime"])
@@ -594,15 +611,11 @@ def expect(req: dict[str, Any]) -> tuple[dict[str, Any], dict[str, str]]:
     elif req["profile"] == "default":
         assert req.get("explicitLookup"), "derive.py: default vectors set explicitLookup (no zero-importance gate)"
         assert "budget" not in req and "layers" not in req, "derive.py: default vectors have no budgets"
-        floor = float(req.get("relevanceThreshold", DEFAULT_THRESHOLD))
         population = eligible
-        eligible = []
-        for c in population:
-            if c.get("retrievalScore", 0.0) < floor:
-                dropped[c["id"]] = "DROP_REASON_BELOW_THRESHOLD"
-                why[c["id"]] = f"retrieval_score {c.get('retrievalScore', 0.0)} < relevance threshold {floor}"
-            else:
-                eligible.append(c)
+        below = relevance_drops(population, req.get("relevanceThreshold"), DEFAULT_FLOOR)
+        for cid, line in below.items():
+            dropped[cid], why[cid] = "DROP_REASON_BELOW_THRESHOLD", line
+        eligible = [c for c in population if c["id"] not in below]
         scored = default_scores(eligible, req, population)
     else:
         scored = generative(eligible, ref)
@@ -667,7 +680,7 @@ PROFILES: dict[str, dict[str, Any]] = {
                             ("speaker", 0.092, "none"), ("importance", 0.013, "none"), ("thread", 0.121, "none"),
                             ("length", 0.115, "none"), ("hop", 0.048, "none"), ("statement", 0.021, "none"),
                             ("date", 0.156, "none")),
-                "fusion": "weighted", "facet_weights": {"bm25": 0.2, "dense": 0.8}, "lambda": 0.95, "threshold": 0.1,
+                "fusion": "weighted", "facet_weights": {"bm25": 0.2, "dense": 0.8}, "lambda": 0.95, "floor": 0.1,
                 "stemmer": True, "own": True, "share": True},
     "research": {"signals": (("relevance", 0.50, "min_max"), ("lexical", 0.20, "none"),
                              ("confidence", 0.10, "none"), ("trust", 0.10, "none"), ("importance", 0.05, "none"),
@@ -685,7 +698,7 @@ PROFILES: dict[str, dict[str, Any]] = {
     "generative-agents": {"signals": (("recency", 1.0, "min_max"), ("importance", 1.0, "min_max"),
                                       ("retrieval", 1.0, "min_max")), "recency_floor": 0.0},
 }
-PROFILE_DEFAULTS: dict[str, Any] = {"fusion": "max", "facet_weights": {}, "lambda": 1.0, "threshold": None,
+PROFILE_DEFAULTS: dict[str, Any] = {"fusion": "max", "facet_weights": {}, "lambda": 1.0, "floor": None,
                                     "stemmer": False, "own": False, "share": False, "blend": 0.0, "lexical_blend": 0.0,
                                     "recency_floor": 0.05, "cues": False}
 RECENCY_DECAY = 0.995
@@ -1117,13 +1130,12 @@ def contract_run(req: dict[str, Any], profile: str, overrides: dict[str, float] 
         else:
             pop.append(c)
     raws = raw_signals(prof, pop, req, cands)
-    threshold = req.get("relevanceThreshold", prof["threshold"])
+    below = relevance_drops(pop, req.get("relevanceThreshold"), prof["floor"])
     gate_zero = prof["own"] and not req.get("explicitLookup")
     eligible = []
     for c in pop:
-        if threshold is not None and c.get("retrievalScore", 0.0) < threshold:
-            dropped[c["id"]] = "DROP_REASON_BELOW_THRESHOLD"
-            why[c["id"]] = f"retrieval_score {c.get('retrievalScore', 0.0)} < relevance threshold {threshold}"
+        if c["id"] in below:
+            dropped[c["id"]], why[c["id"]] = "DROP_REASON_BELOW_THRESHOLD", below[c["id"]]
         elif gate_zero and c["importance"] == 0:
             dropped[c["id"]] = "DROP_REASON_ZERO_IMPORTANCE"
             why[c["id"]] = "importance 0 on general recall"
@@ -1673,7 +1685,8 @@ def cases() -> list[tuple[str, str, dict[str, Any], dict[str, Any] | None]]:
         "position +/- 1 (position 0 set, other thread, position without thread, thread without position get "
         "none); the query names no speaker, so speaker is constant and context takes its weight too "
         "(0.109 + 0.092 = 0.201, share_constant_weight); contents share no word, so each final = 0.95 x combined; "
-        "zeros are still selected, ingested_at then id breaking their tie",
+        "zeros are still selected, ingested_at then id breaking their tie; the request's relevanceThreshold "
+        "0.1 (a floor on each candidate) drops n-nopos (0.0)",
         rank_request("default_context_neighbours", "default", [
             cand("s-3", "fact", "Sure thing", 0.75, thread="s", position=3),
             cand("s-1", "fact", "Yes, after dinner", 0.25, thread="s", position=1, speaker="Melanie"),
@@ -1683,7 +1696,8 @@ def cases() -> list[tuple[str, str, dict[str, Any], dict[str, Any] | None]]:
                  ingestedAt="2026-05-01T00:00:00Z"),
             cand("n-nopos", "fact", "Garden tomatoes ripened", 0.0, thread="s"),
             cand("s-2", "fact", "Bring snacks please", 0.125, thread="s", position=2)],
-            "Where did the ferry leave from?", explicitLookup=True, weightOverrides=only("context", "speaker")))
+            "Where did the ferry leave from?", explicitLookup=True, weightOverrides=only("context", "speaker"),
+            relevanceThreshold=0.1))
     add("default_speaker_named", "default, only speaker weighed (weightOverrides zero the other nine, thread, "
         "length, hop, statement and date included), explicit lookup: the query "
         "names a speaker by a whole word of its folded form (NFKD, marks removed, case-folded: 'JOSE' names "
@@ -1698,10 +1712,19 @@ def cases() -> list[tuple[str, str, dict[str, Any], dict[str, Any] | None]]:
         [("Lima traffic was bad today", 0.02), ("We ate ceviche once", 0.03), ("Machu Picchu photos", 0.06),
          ("My cousin studies in Cusco", 0.05), ("Alpaca wool sweater", 0.04)])]
     add("default_nothing_relevant", "default's relevance floor (0.1 on retrieval_score, before any "
-        "normalisation): five weak matches (0.02 .. 0.06) for 'capital of Peru' are all dropped as "
-        "BELOW_THRESHOLD and nothing is selected, instead of the best becoming relevance 1.0",
+        "normalisation, judged over the batch): none of five weak matches (0.02 .. 0.06) for 'capital of Peru' "
+        "reaches it, so all are dropped as BELOW_THRESHOLD and nothing is selected, instead of the best becoming "
+        "relevance 1.0",
         rank_request("default_nothing_relevant", "default", weak, "What is the capital of Peru?",
                      explicitLookup=True))
+    scaled = [cand(f"scaled-{k}", "fact", text, r) for k, (text, r) in enumerate(
+        [("Lima hosts government offices", 1.0), ("Cusco was once Inca seat", 0.5), ("Alpaca wool sweater", 0.0)])]
+    add("default_floor_keeps_scaled", "default's relevance floor judges the batch, not each candidate: scores "
+        "min-max scaled per batch (as memrank eval and the framework adapters' scores='minmax' send them) put "
+        "the weakest at exactly 0, yet scaled-0 (1.0) reaches the floor 0.1, so nobody is dropped and "
+        "scaled-2 (0.0) is ranked last; only relevance is weighed (min-max of 1, 0.5, 0)",
+        rank_request("default_floor_keeps_scaled", "default", scaled, "What is the capital of Peru?",
+                     explicitLookup=True, weightOverrides=only("relevance")))
     add("default_threshold_per_request", "the request's relevanceThreshold (0.05) replaces default's floor: "
         "peru-2 (0.06) and peru-3 (0.05, not below) pass, the rest are BELOW_THRESHOLD; only speaker is "
         "weighed (0 here: weightOverrides zero the other nine, thread, length, hop, statement and date included, or "
@@ -1711,7 +1734,8 @@ def cases() -> list[tuple[str, str, dict[str, Any], dict[str, Any] | None]]:
     add("default_new_signals", "default's thread, length, hop and statement (058716b), with relevance the only "
         "other signal weighed (weightOverrides zero lexical, context, speaker, importance and date: weights .166 "
         "relevance, .121 thread, .115 length, .048 hop, .021 statement, none constant, so nothing is shared), "
-        "explicit lookup. The population (every candidate: b-2 and u-low are BELOW_THRESHOLD yet count) has "
+        "explicit lookup, the request's relevanceThreshold 0.1 (a floor on each candidate). The population (every "
+        "candidate: b-2 and u-low are BELOW_THRESHOLD yet count) has "
         "retrieval 0 .. 1, so each match = 0.75 x retrieval (no query word in any content: lexical 0). thread: "
         "the best match among the OTHER memories of the thread, any position (a-1: a-2's 0.45; a-2, a-3: a-1's "
         "0.75; b-1: below-threshold b-2's 0.06; p-4 and p-6 have positions 4 and 6 and no thread: the unnamed "
@@ -1734,7 +1758,7 @@ def cases() -> list[tuple[str, str, dict[str, Any], dict[str, Any] | None]]:
             cand("p-4", "fact", "Crew dinner was at eight", 0.4, position=4, embedding=[3, 0, 0, 4]),
             cand("p-6", "fact", "Really\uff1f  ", 0.3, position=6),
             cand("n-1", "fact", "Spinnaker repairs cost extra this season", 0.5, embedding=[0, 1, 0, 0])],
-            "regatta harbour", explicitLookup=True,
+            "regatta harbour", explicitLookup=True, relevanceThreshold=0.1,
             weightOverrides=only("relevance", "thread", "length", "hop", "statement")))
     add("default_date_named", "default's date (512f8de) with relevance the only other signal weighed "
         "(weightOverrides zero the other eight: weights .166 relevance, .156 date, neither constant, so nothing is "
@@ -1800,7 +1824,8 @@ def contract_cases() -> list[tuple[str, str, dict[str, Any], frozenset[str]]]:
     add("default_all_signals", "default with its shipped weights on general recall: relevance min-max, stemmed "
         "lexical IDF over the population ('paints' finds paint/painted/painting, 'caroline' its own stem), "
         "context = the best neighbour's (1 - 0.25) x minmax(relevance) + 0.25 x lexical (c-6's only neighbour "
-        "c-5 is BELOW_THRESHOLD, the population's lowest retrieval_score, yet lends its 0.25 x lexical), "
+        "c-5 is BELOW_THRESHOLD under the request's per-candidate relevanceThreshold 0.1, the population's "
+        "lowest retrieval_score, yet lends its 0.25 x lexical), "
         "speaker, importance, and the four signals of 058716b derived, not overridden: thread (the best match "
         "among the other memories of s1 or s2, c-5's included; none for n-1, n-2), length (ceil(chars / 4) "
         "tokens on ln(1 + t) / ln 201), statement (c-3 and c-8 end with '?': 0), hop 0 for all (no embeddings) "
@@ -1818,7 +1843,7 @@ def contract_cases() -> list[tuple[str, str, dict[str, Any], frozenset[str]]]:
             turn("c-10", "The fence looks great now", 0.4, 0.3, thread="s2", position=10, speaker="Melanie"),
             turn("n-1", "Painting classes begin in spring", 0.6, 0.7),
             turn("n-2", "Melanie bought new brushes", 0.3, 0.3),
-            turn("z-0", "Okay", 0.5, 0.0)], "Who paints with Caroline?"),
+            turn("z-0", "Okay", 0.5, 0.0)], "Who paints with Caroline?", relevanceThreshold=0.1),
         "stages", "receipt")
     add("default_near_copies", "default covering set with EXPLAIN_LEVEL_FULL: pref-2 repeats pref-1's words "
         "(shingle similarity 1 >= 0.92) and allergy-2 allergy-1's, so both are REDUNDANT and covered_by names "
@@ -1838,7 +1863,8 @@ def contract_cases() -> list[tuple[str, str, dict[str, Any], frozenset[str]]]:
         "covered_by", "stages")
     add("default_weighted_facets", "default fuses facets 'weighted': sum of w x minmax(facet) / sum of w, bm25 "
         "0.2, dense 0.8 and the unnamed 'sparse' 1.0 (total 2.0), each facet min-max over the population "
-        "candidates that have it (f-low is BELOW_THRESHOLD on its retrieval_score 0.05 yet still sets each "
+        "candidates that have it (f-low is BELOW_THRESHOLD on its retrieval_score 0.05 under the request's "
+        "relevanceThreshold 0.1 yet still sets each "
         "facet's maximum); a missing facet adds nothing, no facets at all fuse to 0 (f-5); the fusion stage "
         "record carries retrieval_score in and the fused value out; empty query, no threads or speakers; thread, "
         "length, hop, statement and date derived (of the five only length varies: ceil(chars / 4) tokens; the "
@@ -1850,7 +1876,7 @@ def contract_cases() -> list[tuple[str, str, dict[str, Any], frozenset[str]]]:
             turn("f-4", "Alerts page the on-call engineer", 0.5, 0.8, facetScores={"dense": 0.35, "sparse": 0.9}),
             turn("f-5", "Dashboards refresh hourly", 0.9, 0.4),
             turn("f-low", "Tokens expire after an hour", 0.05, 0.5,
-                 facetScores={"bm25": 20.0, "dense": 0.99, "sparse": 1.0})]),
+                 facetScores={"bm25": 20.0, "dense": 0.99, "sparse": 1.0})], relevanceThreshold=0.1),
         "stages")
     add("research_rrf_covering", "research: relevance .50 (min-max of facets fused by RRF, 1/(60 + rank) per "
         "facet over the population, r-6 ranked although dropped for importance 0 on general recall), exact-word "

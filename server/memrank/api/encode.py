@@ -155,7 +155,7 @@ def profile_to_proto(p: Profile) -> pb.Profile:
     return pb.Profile(
         name=p.name, description=p.description, weights=weights_to_proto(p), fusion=p.fusion,
         compatibility=p.compatibility, relevance_threshold=p.relevance_threshold or 0.0, min_score=p.min_score,
-        diversity_lambda=p.diversity_lambda,
+        diversity_lambda=p.diversity_lambda, relevance_floor=p.relevance_floor or 0.0,
     )
 
 

@@ -64,10 +64,11 @@ def assign_layers(batch: Batch, layers: tuple[LayerSpec, ...]) -> tuple[str, ...
 
 
 def _request_threshold(profile: Profile, params: RankParams) -> Profile:
-    """The profile with the request's relevance threshold, when the request sets one."""
+    """The profile with the request's relevance threshold, when the request sets one: the caller's floor on its
+    own scale replaces the profile's threshold and its batch floor."""
     if params.relevance_threshold is None:
         return profile
-    return replace(profile, relevance_threshold=params.relevance_threshold)
+    return replace(profile, relevance_threshold=params.relevance_threshold, relevance_floor=None)
 
 
 def rank(

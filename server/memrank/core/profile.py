@@ -18,7 +18,7 @@ from memrank.core.types import Placement
 # The one table of a profile's bounds that both its readers check: the profile checker
 # (profiles.model) and the wire's validation of a request (api.validate).
 WEIGHT_RANGE = (0.0, 10.0)  # a signal's weight: in a profile, or a request's weight_overrides
-THRESHOLD_RANGE = (0.0, 1.0)  # relevance_threshold, on retrieval_score's [0, 1] scale
+THRESHOLD_RANGE = (0.0, 1.0)  # relevance_threshold and relevance_floor, on retrieval_score's [0, 1] scale
 SHARE_RANGE = (0.0, 1.0)  # min_score (profile and request), diversity_lambda, blends, thresholds
 # The names that choose a code path. A Profile refuses any other at construction (an unknown fusion would
 # otherwise run as rrf, the branch the others fall through to); profiles.model names the key for config data.
@@ -72,6 +72,13 @@ class Profile:
     ``context_lexical`` is the lexical part of a neighbour's match in the
     context signal: match = (1 - context_lexical) x minmax(relevance) +
     context_lexical x lexical.
+    ``relevance_threshold`` drops each candidate whose retrieval_score is
+    below it: it reads the score on an absolute scale, which only the caller
+    knows it sends (the request's own threshold replaces it and the floor).
+    ``relevance_floor`` judges the batch instead: when no candidate reaches
+    it, all are dropped ("nothing relevant"), else none, so a batch whose
+    scores were min-max scaled or made from ranks (best 1, weakest 0) keeps
+    every candidate.
     ``share_constant_weight`` (``weighted_sum`` only): a signal that is the
     same for every eligible candidate of a request gets weight 0 there and
     the others share its weight (``core.scoring.constant``).
@@ -88,7 +95,8 @@ class Profile:
     fusion: str = "max"
     facet_weights: Mapping[str, float] = field(default_factory=dict)
     compatibility: bool = False
-    relevance_threshold: float | None = None
+    relevance_threshold: float | None = None  # per candidate: on the caller's absolute scale only
+    relevance_floor: float | None = None  # per batch: nothing relevant when no candidate reaches it
     min_score: float = 0.0
     diversity_lambda: float = 1.0  # 1 = no diversity pass
     dedupe_threshold: float = 0.92

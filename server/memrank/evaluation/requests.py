@@ -16,6 +16,13 @@ Each candidate of the pool carries:
 - ``thread`` = the session, ``position`` = the turn's order in it, and
   ``speaker`` = who said it, so the context and speaker signals can work.
 
+``relevance_threshold`` is 0, as the framework adapters send it for relative
+scores (``scores="minmax"`` or ``"order"``): a min-max score puts the pool's
+weakest candidate at 0 by construction, so a floor on each candidate would
+drop it for where the scaling put it, not for what it says (``default``'s own
+floor judges the batch and would drop nothing here either: the best score of
+a pool is at least 0.5).
+
 ``reference_time`` is one hour after the conversation's last session.
 ``explicit_lookup`` is true: a question about what was said is a lookup of a
 specific fact, so short replies ("Yes, in May!") must stay reachable; general
@@ -79,7 +86,7 @@ def build_request(conv: Conversation, q_index: int, pool: np.ndarray, bm25: np.n
         candidates.append(c)
     req = pb.RankRequest(request_id=question.key, query=question.text, profile=profile, candidates=candidates,
                          placement=pb.PLACEMENT_BEST_FIRST, explicit_lookup=explicit_lookup,
-                         explain=pb.EXPLAIN_LEVEL_NONE)
+                         explain=pb.EXPLAIN_LEVEL_NONE, relevance_threshold=0.0)
     req.reference_time.CopyFrom(seconds_to_ts(reference_time(conv)))
     return req
 

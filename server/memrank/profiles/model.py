@@ -92,7 +92,7 @@ def profile_from_mapping(key: str, raw: Mapping[str, Any], base: Profile | None 
             if not isinstance(value, bool):
                 raise ConfigError(f"{k}: expected true or false, got {value!r}")
             values[name] = value
-        elif name == "relevance_threshold":
+        elif name in ("relevance_threshold", "relevance_floor"):
             values[name] = None if value is None else _number(k, value, *THRESHOLD_RANGE)
         elif name == "half_life_hours":
             values["recency"] = RecencySpec.from_half_life(_number(k, value, 1e-6), values["recency"].floor

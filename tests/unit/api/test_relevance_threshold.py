@@ -42,15 +42,30 @@ def _dropped(req: pb.RankRequest) -> dict[str, DropReason]:
     return {batch.ids[i]: DropReason(int(out.drop[i])) for i in range(batch.n) if int(out.drop[i])}
 
 
-def test_unset_uses_the_profiles_floor_and_a_request_value_replaces_it() -> None:
-    # default's floor is 0.1: c0 (0.02) and c1 (0.06) are below it; c2 (0.3) passes.
-    assert BUILTIN_PROFILES["default"].relevance_threshold == 0.1
-    assert _dropped(_request()) == {"c0": DropReason.BELOW_THRESHOLD, "c1": DropReason.BELOW_THRESHOLD}
-    # 0.05: only c0 is below. 0: nothing is. 0.5: everything is, and nothing is selected.
+def test_unset_uses_the_profiles_batch_floor_and_a_request_value_replaces_it() -> None:
+    # default's floor (0.1) judges the batch: c2 (0.3) reaches it, so c0 (0.02) and c1 (0.06) stay.
+    assert BUILTIN_PROFILES["default"].relevance_threshold is None
+    assert BUILTIN_PROFILES["default"].relevance_floor == 0.1
+    assert _dropped(_request()) == {}
+    # Without c2 nothing reaches it: nothing relevant, everything dropped.
+    weak = _request()
+    del weak.candidates[2]
+    assert _dropped(weak) == {"c0": DropReason.BELOW_THRESHOLD, "c1": DropReason.BELOW_THRESHOLD}
+    # The request's threshold is the caller's floor on its own scale, per candidate, and replaces the batch
+    # floor: 0.05 drops c0 only; 0 drops nothing, even in the weak batch; 0.5 drops all three.
     assert _dropped(_request(0.05)) == {"c0": DropReason.BELOW_THRESHOLD}
     assert _dropped(_request(0.0)) == {}
-    assert set(_dropped(_request(0.5)).values()) == {DropReason.BELOW_THRESHOLD}
-    assert len(_dropped(_request(0.5))) == 3
+    weak.relevance_threshold = 0.0
+    assert _dropped(weak) == {}
+    assert _dropped(_request(0.5)) == dict.fromkeys(("c0", "c1", "c2"), DropReason.BELOW_THRESHOLD)
     # A compatibility profile has no floor of its own, but the request's applies to it too.
     assert _dropped(_request(profile="generative-agents")) == {}
     assert _dropped(_request(0.05, profile="generative-agents")) == {"c0": DropReason.BELOW_THRESHOLD}
+
+
+def test_a_min_max_scaled_batch_keeps_its_weakest_candidate() -> None:
+    # What memrank eval and the adapters' scores="minmax" send: the weakest candidate at 0, the best at 1.
+    req = _request()
+    for c, r in zip(req.candidates, (0.0, 0.4, 1.0), strict=True):
+        c.retrieval_score = r
+    assert _dropped(req) == {}

@@ -563,7 +563,7 @@ class ListProfilesRequest(_message.Message):
     def __init__(self) -> None: ...
 
 class Profile(_message.Message):
-    __slots__ = ("name", "description", "weights", "fusion", "compatibility", "relevance_threshold", "min_score", "diversity_lambda")
+    __slots__ = ("name", "description", "weights", "fusion", "compatibility", "relevance_threshold", "min_score", "diversity_lambda", "relevance_floor")
     NAME_FIELD_NUMBER: _ClassVar[int]
     DESCRIPTION_FIELD_NUMBER: _ClassVar[int]
     WEIGHTS_FIELD_NUMBER: _ClassVar[int]
@@ -572,6 +572,7 @@ class Profile(_message.Message):
     RELEVANCE_THRESHOLD_FIELD_NUMBER: _ClassVar[int]
     MIN_SCORE_FIELD_NUMBER: _ClassVar[int]
     DIVERSITY_LAMBDA_FIELD_NUMBER: _ClassVar[int]
+    RELEVANCE_FLOOR_FIELD_NUMBER: _ClassVar[int]
     name: str
     description: str
     weights: _containers.RepeatedCompositeFieldContainer[SignalWeight]
@@ -580,7 +581,8 @@ class Profile(_message.Message):
     relevance_threshold: float
     min_score: float
     diversity_lambda: float
-    def __init__(self, name: _Optional[str] = ..., description: _Optional[str] = ..., weights: _Optional[_Iterable[_Union[SignalWeight, _Mapping]]] = ..., fusion: _Optional[str] = ..., compatibility: _Optional[bool] = ..., relevance_threshold: _Optional[float] = ..., min_score: _Optional[float] = ..., diversity_lambda: _Optional[float] = ...) -> None: ...
+    relevance_floor: float
+    def __init__(self, name: _Optional[str] = ..., description: _Optional[str] = ..., weights: _Optional[_Iterable[_Union[SignalWeight, _Mapping]]] = ..., fusion: _Optional[str] = ..., compatibility: _Optional[bool] = ..., relevance_threshold: _Optional[float] = ..., min_score: _Optional[float] = ..., diversity_lambda: _Optional[float] = ..., relevance_floor: _Optional[float] = ...) -> None: ...
 
 class ListProfilesResponse(_message.Message):
     __slots__ = ("profiles", "policy_version")

@@ -37,7 +37,14 @@ from memrank.core.batch import Batch
 from memrank.core.profile import Profile
 from memrank.core.reasons import with_note
 from memrank.core.scoring.constant import constant_columns, shared_weights
-from memrank.core.scoring.gates import GateSet, safety_gate, temporal_gates, threshold_gate, zero_importance_gate
+from memrank.core.scoring.gates import (
+    GateSet,
+    floor_gate,
+    safety_gate,
+    temporal_gates,
+    threshold_gate,
+    zero_importance_gate,
+)
 from memrank.core.scoring.scores import Scores, SignalColumn
 from memrank.core.signals import RawSignal, get_signal
 from memrank.core.signals.base import Reasons, ScoringContext
@@ -68,8 +75,9 @@ def score_gated(batch: Batch, ctx: ScoringContext, profile: Profile, skip: froze
 
     for spec in profile.signals:
         raw(spec.name)
-    if profile.relevance_threshold is not None and DropReason.BELOW_THRESHOLD not in skip:
+    if DropReason.BELOW_THRESHOLD not in skip:
         threshold_gate(gates, batch.retrieval, profile.relevance_threshold)
+        floor_gate(gates, batch.retrieval, profile.relevance_floor)
     gate_zero = profile.gate_zero_importance and not ctx.explicit_lookup and DropReason.ZERO_IMPORTANCE not in skip
     if gate_zero or "importance" in raws:
         importance = raw("importance")

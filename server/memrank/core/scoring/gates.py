@@ -7,8 +7,10 @@ first that applies (its reasons list every one that applies, in order):
 2. ``FUTURE_EVENT``   event_time > reference_time
 3. ``NOT_YET_VALID``  reference_time < valid_from
 4. ``EXPIRED``        reference_time >= valid_to
-5. ``BELOW_THRESHOLD`` retrieval_score < the relevance threshold (the request's, else the profile's;
-   before any normalisation: the caller's absolute score, so a batch of weak matches returns nothing)
+5. ``BELOW_THRESHOLD`` retrieval_score < the request's relevance threshold (the caller's absolute
+   floor, before any normalisation), or, when the request sets none, every candidate of a batch whose
+   best retrieval_score is below the profile's relevance floor ("nothing relevant": the floor judges
+   the batch, never one candidate, since a caller's per-batch scaling puts its weakest at 0)
 6. ``ZERO_IMPORTANCE`` effective importance == 0, unless the query is an explicit
    lookup or the profile sets ``gate_zero_importance`` False
 7. ``BELOW_MIN_SCORE`` the score after the order-producing stages is below the minimum (the request's,
@@ -109,6 +111,18 @@ def threshold_gate(gates: GateSet, retrieval: np.ndarray, threshold: float | Non
         return
     gates.add(DropReason.BELOW_THRESHOLD, retrieval < threshold,
               lambda i: f"below threshold: retrieval_score {float(retrieval[i]):.6g} < {threshold:g}")
+
+
+def floor_gate(gates: GateSet, retrieval: np.ndarray, floor: float | None) -> None:
+    """Gate every candidate when none still kept reaches the relevance floor; otherwise gate none."""
+    kept = gates.kept
+    if floor is None or not np.count_nonzero(kept):
+        return
+    best = float(retrieval[kept].max())
+    if best >= floor:
+        return
+    gates.add(DropReason.BELOW_THRESHOLD, kept,
+              lambda i: f"nothing relevant: the best retrieval_score {best:.6g} is below the floor {floor:g}")
 
 
 def zero_importance_gate(gates: GateSet, importance: np.ndarray, reasons: Sequence[tuple[str, ...]]) -> None:

@@ -59,7 +59,7 @@ def test_threshold_applies_to_retrieval_score_before_normalisation():
 
 def test_zero_importance_gate_respects_explicit_lookup_and_the_profile():
     rows = [{"content": "thanks!"}, {"content": "anything", "importance": 0.0}, {"importance": 0.2}]
-    no_floor = profile("default", relevance_threshold=None)  # retrieval 0 would be below default's floor first
+    no_floor = profile("default", relevance_floor=None)  # retrieval 0 everywhere: below default's batch floor
     codes, _, _ = _gates(rows, p=no_floor)
     assert codes == [D.ZERO_IMPORTANCE, D.ZERO_IMPORTANCE, 0]
     codes, _, _ = _gates(rows, p=no_floor, c=ctx(explicit_lookup=True))
@@ -91,3 +91,31 @@ def test_the_threshold_reads_the_callers_absolute_score_not_the_fused_relevance(
     codes, _, s = _gates(rows, p=profile("default", relevance_threshold=0.1))
     assert codes == [D.BELOW_THRESHOLD] * 5
     assert next(c for c in s.signals if c.name == "relevance").raw.max() == 1.0  # fused: the best is 1
+
+
+LOOKUP = ctx(explicit_lookup=True)  # no zero-importance gate: only the relevance gates at work
+
+
+def test_the_floor_judges_the_batch_not_the_candidate():
+    # A min-max scaled batch puts its weakest at 0 and its best at 1: the floor (0.1) drops none of them.
+    scaled = [{"retrieval_score": r, "content": "Lima"} for r in (0.0, 0.04, 1.0)]
+    codes, _, _ = _gates(scaled, p=profile("default", relevance_floor=0.1), c=LOOKUP)
+    assert codes == [0, 0, 0]
+    # No candidate reaches the floor: nothing relevant, all dropped, each with the batch's best in its reason.
+    weak = [{"retrieval_score": r, "content": "Lima"} for r in (0.02, 0.06)]
+    codes, reasons, _ = _gates(weak, p=profile("default", relevance_floor=0.1), c=LOOKUP)
+    assert codes == [D.BELOW_THRESHOLD] * 2
+    assert reasons[0] == ("nothing relevant: the best retrieval_score 0.06 is below the floor 0.1",)
+    # Exactly at the floor is reaching it (>=), as a threshold keeps a score equal to it.
+    at_floor = [*weak, {"retrieval_score": 0.1, "content": "Lima"}]
+    codes, _, _ = _gates(at_floor, p=profile("default", relevance_floor=0.1), c=LOOKUP)
+    assert codes == [0, 0, 0]
+
+
+def test_the_floor_looks_only_at_candidates_the_earlier_gates_kept():
+    # The one candidate above the floor is unsafe: what is left is nothing relevant.
+    rows = [{"retrieval_score": 0.9, "safety": int(Safety.UNSAFE)}, {"retrieval_score": 0.05}]
+    codes, _, _ = _gates(rows, p=profile("default", relevance_floor=0.1), c=LOOKUP)
+    assert codes == [D.SAFETY_GATED, D.BELOW_THRESHOLD]
+    codes, _, _ = _gates([{"retrieval_score": 0.9, "safety": int(Safety.UNSAFE)}], p=profile("default"), c=LOOKUP)
+    assert codes == [D.SAFETY_GATED]  # nobody left to judge: the floor adds nothing

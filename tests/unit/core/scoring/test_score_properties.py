@@ -71,14 +71,24 @@ def test_gates_drop_what_they_must_and_only_that(case):
     b = batch(*rows)
     lians = score(b, ctx(query), BUILTIN_PROFILES["lians-recall"])
     safety_col = next(c for c in lians.signals if c.name == "safety")
+    def unsafe_at(i: int) -> bool:
+        return rows[i]["safety"] in (Safety.UNSAFE, Safety.QUARANTINED, Safety.PENDING) or safety_col.raw[i] == 0.0
+
+    def temporal_at(i: int) -> bool:
+        r = rows[i]
+        return ((r["event_time"] is not None and r["event_time"] > REF)
+                or (r["valid_from"] is not None and r["valid_from"] > REF)
+                or (r["valid_to"] is not None and r["valid_to"] <= REF))
+
+    profile = BUILTIN_PROFILES[name]
+    # The batch floor: every candidate the safety and temporal gates kept, when none of them reaches it.
+    kept = [r["retrieval_score"] for i, r in enumerate(rows) if not unsafe_at(i) and not temporal_at(i)]
+    nothing_relevant = profile.relevance_floor is not None and bool(kept) and max(kept) < profile.relevance_floor
     for i, r in enumerate(rows):
-        unsafe = r["safety"] in (Safety.UNSAFE, Safety.QUARANTINED, Safety.PENDING) or safety_col.raw[i] == 0.0
-        temporal = ((r["event_time"] is not None and r["event_time"] > REF)
-                    or (r["valid_from"] is not None and r["valid_from"] > REF)
-                    or (r["valid_to"] is not None and r["valid_to"] <= REF))
-        zero = s.importance[i] == 0.0 and BUILTIN_PROFILES[name].gate_zero_importance and not lookup
-        floor = BUILTIN_PROFILES[name].relevance_threshold
-        weak = floor is not None and r["retrieval_score"] < floor
+        unsafe, temporal = unsafe_at(i), temporal_at(i)
+        zero = s.importance[i] == 0.0 and profile.gate_zero_importance and not lookup
+        threshold = profile.relevance_threshold
+        weak = (threshold is not None and r["retrieval_score"] < threshold) or nothing_relevant
         gate = s.gate[i]
         if unsafe:
             assert gate == DropReason.SAFETY_GATED

@@ -236,7 +236,9 @@ type DropReason int32
 const (
 	// Never used in a response.
 	DropReason_DROP_REASON_UNSPECIFIED DropReason = 0
-	// Raw relevance below the profile's relevance threshold.
+	// retrieval_score below the relevance threshold (RankRequest's, else the
+	// profile's), or no candidate of the batch reaching the profile's relevance
+	// floor (Profile.relevance_floor: nothing relevant, all dropped).
 	DropReason_DROP_REASON_BELOW_THRESHOLD DropReason = 1
 	// Importance 0 (a passing remark) on general recall.
 	DropReason_DROP_REASON_ZERO_IMPORTANCE DropReason = 2
@@ -917,7 +919,10 @@ type RankRequest struct {
 	// when every candidate is below it the selection is empty ("nothing
 	// relevant"). Compared with retrieval_score, the caller's own absolute
 	// score: a caller whose retrieval_score is already normalised per batch
-	// should send 0. Unset: the profile's relevance_threshold (default: 0.1).
+	// should send 0. When set, it replaces the profile's relevance_threshold
+	// and relevance_floor. Unset: the profile's (`default`: no threshold, and a
+	// floor of 0.1 that judges the batch: every candidate is dropped when none
+	// reaches it, none otherwise, so per-batch scaling never drops the weakest).
 	RelevanceThreshold *float64 `protobuf:"fixed64,16,opt,name=relevance_threshold,json=relevanceThreshold,proto3,oneof" json:"relevance_threshold,omitempty"`
 	// Log this call's decision record whatever decision_log.sample_rate says
 	// (for traffic the caller will label with RecordFeedback). Ignored, and
@@ -2879,14 +2884,19 @@ type Profile struct {
 	Fusion string `protobuf:"bytes,4,opt,name=fusion,proto3" json:"fusion,omitempty"`
 	// True for profiles that reproduce a reference formula exactly.
 	Compatibility bool `protobuf:"varint,5,opt,name=compatibility,proto3" json:"compatibility,omitempty"`
-	// Relevance threshold on the raw score; 0 = none.
+	// Relevance threshold on each candidate's retrieval_score, in [0, 1]; 0 =
+	// none.
 	RelevanceThreshold float64 `protobuf:"fixed64,6,opt,name=relevance_threshold,json=relevanceThreshold,proto3" json:"relevance_threshold,omitempty"`
 	// Default minimum final score; 0 = none.
 	MinScore float64 `protobuf:"fixed64,7,opt,name=min_score,json=minScore,proto3" json:"min_score,omitempty"`
 	// Diversity trade-off lambda in [0, 1]; 1 = no diversity pass.
 	DiversityLambda float64 `protobuf:"fixed64,8,opt,name=diversity_lambda,json=diversityLambda,proto3" json:"diversity_lambda,omitempty"`
-	unknownFields   protoimpl.UnknownFields
-	sizeCache       protoimpl.SizeCache
+	// Relevance floor on the batch, in [0, 1]: when no candidate's
+	// retrieval_score reaches it, every candidate is dropped
+	// (DROP_REASON_BELOW_THRESHOLD); otherwise none is. 0 = none.
+	RelevanceFloor float64 `protobuf:"fixed64,9,opt,name=relevance_floor,json=relevanceFloor,proto3" json:"relevance_floor,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *Profile) Reset() {
@@ -2971,6 +2981,13 @@ func (x *Profile) GetMinScore() float64 {
 func (x *Profile) GetDiversityLambda() float64 {
 	if x != nil {
 		return x.DiversityLambda
+	}
+	return 0
+}
+
+func (x *Profile) GetRelevanceFloor() float64 {
+	if x != nil {
+		return x.RelevanceFloor
 	}
 	return 0
 }
@@ -3478,7 +3495,7 @@ const file_memrank_v1_ranking_proto_rawDesc = "" +
 	"\x0ehold_threshold\x18\a \x01(\x01R\rholdThreshold\x12A\n" +
 	"\x0ereference_time\x18\b \x01(\v2\x1a.google.protobuf.TimestampR\rreferenceTime\x12\x18\n" +
 	"\aprofile\x18\t \x01(\tR\aprofile\"\x15\n" +
-	"\x13ListProfilesRequest\"\xaa\x02\n" +
+	"\x13ListProfilesRequest\"\xd3\x02\n" +
 	"\aProfile\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12 \n" +
 	"\vdescription\x18\x02 \x01(\tR\vdescription\x122\n" +
@@ -3487,7 +3504,8 @@ const file_memrank_v1_ranking_proto_rawDesc = "" +
 	"\rcompatibility\x18\x05 \x01(\bR\rcompatibility\x12/\n" +
 	"\x13relevance_threshold\x18\x06 \x01(\x01R\x12relevanceThreshold\x12\x1b\n" +
 	"\tmin_score\x18\a \x01(\x01R\bminScore\x12)\n" +
-	"\x10diversity_lambda\x18\b \x01(\x01R\x0fdiversityLambda\"n\n" +
+	"\x10diversity_lambda\x18\b \x01(\x01R\x0fdiversityLambda\x12'\n" +
+	"\x0frelevance_floor\x18\t \x01(\x01R\x0erelevanceFloor\"n\n" +
 	"\x14ListProfilesResponse\x12/\n" +
 	"\bprofiles\x18\x01 \x03(\v2\x13.memrank.v1.ProfileR\bprofiles\x12%\n" +
 	"\x0epolicy_version\x18\x02 \x01(\tR\rpolicyVersion\"P\n" +
