@@ -75,7 +75,8 @@ _TMP = Path(os.environ.get("TMPDIR", "/tmp"))
 DRIVERS: dict[str, Spec] = {
     "go": Spec(build=(("go", "build", "-o", str(_TMP / "memrank-e2e-go"), "./bench"),),
                run=lambda: [str(_TMP / "memrank-e2e-go")], cwd=_GO, needs="go"),
-    "ts": Spec(build=(("npm", "run", "--silent", "build"),), run=lambda: ["node", "dist/bench/e2e.js"], cwd=_TS,
+    "ts": Spec(build=(("sh", "-c", "[ -d node_modules ] || npm ci --silent --no-audit --no-fund"),
+                      ("npm", "run", "--silent", "build")), run=lambda: ["node", "dist/bench/e2e.js"], cwd=_TS,
                needs="node"),
     "java": Spec(build=(("mvn", "-o", "-B", "-q", "test-compile", "dependency:build-classpath",
                          "-Dmdep.outputFile=target/classpath.txt", "-Dmdep.includeScope=runtime"),),
