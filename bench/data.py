@@ -8,8 +8,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from memrank._gen.v1 import ranking_pb2 as pb
-from memrank.api.convert import candidate_to_proto, seconds_to_ts
+from memrank.api.convert import seconds_to_ts
 from memrank.core.batch import CandidateInput
+from tests.support.columnar import candidate_message
 
 REFERENCE_TIME = 1_767_225_600.0  # 2026-01-01T00:00:00Z
 QUERY = "which database did we decide to use for the billing service and why"
@@ -74,7 +75,7 @@ def workload(n: int, dim: int = 0, words: int = 40, seed: int = 7) -> Workload:
         ))
     budget = pb.Budget(max_tokens=4000, max_items=K)
     req = pb.RankRequest(request_id="bench", query=QUERY, profile="default", budget=budget,
-                         candidates=[candidate_to_proto(r) for r in rows])
+                         candidates=[candidate_message(r) for r in rows])
     req.reference_time.CopyFrom(seconds_to_ts(REFERENCE_TIME))
     packed = pb.RankRequest()
     packed.CopyFrom(req)

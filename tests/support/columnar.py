@@ -7,6 +7,8 @@ import math
 import struct
 
 from memrank._gen.v1 import ranking_pb2 as pb
+from memrank.api.convert import seconds_to_ts
+from memrank.core.batch import CandidateInput
 
 TIMES = ("created_at", "last_accessed_at", "event_time", "ingested_at", "valid_from", "valid_to")
 TEXTS = {"layer": "layers", "kind": "kinds", "content": "contents", "provenance": "provenance",
@@ -75,3 +77,39 @@ def column_path(path: str) -> str:
     names = {"id": "ids", "retrieval_score": "retrieval_scores", "access_count": "access_counts",
              "token_count": "token_counts", "source": "sources", "position": "positions", **TEXTS}
     return f"columns.{names.get(field, field)}[{index}]" + (f"[{key}" if key else "")
+
+
+def candidate_row(c: pb.Candidate) -> CandidateInput:
+    """One proto Candidate as a row, field by field (the slow reader ``CandidateColumns`` is compared with)."""
+    def stamp(name: str) -> float | None:
+        t = getattr(c, name)
+        return t.seconds + t.nanos / 1e9 if c.HasField(name) else None
+
+    return CandidateInput(
+        id=c.id, layer=c.layer, kind=c.kind, content=c.content, retrieval_score=c.retrieval_score,
+        facet_scores=dict(c.facet_scores), importance=c.importance if c.HasField("importance") else None,
+        access_count=c.access_count, token_count=c.token_count, source=c.source, provenance=c.provenance,
+        safety=c.safety, embedding=tuple(c.embedding), stage_scores=dict(c.stage_scores),
+        metadata=dict(c.metadata), thread=c.thread, position=c.position if c.HasField("position") else None,
+        speaker=c.speaker, **{name: stamp(name) for name in TIMES},
+    )
+
+
+def candidate_message(row: CandidateInput) -> pb.Candidate:
+    """A row as a proto Candidate (``candidate_row``'s inverse; the bench builds its requests with it too)."""
+    c = pb.Candidate(
+        id=row.id, layer=row.layer, kind=row.kind, content=row.content, retrieval_score=row.retrieval_score,
+        facet_scores=dict(row.facet_scores), access_count=row.access_count, token_count=row.token_count,
+        source=pb.Source.ValueType(row.source), provenance=row.provenance,
+        safety=pb.SafetyStatus.ValueType(row.safety), embedding=list(row.embedding),
+        stage_scores=dict(row.stage_scores), metadata=dict(row.metadata), thread=row.thread, speaker=row.speaker,
+    )
+    if row.importance is not None:
+        c.importance = row.importance
+    if row.position is not None:
+        c.position = row.position
+    for name in TIMES:
+        value = getattr(row, name)
+        if value is not None:
+            getattr(c, name).CopyFrom(seconds_to_ts(value))
+    return c

@@ -22,7 +22,7 @@ from memrank.api.request_columns import CandidateColumns
 from memrank.api.validate import validate_admission_request, validate_rank_request
 from memrank.config import Limits, Settings
 from memrank.core.admission import score_admission
-from memrank.core.batch import Batch, LayerSpec, RankParams, batch_from_rows
+from memrank.core.batch import Batch, LayerSpec, RankParams
 from memrank.core.explain.outcome import RankOutcome
 from memrank.core.features import FeatureStore
 from memrank.core.pipeline import rank, resolve_profile
@@ -73,10 +73,11 @@ class Call:
 @dataclass(frozen=True, slots=True)
 class RankInput:
     """A Rank request as parsed: the message, and its packed embeddings when the runtime split them off the wire
-    before parsing (``memrank.api.wire.split_embeddings``; the message then carries none), else None."""
+    before parsing (``memrank.api.wire.split_embeddings``: a view of the request bytes; the message then carries
+    none), else None."""
 
     request: pb.RankRequest
-    embeddings_f32: bytes | None = None
+    embeddings_f32: bytes | memoryview | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -147,9 +148,8 @@ def handle_rank(parsed: RankInput, policy: Policy, call: Call) -> pb.RankRespons
 def handle_admission(request: pb.ScoreAdmissionRequest, policy: Policy, call: Call) -> pb.ScoreAdmissionResponse:
     """Validate, convert, score the candidate for admission under its profile (default lians-admission), convert
     back."""
-    validate_admission_request(request, policy.limits)
+    batch = validate_admission_request(request, policy.limits).to_batch()
     profile = resolve_profile(policy.profiles, request.profile or "lians-admission")
     ref = convert.ts_to_seconds(request.reference_time) if request.HasField("reference_time") else call.now
-    batch = batch_from_rows([convert.candidate_to_domain(request.candidate)])
     result = score_admission(batch, ScoringContext("", ref, False, call.provenance_key), profile)
     return encode.admission_to_proto(request.request_id, result, batch, profile, ref)

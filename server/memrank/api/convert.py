@@ -1,4 +1,4 @@
-"""Requests: memrank.v1 messages as the core's domain objects, and candidates back (paired, round-trip tested).
+"""Requests: memrank.v1 messages as the core's domain objects, and Timestamps as epoch seconds and back.
 
 Responses are ``encode``'s.
 """
@@ -10,8 +10,8 @@ import math
 from google.protobuf.timestamp_pb2 import Timestamp
 
 from memrank._gen.v1 import ranking_pb2 as pb
-from memrank.api.request_columns import TIME_FIELDS, CandidateColumns
-from memrank.core.batch import Batch, CandidateInput, LayerSpec, RankParams
+from memrank.api.request_columns import CandidateColumns
+from memrank.core.batch import Batch, LayerSpec, RankParams
 from memrank.core.types import ExplainLevel, Placement
 
 # The members by number (an IntEnum call is a Python-level lookup of a few thousand instructions).
@@ -29,43 +29,6 @@ def seconds_to_ts(seconds: float) -> Timestamp:
     whole = math.floor(seconds)
     nanos = min(round((seconds - whole) * 1e9), 999_999_999)
     return Timestamp(seconds=whole, nanos=nanos)
-
-
-def _opt_time(c: pb.Candidate, name: str) -> float | None:
-    return ts_to_seconds(getattr(c, name)) if c.HasField(name) else None
-
-
-def candidate_to_domain(c: pb.Candidate) -> CandidateInput:
-    """One proto Candidate as a row."""
-    times = {name: _opt_time(c, name) for name in TIME_FIELDS}
-    return CandidateInput(
-        id=c.id, layer=c.layer, kind=c.kind, content=c.content, retrieval_score=c.retrieval_score,
-        facet_scores=dict(c.facet_scores), importance=c.importance if c.HasField("importance") else None,
-        access_count=c.access_count, token_count=c.token_count, source=c.source, provenance=c.provenance,
-        safety=c.safety, embedding=tuple(c.embedding), stage_scores=dict(c.stage_scores),
-        metadata=dict(c.metadata), thread=c.thread, position=c.position if c.HasField("position") else None,
-        speaker=c.speaker, **times,
-    )
-
-
-def candidate_to_proto(row: CandidateInput) -> pb.Candidate:
-    """A row as a proto Candidate (the inverse of candidate_to_domain)."""
-    c = pb.Candidate(
-        id=row.id, layer=row.layer, kind=row.kind, content=row.content, retrieval_score=row.retrieval_score,
-        facet_scores=dict(row.facet_scores), access_count=row.access_count, token_count=row.token_count,
-        source=pb.Source.ValueType(row.source), provenance=row.provenance,
-        safety=pb.SafetyStatus.ValueType(row.safety), embedding=list(row.embedding),
-        stage_scores=dict(row.stage_scores), metadata=dict(row.metadata), thread=row.thread, speaker=row.speaker,
-    )
-    if row.importance is not None:
-        c.importance = row.importance
-    if row.position is not None:
-        c.position = row.position
-    for name in TIME_FIELDS:
-        value = getattr(row, name)
-        if value is not None:
-            getattr(c, name).CopyFrom(seconds_to_ts(value))
-    return c
 
 
 def request_to_domain(req: pb.RankRequest, now: float,

@@ -103,10 +103,12 @@ def outcome_to_proto(o: RankOutcome, batch: Batch, params: RankParams, request_i
     full = explain == ExplainLevel.FULL
     ids, layer_of, drop, final = batch.ids, o.layer_of, o.drop.tolist(), o.final.tolist()
     ex = Breakdowns.of_outcome(o, batch) if explain != ExplainLevel.NONE else None
-    # Every selected memory and dropped candidate is a dict (its stages a StageRecord's fields, which are
-    # RankingStage's; its breakdown ``Breakdowns.dicts``'): the constructor builds the whole response in C.
+    # Every selected memory and dropped candidate is a dict (its stages RankingStage's fields; its breakdown
+    # ``Breakdowns.dicts``'): the constructor builds the whole response in C.
     selected = [{"id": ids[i], "layer": layer_of[i], "rank": r + 1, "position": p, "score": s,
-                 "stages": list(map(vars, stages))}
+                 "stages": [{"stage": t.stage, "objective": t.objective, "provenance": t.provenance,
+                             "input_score": t.input_score, "position": t.position, "output_score": t.output_score}
+                            for t in stages]}
                 for r, (i, p, s, stages) in enumerate(zip(ranked, positions, public, o.stages, strict=True))]
     if ex is not None and ranked:
         for m, b in zip(selected, ex.dicts(ranked, ranked=True), strict=True):

@@ -8,7 +8,7 @@ import json
 import re
 
 from memrank._gen.v1 import ranking_pb2 as pb
-from memrank.api.wire import _varint
+from memrank.api.wire import spans, varint
 from memrank.config import Limits
 from memrank.core.errors import FieldViolation, InvalidRequest
 
@@ -57,46 +57,26 @@ _LABELS, _RELEVANCE, _UINT32 = 3, 2, 0xFFFFFFFF
 _WIRE_NAMES = {1: "a 64-bit value (a double?)", 2: "length-delimited bytes", 5: "a 32-bit value (a float?)"}
 
 
-def _skip(data: bytes, at: int, wire: int) -> tuple[int, bytes | None]:
-    """(the position after a field's value, its payload when length-delimited, its varint as bytes else)."""
-    if wire == 0:
-        start = at
-        _, at = _varint(data, at)
-        return at, data[start:at]
-    if wire in (1, 5):
-        return at + (8 if wire == 1 else 4), None
-    if wire == 2:
-        size, at = _varint(data, at)
-        return at + size, data[at:at + size]
-    raise ValueError(f"wire type {wire}")
-
-
 def relevance_wire_violations(data: bytes) -> list[FieldViolation]:
     """labels[i].relevance sent as something protobuf reads silently wrong: another wire type (a double NaN is
     kept as an unknown field and the grade reads 0) or a varint past 2^32 - 1 (cut to its low 32 bits)."""
     bad: list[FieldViolation] = []
-    index, at = 0, 0
+    index = 0
     try:
-        while at < len(data):
-            key, at = _varint(data, at)
-            at, payload = _skip(data, at, key & 7)
-            if key >> 3 != _LABELS or key & 7 != 2 or payload is None:
+        for number, wire, _, body, end in spans(data):
+            if number != _LABELS or wire != 2:
                 continue
-            inner = 0
-            while inner < len(payload):
-                field, inner = _varint(payload, inner)
-                start = inner
-                inner, _ = _skip(payload, inner, field & 7)
-                if field >> 3 != _RELEVANCE:
+            for field, kind, _, start, _ in spans(data[body:end]):
+                if field != _RELEVANCE:
                     continue
                 where = f"labels[{index}].relevance"
-                if field & 7 != 0:
-                    bad.append(FieldViolation(where, f"sent as {_WIRE_NAMES.get(field & 7, 'another wire type')}, "
+                if kind != 0:
+                    bad.append(FieldViolation(where, f"sent as {_WIRE_NAMES.get(kind, 'another wire type')}, "
                                               f"not a uint32; a grade is a whole number 0..{MAX_RELEVANCE}"))
-                elif (value := _varint(payload, start)[0]) > _UINT32:
+                elif (value := varint(data, body + start)[0]) > _UINT32:
                     bad.append(FieldViolation(where, f"{value} is outside 0..{MAX_RELEVANCE} (past uint32)"))
             index += 1
-    except (ValueError, IndexError):
+    except ValueError:
         return bad  # protobuf parsed it: only a hostile tail gets here; what was found stands
     return bad[:20]
 

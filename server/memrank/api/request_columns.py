@@ -1,30 +1,21 @@
-"""A RankRequest's candidate fields read once, one column at a time, shared by validation and conversion.
+"""A RankRequest's candidates read once, a column at a time, in either form: what validation's rules
+(``candidate_rules``) and the conversion to a core ``Batch`` both read.
 
-Reading a field of a upb message costs a Python-level operation per
-candidate, so every field is read by one list comprehension over one list of
-candidate wrappers, at most once per request: validation's rules
-and the proto -> Batch conversion take their columns from the same
-``CandidateColumns`` (``validate_rank_request`` returns it and
-``request_to_domain`` reuses it). Optional fields cost one presence pass
-(``name in message``, protobuf's ``Message.__contains__``: ``HasField`` without
-the bound-method call, about half the cost) and values are read only where
-set; maps are read only for the candidates that have any; the embedding matrix
-is built once (or, packed, viewed in place).
-
-A request sends its candidates in one of two forms: ``candidates`` (a message each) or ``columns`` (a
-repeated field per Candidate field). ``CandidateColumns.of`` reads either into the same columns
-(``CandidateColumns`` the first, ``ColumnarCandidates`` the second), so every rule and the conversion
-see one shape; ``paths`` says how a violation names a row's field in the form it came in.
+``CandidateColumns`` reads the per-candidate form (``candidates``: each field by one pass over the
+candidate wrappers; optional fields by one presence pass, their values only where set; maps only for the
+candidates that have any); ``ColumnarCandidates`` the columnar form (``columns``: each column whole, in C).
+Every column is read on first use and kept; ``paths`` names a row's field in the form it came in.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from functools import cached_property
 from itertools import compress
 from operator import attrgetter
 from types import MappingProxyType
-from typing import Any, Generic, TypeVar, overload
+from typing import Any
 
 import numpy as np
 
@@ -33,33 +24,6 @@ from memrank.core.batch import Batch
 
 TIME_FIELDS = ("created_at", "last_accessed_at", "event_time", "ingested_at", "valid_from", "valid_to")
 _NO_METADATA: Mapping[str, str] = MappingProxyType({})
-T = TypeVar("T")
-
-
-class _once(Generic[T]):
-    """``functools.cached_property`` without its lock: Python 3.11's takes an RLock on every first read (a few
-    thousand instructions a column, most of a column's cost at one candidate). A column is computed once, on
-    first read, into the instance's ``__dict__``, which later reads find first (a non-data descriptor)."""
-
-    def __init__(self, fn: Callable[[Any], T]) -> None:
-        self.fn = fn
-        self.name = fn.__name__
-
-    def __set_name__(self, owner: type, name: str) -> None:
-        self.name = name
-
-    @overload
-    def __get__(self, obj: None, owner: type | None = None) -> _once[T]: ...
-
-    @overload
-    def __get__(self, obj: object, owner: type | None = None) -> T: ...
-
-    def __get__(self, obj: object | None, owner: type | None = None) -> T | _once[T]:
-        if obj is None:
-            return self
-        value = obj.__dict__[self.name] = self.fn(obj)
-        return value
-
 
 
 def _nans(shape: int | tuple[int, int]) -> np.ndarray:
@@ -69,6 +33,12 @@ def _nans(shape: int | tuple[int, int]) -> np.ndarray:
     return out
 
 
+def _spread(present: list[bool], values: np.ndarray, n: int) -> np.ndarray:
+    """Float64 (n,): ``values`` (those of the set rows) where ``present``, NaN elsewhere."""
+    out = _nans(n)
+    if len(values):
+        out[np.array(present, dtype=bool)] = values
+    return out
 
 
 @dataclass(frozen=True)
@@ -131,22 +101,12 @@ COLUMN_TOTALS = {"facet_scores": "facet_names", "stage_scores": "stage_names"}
 PER_CANDIDATE, COLUMNAR = Paths("candidates"), Paths("columns", columnar=True)
 
 
-@dataclass(frozen=True)
-class MapRow:
-    """The map fields of one candidate that has at least one non-empty map."""
-
-    index: int
-    facet_scores: dict[str, float]
-    stage_scores: dict[str, float]
-    metadata: dict[str, str]
-
-
-def _field(name: str) -> _once[list[Any]]:
+def _field(name: str) -> cached_property[list[Any]]:
     """A scalar Candidate field of every candidate, in order (``attrgetter`` over the wrappers: no Python frame
     per candidate)."""
     def read(self: CandidateColumns) -> list[Any]:
         return list(map(attrgetter(name), self.cands))
-    return _once(read)
+    return cached_property(read)
 
 
 class CandidateColumns:
@@ -157,7 +117,7 @@ class CandidateColumns:
 
     paths = PER_CANDIDATE
 
-    def __init__(self, cands: Sequence[pb.Candidate], packed: bytes = b"", dim: int = 0,
+    def __init__(self, cands: Sequence[pb.Candidate], packed: bytes | memoryview = b"", dim: int = 0,
                  paths: Paths = PER_CANDIDATE) -> None:
         self.cands = list(cands)  # one wrapper per candidate, reused by every column
         self.n = len(self.cands)
@@ -171,7 +131,7 @@ class CandidateColumns:
     source, safety = _field("source"), _field("safety")
 
     @staticmethod
-    def of(req: pb.RankRequest, packed: bytes | None = None) -> CandidateColumns:
+    def of(req: pb.RankRequest, packed: bytes | memoryview | None = None) -> CandidateColumns:
         """The columns of a request in either form, its packed embeddings included (``packed``: the
         embeddings_f32 bytes when the runtime split them off the wire, else the request's own)."""
         data = req.embeddings_f32 if packed is None else packed
@@ -179,45 +139,39 @@ class CandidateColumns:
             return ColumnarCandidates(req.columns, data, req.embedding_dim)
         return CandidateColumns(req.candidates, data, req.embedding_dim)
 
-    @_once
+    @cached_property
     def retrieval(self) -> np.ndarray:
         return np.array([c.retrieval_score for c in self.cands], dtype=np.float64)
 
-    @_once
+    @cached_property
     def importance_set(self) -> list[bool]:
         return ["importance" in c for c in self.cands]
 
-    @_once
+    @cached_property
     def importance_values(self) -> np.ndarray:
         """The importance of the candidates that set one, in candidate order."""
         return np.array([c.importance for c in compress(self.cands, self.importance_set)], dtype=np.float64)
 
-    @_once
+    @cached_property
     def importance(self) -> np.ndarray:
         """Float64 importance, NaN where unset."""
-        out = _nans(self.n)
-        if len(self.importance_values):
-            out[np.array(self.importance_set, dtype=bool)] = self.importance_values
-        return out
+        return _spread(self.importance_set, self.importance_values, self.n)
 
-    @_once
+    @cached_property
     def position_set(self) -> list[bool]:
         return ["position" in c for c in self.cands]
 
-    @_once
+    @cached_property
     def position_values(self) -> np.ndarray:
         """The int64 position of the candidates that set one, in candidate order (exact, for validation)."""
         return np.array([c.position for c in compress(self.cands, self.position_set)], dtype=np.int64)
 
-    @_once
+    @cached_property
     def positions(self) -> np.ndarray:
         """Float64 positions, NaN where unset (exact for the valid range, [0, 2^53])."""
-        out = _nans(self.n)
-        if len(self.position_values):
-            out[np.array(self.position_set, dtype=bool)] = self.position_values
-        return out
+        return _spread(self.position_set, self.position_values, self.n)
 
-    @_once
+    @cached_property
     def times(self) -> dict[str, TimeColumn | None]:
         """Every Timestamp field; None for a field no candidate sets."""
         return {name: self._time(name) for name in TIME_FIELDS}
@@ -236,18 +190,18 @@ class CandidateColumns:
         nanos[mask] = [t.nanos for t in stamps]
         return TimeColumn(mask, seconds, nanos)
 
-    @_once
+    @cached_property
     def facets(self) -> dict[str, ScoreColumn]:
         """Candidate.facet_scores, one column per name set by any candidate (sorted)."""
         return self._scores("facet_scores")
 
-    @_once
+    @cached_property
     def stages(self) -> dict[str, ScoreColumn]:
         """Candidate.stage_scores, one column per name set by any candidate (sorted)."""
         return self._scores("stage_scores")
 
     def _scores(self, name: str) -> dict[str, ScoreColumn]:
-        rows = [(r.index, m) for r in self.maps if (m := getattr(r, name))]
+        rows = [(i, dict(m)) for i, c in enumerate(self.cands) if len(m := getattr(c, name))]
         columns = {key: ScoreColumn(np.zeros(self.n, dtype=bool), _nans(self.n))
                    for key in sorted({k for _, m in rows for k in m})}
         for i, m in rows:
@@ -256,22 +210,16 @@ class CandidateColumns:
                 columns[k].values[i] = v
         return columns
 
-    @_once
+    @cached_property
     def metadata(self) -> list[tuple[int, dict[str, str]]]:
         """(row, Candidate.metadata) of the candidates that have any."""
-        return [(r.index, r.metadata) for r in self.maps if r.metadata]
+        return [(i, dict(c.metadata)) for i, c in enumerate(self.cands) if len(c.metadata)]
 
-    @_once
-    def maps(self) -> list[MapRow]:
-        """The map fields of the candidates that have any (most have none: one length test each)."""
-        return [MapRow(i, dict(c.facet_scores), dict(c.stage_scores), dict(c.metadata))
-                for i, c in enumerate(self.cands) if len(c.facet_scores) or len(c.stage_scores) or len(c.metadata)]
-
-    @_once
+    @cached_property
     def embedding_lengths(self) -> list[int]:
         return [len(c.embedding) for c in self.cands]
 
-    @_once
+    @cached_property
     def embeddings(self) -> np.ndarray | None:
         """Float32 (n, dim): the packed matrix viewed in place, else the candidates' embeddings (zero rows
         where one is missing), or None when no candidate has one."""
@@ -289,7 +237,7 @@ class CandidateColumns:
         return [i for i, c in enumerate(self.cands)
                 if 0 < lengths[i] <= limit and not np.isfinite(np.asarray(c.embedding, dtype=np.float64)).all()]
 
-    @_once
+    @cached_property
     def row_embeddings(self) -> np.ndarray | None:
         """The candidates' own embeddings (packed ones aside) as ``embeddings`` describes them."""
         lengths = self.embedding_lengths
@@ -306,7 +254,7 @@ class CandidateColumns:
         return out
 
     def to_batch(self) -> Batch:
-        """The columns as a core Batch (equal to batch_from_rows of candidate_to_domain)."""
+        """The columns as a core Batch (equal to batch_from_rows of the rows, one per candidate)."""
         metadata: list[Mapping[str, str]] = [_NO_METADATA] * self.n
         for i, entries in self.metadata:
             metadata[i] = MappingProxyType(entries)
@@ -334,12 +282,12 @@ class CandidateColumns:
         )
 
 
-def _column(name: str, default: object) -> _once[list[Any]]:
+def _column(name: str, default: object) -> cached_property[list[Any]]:
     """A column of CandidateColumns (the message) as a list: its values, or ``default`` for every row when empty."""
     def read(self: ColumnarCandidates) -> list[Any]:
         column = getattr(self.message, name)
         return list(column) if len(column) else [default] * self.n
-    return _once(read)
+    return cached_property(read)
 
 
 class ColumnarCandidates(CandidateColumns):
@@ -347,7 +295,7 @@ class ColumnarCandidates(CandidateColumns):
     once, whole (a repeated scalar field converts in C). Its shape (every column empty or one value per id)
     is ``validate``'s first rule, checked before any column here is read."""
 
-    def __init__(self, columns: pb.CandidateColumns, packed: bytes = b"", dim: int = 0) -> None:
+    def __init__(self, columns: pb.CandidateColumns, packed: bytes | memoryview = b"", dim: int = 0) -> None:
         super().__init__((), packed, dim, COLUMNAR)
         self.message = columns
         self.n = len(columns.ids)
@@ -358,25 +306,25 @@ class ColumnarCandidates(CandidateColumns):
     access_count, token_count = _column("access_counts", 0), _column("token_counts", 0)
     source, safety = _column("sources", 0), _column("safety", 0)
 
-    @_once
+    @cached_property
     def retrieval(self) -> np.ndarray:
         values = self.message.retrieval_scores
         return np.array(values, dtype=np.float64) if len(values) else np.zeros(self.n)
 
-    @_once
+    @cached_property
     def importance_set(self) -> list[bool]:
         return _present(self.message.importance, self.message.importance_present, self.n)
 
-    @_once
+    @cached_property
     def importance_values(self) -> np.ndarray:
         values = np.array(self.message.importance, dtype=np.float64)
         return values[np.array(self.importance_set, dtype=bool)] if len(values) else values
 
-    @_once
+    @cached_property
     def position_set(self) -> list[bool]:
         return _present(self.message.positions, self.message.positions_present, self.n)
 
-    @_once
+    @cached_property
     def position_values(self) -> np.ndarray:
         values = np.array(self.message.positions, dtype=np.int64)
         return values[np.array(self.position_set, dtype=bool)] if len(values) else values
@@ -401,15 +349,15 @@ class ColumnarCandidates(CandidateColumns):
         return {key: ScoreColumn(present[:, j].copy(), matrix[:, j].copy())
                 for key, j in sorted((key, j) for j, key in enumerate(names)) if present[:, j].any()}
 
-    @_once
+    @cached_property
     def metadata(self) -> list[tuple[int, dict[str, str]]]:
         return [(i, dict(row.entries)) for i, row in enumerate(self.message.metadata) if len(row.entries)]
 
-    @_once
+    @cached_property
     def embedding_lengths(self) -> list[int]:
         return [0] * self.n  # the columnar form's embeddings are the packed matrix only
 
-    @_once
+    @cached_property
     def row_embeddings(self) -> np.ndarray | None:
         return None
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterator, Mapping
+from itertools import islice
 
 import numpy as np
 from google.protobuf.timestamp_pb2 import Timestamp
@@ -34,16 +35,12 @@ from memrank.core.profile import SHARE_RANGE, THRESHOLD_RANGE, WEIGHT_RANGE, Pro
 
 
 def _within(value: float, bounds: tuple[float, float]) -> bool:
-    return _finite(value) and bounds[0] <= value <= bounds[1]
+    return math.isfinite(value) and bounds[0] <= value <= bounds[1]
 
 
 def _range(bounds: tuple[float, float]) -> str:
     """[0, 1] as the error says it (whole numbers without .0)."""
     return "[" + ", ".join(f"{b:g}" for b in bounds) + "]"
-
-
-def _finite(x: float) -> bool:
-    return math.isfinite(x)
 
 
 def _check_time(path: str, ts: Timestamp) -> Iterator[FieldViolation]:
@@ -71,9 +68,9 @@ def _check_layers(req: pb.RankRequest, limits: Limits) -> Iterator[FieldViolatio
         elif layer.name in names:
             yield FieldViolation(f"{p}.name", f"duplicate layer {layer.name!r}")
         names.add(layer.name)
-        if not _finite(layer.share) or layer.share < 0:
+        if not math.isfinite(layer.share) or layer.share < 0:
             yield FieldViolation(f"{p}.share", f"must be finite and >= 0, got {layer.share}")
-        if layer.HasField("min_score") and (not _finite(layer.min_score) or not 0 <= layer.min_score <= 1):
+        if layer.HasField("min_score") and (not math.isfinite(layer.min_score) or not 0 <= layer.min_score <= 1):
             yield FieldViolation(f"{p}.min_score", f"must be in [0, 1], got {layer.min_score}")
 
 
@@ -182,12 +179,7 @@ def _check_packed(cols: CandidateColumns, limits: Limits) -> Iterator[FieldViola
 
 
 def _first(violations: Iterator[FieldViolation]) -> list[FieldViolation]:
-    out = []
-    for v in violations:
-        out.append(v)
-        if len(out) >= MAX_VIOLATIONS:
-            break
-    return out
+    return list(islice(violations, MAX_VIOLATIONS))
 
 
 def validate_rank_request(req: pb.RankRequest, limits: Limits, cols: CandidateColumns | None = None,
@@ -233,8 +225,8 @@ def retrieval_range(req: pb.RankRequest, profiles: Mapping[str, Profile] | None)
     return UNIT
 
 
-def validate_admission_request(req: pb.ScoreAdmissionRequest, limits: Limits) -> None:
-    """Raise InvalidRequest when the admission request is malformed."""
+def validate_admission_request(req: pb.ScoreAdmissionRequest, limits: Limits) -> CandidateColumns:
+    """Raise InvalidRequest when the admission request is malformed; else the candidate's columns."""
     if not req.HasField("candidate"):
         raise InvalidRequest([FieldViolation("candidate", "required")])
     violations = []
@@ -242,6 +234,8 @@ def validate_admission_request(req: pb.ScoreAdmissionRequest, limits: Limits) ->
         violations.append(FieldViolation("request_id", f"at most {MAX_REQUEST_ID_BYTES} bytes"))
     if req.HasField("reference_time"):
         violations.extend(_check_time("reference_time", req.reference_time))
-    violations += candidate_violations(CandidateColumns([req.candidate], paths=Paths("candidate")), limits)
+    cols = CandidateColumns([req.candidate], paths=Paths("candidate"))
+    violations += candidate_violations(cols, limits)
     if violations:
         raise InvalidRequest(violations[:MAX_VIOLATIONS])
+    return cols

@@ -12,10 +12,9 @@ error can name it. It stops at the first malformed byte and returns None.
 
 from __future__ import annotations
 
-from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
+from collections.abc import Iterator
+
 from google.protobuf.descriptor import Descriptor, FieldDescriptor
-from google.protobuf.message import DecodeError, Message
-from google.protobuf.unknown_fields import UnknownFieldSet
 
 from memrank._gen.v1 import ranking_pb2 as pb
 from memrank.api.call import RankInput
@@ -23,7 +22,8 @@ from memrank.api.call import RankInput
 _MAX_DEPTH = 16  # memrank's messages nest three deep; a hostile payload cannot recurse further
 
 
-def _varint(data: bytes, at: int) -> tuple[int, int]:
+def varint(data: bytes, at: int) -> tuple[int, int]:
+    """The varint at ``at`` and where it ends; ValueError if it is cut short or longer than 64 bits."""
     value, shift = 0, 0
     while True:
         if at >= len(data) or shift > 63:
@@ -36,31 +36,31 @@ def _varint(data: bytes, at: int) -> tuple[int, int]:
         shift += 7
 
 
-def _fields(data: bytes) -> list[tuple[int, int, bytes | None]]:
-    """(field number, wire type, payload of a length-delimited field or None) of each field in order."""
-    out: list[tuple[int, int, bytes | None]] = []
+def spans(data: bytes) -> Iterator[tuple[int, int, int, int, int]]:
+    """(field number, wire type, where its key starts, where its payload starts, where it ends) of each field of
+    ``data``, in order; ValueError where the bytes stop being protobuf's wire format."""
     at = 0
     while at < len(data):
-        key, at = _varint(data, at)
+        start = at
+        key, at = varint(data, at)
         number, wire = key >> 3, key & 7
         if wire == 0:
-            _, at = _varint(data, at)
-            out.append((number, wire, None))
-        elif wire == 1:
-            at += 8
-            out.append((number, wire, None))
-        elif wire == 5:
-            at += 4
-            out.append((number, wire, None))
+            body, at = at, varint(data, at)[1]
+        elif wire in (1, 5):
+            body, at = at, at + (8 if wire == 1 else 4)
         elif wire == 2:
-            size, at = _varint(data, at)
-            out.append((number, wire, data[at:at + size]))
-            at += size
+            size, body = varint(data, at)
+            at = body + size
         else:
             raise ValueError(f"wire type {wire}")
         if at > len(data):
             raise ValueError("truncated field")
-    return out
+        yield number, wire, start, body, at
+
+
+def _fields(data: bytes) -> list[tuple[int, int, bytes | None]]:
+    """(field number, wire type, payload of a length-delimited field or None) of each field in order."""
+    return [(number, wire, data[body:end] if wire == 2 else None) for number, wire, _, body, end in spans(data)]
 
 
 def _decodes(raw: bytes) -> bool:
@@ -115,122 +115,33 @@ def bad_utf8_field(data: bytes, message: Descriptor) -> str | None:
         return None
 
 
-def _top_level_rank_request() -> type[Message]:
-    """RankRequest with its candidates (either form) and layers as opaque bytes: parsing it reads only the
-    top-level fields (candidates are copied, not decoded), and serialising it writes them back unchanged."""
-    file = descriptor_pb2.FileDescriptorProto()
-    pb.DESCRIPTOR.CopyToProto(file)
-    source = next(m for m in file.message_type if m.name == "RankRequest")
-    top = descriptor_pb2.FileDescriptorProto(name="memrank/v1/rank_request_top_level.proto",
-                                             package="memrank.v1.top_level", syntax=file.syntax,
-                                             dependency=[*file.dependency, file.name])
-    message = top.message_type.add()
-    message.CopyFrom(source)
-    for field in message.field:
-        if field.name in ("candidates", "layers", "columns"):
-            field.type = descriptor_pb2.FieldDescriptorProto.TYPE_BYTES
-            field.ClearField("type_name")
-        elif field.type_name.startswith(".memrank.v1.RankRequest."):  # its own map entries
-            field.type_name = field.type_name.replace(".memrank.v1.", ".memrank.v1.top_level.", 1)
-    pool = descriptor_pool.Default()
-    try:
-        found = pool.FindMessageTypeByName("memrank.v1.top_level.RankRequest")
-    except KeyError:
-        found = pool.Add(top).message_types_by_name["RankRequest"]
-    return message_factory.GetMessageClass(found)
+_EMBEDDINGS = pb.RankRequest.DESCRIPTOR.fields_by_name["embeddings_f32"].number
 
 
-_TOP = _top_level_rank_request()
-_EMBEDDINGS = _TOP.DESCRIPTOR.fields_by_name["embeddings_f32"]
-_HEADER = bytes([_EMBEDDINGS.number << 3 | 2])  # its key: field 14, length-delimited (one byte)
-# The fields numbered after it, which a serialiser writes after it (every one a scalar or opaque bytes here).
-_AFTER = [f.name for f in _TOP.DESCRIPTOR.fields if f.number > _EMBEDDINGS.number]
-_SPLIT_FROM = 256 << 10  # bytes of request from which the matrix is cut from the wire bytes (below: a few KiB)
+def split_embeddings(data: bytes) -> tuple[bytes, memoryview] | None:
+    """(the request without its packed embeddings, a view of the ``embeddings_f32`` bytes in ``data``) of RankRequest
+    ``data``, or None when it carries none, or more than one field 14, or its top level does not walk (the caller's
+    ordinary parse then keeps the parser's meaning and names any error).
 
-
-def _varint_bytes(value: int) -> bytes:
-    out = bytearray()
-    while value > 0x7F:
-        out.append(value & 0x7F | 0x80)
-        value >>= 7
-    out.append(value)
-    return bytes(out)
-
-
-def _after(top: Message) -> bytes:
-    """The serialisation of ``top``'s fields numbered after the embeddings (what ends ``top``'s own)."""
-    tail = _TOP()
-    for name in _AFTER:
-        if top.HasField(name) if _TOP.DESCRIPTOR.fields_by_name[name].has_presence else getattr(top, name):
-            setattr(tail, name, getattr(top, name))
-    return bytes(tail.SerializeToString())
-
-
-def _where(data: bytes, rest: bytes, tail: bytes) -> tuple[int, int] | None:
-    """(start, end) of the embeddings bytes in ``data`` when ``data`` is ``rest`` with one embeddings field
-    inserted where a serialiser puts it (before the fields numbered after it, ``tail``), else None."""
-    if not rest.endswith(tail):
-        return None
-    at = len(rest) - len(tail)
-    room = len(data) - len(rest) - len(_HEADER)  # the field's length and its varint
-    width = next((w for w in range(1, 11) if max(1, ((room - w).bit_length() + 6) // 7) == w), 0)
-    if not width or room - width < 0:
-        return None
-    size = room - width
-    header = _HEADER + _varint_bytes(size)
-    start = at + len(header)
-    view = memoryview(rest)
-    if data.startswith(header, at) and data.startswith(view[:at]) and data.startswith(view[at:], start + size):
-        return start, start + size
-    return None
-
-
-def split_embeddings(data: bytes) -> tuple[bytes, bytes] | None:
-    """(the request without its packed embeddings, the ``embeddings_f32`` bytes) of RankRequest ``data``, or None
-    when it carries none (or does not parse: the caller's own parse then names the error).
-
-    Parsing a request copies ``embeddings_f32`` into the message, and reading the field copies it again
-    (into Python bytes): the matrix was held twice for the whole call. Here it is read once, and the rest of
-    the request, written back field by field (candidates untouched, as bytes), parses to the same message
-    without it. Only top-level fields are decoded (a parse of ``data`` with candidates as opaque bytes).
-
-    The parse still copies the matrix into its message; reading it from there too put three copies of it in
-    memory at once (``data``, the message's, the Python bytes), with the rest being written besides: the
-    largest moment of a 400 x 384 call. So when the request was written as serialisers write it (fields in
-    number order, nothing unknown), the rest is written and the parse dropped first, and the matrix is then
-    copied out of ``data`` itself: the rest with one embeddings field put back where ``_where`` finds it is
-    byte for byte ``data``, so those bytes are the field the parser would read. Any other layout reads the
-    field from the parse, as before.
+    Parsing a request copies ``embeddings_f32`` into the message, and reading the field copies it again: with the
+    request bytes, three copies of the matrix at once. A message's wire form is its fields one after another, so
+    the request with its one embeddings field cut out parses to the request without it; the matrix is then a view
+    of the request bytes, never copied.
     """
     try:
-        top = _TOP.FromString(data)
-    except DecodeError:
+        found = [(start, body, end) for number, wire, start, body, end in spans(data)
+                 if number == _EMBEDDINGS and wire == 2]
+    except ValueError:
         return None
-    if len(data) < _SPLIT_FROM or not top.embedding_dim or len(UnknownFieldSet(top)):
-        return _read(top)  # small, or packed embeddings without their dimension, or unknown fields
-    tail = _after(top)
-    top.ClearField("embeddings_f32")
-    rest = top.SerializeToString()
-    del top  # with its copy of the matrix, before the matrix is copied out of data
-    found = _where(data, rest, tail)
-    if found is None:
-        return _read(_TOP.FromString(data))
-    start, end = found
-    return (rest, data[start:end]) if end > start else None
-
-
-def _read(top: Message) -> tuple[bytes, bytes] | None:
-    """The split of a parsed request, the embeddings read from the parse."""
-    embeddings: bytes = top.embeddings_f32
-    if not embeddings:
+    if len(found) != 1 or found[0][1] == found[0][2]:
         return None
-    top.ClearField("embeddings_f32")
-    return top.SerializeToString(), embeddings
+    start, body, end = found[0]
+    return data[:start] + data[end:], memoryview(data)[body:end]
 
 
 def parse_rank(data: bytes) -> RankInput:
     """A Rank request's bytes as the servicer takes them: the packed embeddings are split off the wire before
-    parsing (``split_embeddings``), so they are held once, not twice."""
+    parsing (``split_embeddings``), so the matrix is never copied."""
     parts = split_embeddings(data)
     if parts is None:
         return RankInput(pb.RankRequest.FromString(data))

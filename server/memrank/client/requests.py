@@ -46,13 +46,13 @@ def time_of(value: Any) -> tuple[int, int]:
     {"seconds", "nanos"} dict."""
     if isinstance(value, str):
         head, dot, rest = value.partition(".")
-        digits = rest[:len(rest) - len(rest.lstrip("0123456789"))] if dot else ""
-        moment = datetime.datetime.fromisoformat(head + rest[len(digits):] if dot else head)
-        return time_of(moment.replace(microsecond=0))[0], int(digits[:9].ljust(9, "0")) if digits else 0
+        if not dot:
+            return _whole_seconds(datetime.datetime.fromisoformat(value)), 0
+        digits = rest[:len(rest) - len(rest.lstrip("0123456789"))]
+        return _whole_seconds(datetime.datetime.fromisoformat(head + rest[len(digits):])), \
+            int(digits[:9].ljust(9, "0")) if digits else 0
     if isinstance(value, datetime.datetime):
-        moment = value if value.tzinfo is not None else value.replace(tzinfo=datetime.UTC)
-        whole = moment.replace(microsecond=0)
-        return (whole - _EPOCH) // _SECOND, moment.microsecond * 1000
+        return _whole_seconds(value.replace(microsecond=0)), value.microsecond * 1000
     if isinstance(value, Timestamp):
         return value.seconds, value.nanos
     if isinstance(value, Mapping):
@@ -61,6 +61,12 @@ def time_of(value: Any) -> tuple[int, int]:
         floor = math.floor(value)
         return floor, min(round((value - floor) * 1e9), 999_999_999)
     raise TypeError(f"a time must be an RFC 3339 string, a datetime or epoch seconds, got {type(value).__name__}")
+
+
+def _whole_seconds(moment: datetime.datetime) -> int:
+    """Epoch seconds of a datetime without microseconds (naive: UTC)."""
+    seconds: int = ((moment if moment.tzinfo is not None else moment.replace(tzinfo=datetime.UTC)) - _EPOCH) // _SECOND
+    return seconds
 
 
 _FLOATS = (FieldDescriptor.CPPTYPE_DOUBLE, FieldDescriptor.CPPTYPE_FLOAT)
@@ -82,8 +88,11 @@ def _scalar(field: FieldDescriptor, value: Any) -> Any:
 def _values(field: str, values: list[Any], default: Any) -> list[Any]:
     """A column's values: ``default`` where not sent, text numbers and enum names as _scalar reads them."""
     out = [default if v is _MISSING else v for v in values]
-    if field in _TEXTS or not any(isinstance(v, str) for v in out):
+    if field in _TEXTS or not any(issubclass(t, str) for t in set(map(type, out))):
         return out
+    numbers = _ENUM_NUMBERS.get(field)
+    if numbers is not None:  # one dict lookup a name
+        return [numbers[v] if isinstance(v, str) else v for v in out]
     return [_scalar(_CANDIDATE[field], v) for v in out]
 
 
@@ -129,19 +138,25 @@ _ENUMS = {"source": "sources", "safety": "safety"}
 _OPTIONAL = {"importance": ("importance", "importance_present"), "position": ("positions", "positions_present")}
 _TIMES = ("created_at", "last_accessed_at", "event_time", "ingested_at", "valid_from", "valid_to")
 _MATRICES = {"facet_scores": "facet_names", "stage_scores": "stage_names"}
+_ENUM_NUMBERS = {field: {v.name: v.number for v in _CANDIDATE[field].enum_type.values} for field in _ENUMS}
 
 
 def _by_field(cands: Sequence[Mapping[str, Any]]) -> dict[str, list[Any]]:
-    """Each Candidate field sent by any candidate: its value per candidate (_MISSING where not sent)."""
-    n = len(cands)
+    """Each Candidate field sent by any candidate: its value per candidate (_MISSING where not sent or None).
+
+    A column is read with one ``dict.get`` per candidate; a field sent under two names (``retrievalScore`` and
+    ``retrieval_score``) takes, per candidate, the one that comes last in its dict, as ``fill`` would."""
+    keys: dict[str, list[str]] = {}
+    for key in set().union(*cands):
+        keys.setdefault(_field(_CANDIDATE, key, "Candidate").name, []).append(key)
     out: dict[str, list[Any]] = {}
-    for i, c in enumerate(cands):
-        for key, value in c.items():
-            name = _field(_CANDIDATE, key, "Candidate").name
-            column = out.get(name)
-            if column is None:
-                column = out[name] = [_MISSING] * n
-            column[i] = _MISSING if value is None else value
+    for name, spelled in keys.items():
+        if len(spelled) == 1:
+            key = spelled[0]
+            out[name] = [_MISSING if (v := c.get(key)) is None else v for c in cands]
+        else:
+            out[name] = [next((_MISSING if c[k] is None else c[k] for k in reversed(list(c)) if k in spelled),
+                              _MISSING) for c in cands]
     return out
 
 
@@ -207,8 +222,8 @@ def rank_request(value: pb.RankRequest | Mapping[str, Any], embeddings: ArrayLik
         raise TypeError(f"expected RankRequest or a dict, got {type(value).__name__}")
     cands = value.get("candidates") or ()
     msg = fill(pb.RankRequest(), {k: v for k, v in value.items() if k != "candidates"})
-    if isinstance(cands, Sequence) and all(isinstance(c, Mapping) for c in cands) and not len(msg.columns.ids) \
-            and put_columns(msg, cands, embeddings):
+    if isinstance(cands, Sequence) and all(issubclass(t, Mapping) for t in set(map(type, cands))) \
+            and not len(msg.columns.ids) and put_columns(msg, cands, embeddings):
         return msg
     fill(msg, {"candidates": cands})  # messages among them, or embeddings of several dimensions: as sent
     return msg if embeddings is None else pack_embeddings(msg, embeddings)

@@ -9,9 +9,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from memrank._gen.v1 import ranking_pb2 as pb
-from memrank.api.convert import candidate_to_domain, candidate_to_proto, seconds_to_ts, ts_to_seconds
+from memrank.api.convert import seconds_to_ts, ts_to_seconds
 from memrank.core.batch import CandidateInput
 from memrank.core.types import AdmissionDecision, DropReason, ExplainLevel, Placement, Safety, Source
+from tests.support.columnar import candidate_message, candidate_row
 
 
 @pytest.mark.parametrize(
@@ -63,7 +64,7 @@ rows = st.builds(
 
 @given(rows)
 def test_candidate_round_trip(row: CandidateInput) -> None:
-    back = candidate_to_domain(candidate_to_proto(row))
+    back = candidate_row(candidate_message(row))
     for name in ("id", "layer", "kind", "content", "facet_scores", "importance", "access_count", "token_count",
                  "source", "provenance", "safety", "embedding", "stage_scores", "metadata", "thread", "position",
                  "speaker"):

@@ -10,12 +10,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from memrank._gen.v1 import ranking_pb2 as pb
-from memrank.api.convert import candidate_to_domain, candidate_to_proto, request_to_domain
+from memrank.api.convert import request_to_domain
 from memrank.api.request_columns import CandidateColumns
 from memrank.api.validate import _check_request, validate_rank_request
 from memrank.config import load_settings
 from memrank.core.batch import CandidateInput, batch_from_rows
 from memrank.core.errors import InvalidRequest
+from tests.support.columnar import candidate_message, candidate_row
 from tests.unit.api.test_convert import rows
 
 LIMITS = load_settings(env={}).limits
@@ -34,9 +35,9 @@ def _same_dim(batch_rows: list[CandidateInput], dim: int) -> list[CandidateInput
 @settings(max_examples=150, deadline=None)
 @given(st.lists(rows, max_size=6), st.integers(0, 3))
 def test_columns_equal_the_row_path(batch_rows: list[CandidateInput], dim: int) -> None:
-    cands = [candidate_to_proto(r) for r in _same_dim(batch_rows, dim)]
+    cands = [candidate_message(r) for r in _same_dim(batch_rows, dim)]
     fast = CandidateColumns(cands).to_batch()
-    slow = batch_from_rows([candidate_to_domain(c) for c in cands])
+    slow = batch_from_rows([candidate_row(c) for c in cands])
     for f in fields(fast):
         if not f.compare:  # the memo: saved work, never an input
             continue
@@ -50,7 +51,7 @@ def test_columns_equal_the_row_path(batch_rows: list[CandidateInput], dim: int) 
 
 
 def test_an_ordinary_request_is_accepted() -> None:
-    req = pb.RankRequest(candidates=[candidate_to_proto(r) for r in _same_dim(
+    req = pb.RankRequest(candidates=[candidate_message(r) for r in _same_dim(
         [CandidateInput("a", content="x", retrieval_score=0.5, importance=0.2, embedding=(1.0,)),
          CandidateInput("b", content="y", facet_scores={"bm25": 2.0}, created_at=1.0, valid_from=1.0, valid_to=2.0,
                         embedding=(1.0,))], 4)])
@@ -58,7 +59,7 @@ def test_an_ordinary_request_is_accepted() -> None:
 
 
 def test_request_level_rules_run_beside_valid_candidates() -> None:
-    req = pb.RankRequest(candidates=[candidate_to_proto(CandidateInput("a", content="x"))], placement=99,
+    req = pb.RankRequest(candidates=[candidate_message(CandidateInput("a", content="x"))], placement=99,
                          min_score=2.0, layers=[pb.LayerPolicy(name="")])
     with pytest.raises(InvalidRequest) as err:
         validate_rank_request(req, LIMITS)
@@ -92,7 +93,7 @@ def test_a_call_reads_each_timestamp_field_once(monkeypatch: pytest.MonkeyPatch)
         return real(self, name)
 
     monkeypatch.setattr(CandidateColumns, "_time", counted)
-    cands = [candidate_to_proto(CandidateInput(id=f"m{i}", content="kafka retry", created_at=1.7e9 - i,
+    cands = [candidate_message(CandidateInput(id=f"m{i}", content="kafka retry", created_at=1.7e9 - i,
                                                valid_from=1.6e9, valid_to=1.8e9)) for i in range(5)]
     handle_rank(RankInput(pb.RankRequest(query="kafka", candidates=cands)), Policy.of(load_settings(env={})),
                 Call(1.7e9))

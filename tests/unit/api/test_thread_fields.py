@@ -8,12 +8,13 @@ import numpy as np
 import pytest
 
 from memrank._gen.v1 import ranking_pb2 as pb
-from memrank.api.convert import candidate_to_domain, request_to_domain
+from memrank.api.convert import request_to_domain
 from memrank.api.request_columns import CandidateColumns
 from memrank.api.validate import validate_admission_request, validate_rank_request
 from memrank.config import Limits, load_settings
 from memrank.core.batch import CandidateInput, batch_from_rows
 from memrank.core.errors import InvalidRequest
+from tests.support.columnar import candidate_row
 
 LIMITS = load_settings(env={}).limits
 
@@ -103,7 +104,7 @@ def test_the_columns_hold_the_values_in_candidate_order_nan_where_unset() -> Non
 
 def test_the_row_path_builds_the_same_columns() -> None:
     fast = CandidateColumns(CANDS).to_batch()
-    slow = batch_from_rows([candidate_to_domain(c) for c in CANDS])
+    slow = batch_from_rows([candidate_row(c) for c in CANDS])
     assert fast.threads == slow.threads and fast.speakers == slow.speakers
     assert np.array_equal(fast.positions, slow.positions, equal_nan=True)
 

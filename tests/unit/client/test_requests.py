@@ -63,6 +63,16 @@ def test_snake_case_keys_are_the_same_fields() -> None:
     assert rank_request(snake) == rank_request(camel)
 
 
+def test_a_field_under_both_names_takes_the_later_key_and_none_is_unsent() -> None:
+    both = {"candidates": [{"id": "a", "retrievalScore": 0.1, "retrieval_score": 0.7},
+                           {"id": "b", "retrieval_score": 0.2, "retrievalScore": 0.9},
+                           {"id": "c", "retrievalScore": None, "source": "SOURCE_CHAT"},
+                           {"id": "d", "source": 2}]}
+    cols = rank_request(both).columns
+    assert list(cols.retrieval_scores) == [0.7, 0.9, 0.0, 0.0]  # written out: the later key, unsent is 0
+    assert list(cols.sources) == [0, 0, pb.SOURCE_CHAT, 2]  # an enum by name or number
+
+
 def test_a_message_is_sent_as_it_is() -> None:
     msg = json_format.ParseDict(REQUEST, pb.RankRequest())
     assert rank_request(msg) is msg
