@@ -90,7 +90,9 @@ def test_the_loop_from_an_untuned_start_with_its_learning_curve_on_the_fixture(t
 def test_the_loop_on_locomo_dev(tmp_path: Path) -> None:
     out, (base, _tuned, _delta, _low, high) = loop(LOCOMO / "dev.jsonl", LOCOMO / "dev_minilm.npz", tmp_path / "run")
     assert "883 decisions with feedback, 0 without (ignored)" in out
-    assert abs(base - 0.7056) < 0.002, out  # default's linear score on the logged signals (no diversity pass)
+    # default's linear score on the logged signals (no diversity pass): 0.7056 while default's relevance floor dropped
+    # each candidate under 0.1; the batch floor (issue #42) keeps them, and the logged pools with them.
+    assert abs(base - 0.7081) < 0.002, out
     assert high >= 0.0, out
 
 
