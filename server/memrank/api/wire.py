@@ -39,23 +39,31 @@ def varint(data: bytes, at: int) -> tuple[int, int]:
 def spans(data: bytes) -> Iterator[tuple[int, int, int, int, int]]:
     """(field number, wire type, where its key starts, where its payload starts, where it ends) of each field of
     ``data``, in order; ValueError where the bytes stop being protobuf's wire format."""
-    at = 0
-    while at < len(data):
+    at, size = 0, len(data)
+    while at < size:
         start = at
-        key, at = varint(data, at)
-        number, wire = key >> 3, key & 7
-        if wire == 0:
+        key = data[at]
+        if key < 0x80:  # a one-byte key (fields 1-15): the varint read inline, a third of a field's walk
+            at += 1
+        else:
+            key, at = varint(data, at)
+        wire = key & 7
+        if wire == 2:
+            length = data[at] if at < size else 0x80
+            if length < 0x80:
+                body = at + 1
+            else:
+                length, body = varint(data, at)
+            at = body + length
+        elif wire == 0:
             body, at = at, varint(data, at)[1]
         elif wire in (1, 5):
             body, at = at, at + (8 if wire == 1 else 4)
-        elif wire == 2:
-            size, body = varint(data, at)
-            at = body + size
         else:
             raise ValueError(f"wire type {wire}")
-        if at > len(data):
+        if at > size:
             raise ValueError("truncated field")
-        yield number, wire, start, body, at
+        yield key >> 3, wire, start, body, at
 
 
 def _fields(data: bytes) -> list[tuple[int, int, bytes | None]]:
@@ -128,9 +136,11 @@ def split_embeddings(data: bytes) -> tuple[bytes, memoryview] | None:
     the request with its one embeddings field cut out parses to the request without it; the matrix is then a view
     of the request bytes, never copied.
     """
+    found: list[tuple[int, int, int]] = []
     try:
-        found = [(start, body, end) for number, wire, start, body, end in spans(data)
-                 if number == _EMBEDDINGS and wire == 2]
+        for number, wire, start, body, end in spans(data):
+            if number == _EMBEDDINGS and wire == 2:
+                found.append((start, body, end))
     except ValueError:
         return None
     if len(found) != 1 or found[0][1] == found[0][2]:
