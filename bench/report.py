@@ -35,7 +35,7 @@ def summary(r: dict[str, Any]) -> dict[str, Any]:
 
 
 def targets(r: dict[str, Any]) -> list[dict[str, Any]]:
-    """Each target of issues 8 and 31: measured value, threshold, met (None: not run)."""
+    """Each target of issues 8, 31 and 45: measured value, threshold, met (None: not run)."""
     w, lv = r["workloads"], r.get("live", {})
     out: list[dict[str, Any]] = []
     issue = 8
@@ -100,6 +100,13 @@ def targets(r: dict[str, Any]) -> list[dict[str, Any]]:
             f"{_f(m['growth_mib'], 1)} MiB over {_f(m['wire_mib'])} MiB (median of {m['repeats']} fresh servers, "
             f"after a warm-up at a tenth of the candidates; {_f(m['fresh_ratio'], 1)} after a one-candidate call "
             "only; python -m bench.memory)" if m else "not measured (python -m bench.memory)")
+    issue = 45
+    for name, sizes in r.get("clients", {}).items():
+        for key, threshold in (("100x384", 1.0), ("400x384", 0.4), ("1600x384", 0.25)):
+            m = sizes.get(key)
+            add(f"e2e through the {name} client {key} / in-process LangChain (ratio)", m["ratio"] if m else None,
+                "<=", threshold, f"client p50 {_f(m['client_p50_ms'])} ms vs LangChain p50 "
+                f"{_f(m['langchain_p50_ms'])} ms, called alternately" if m else sizes.get("skipped", f"{key} not run"))
     now, before = summary(r), r.get("before")
     for name, field, higher_is_better in (("throughput at 2 workers, 400x384", "rps_2w_400x384", True),
                                           ("ghz p99 at concurrency 8, 2 workers", "ghz_p99_ms", False),
