@@ -418,8 +418,9 @@ def bench_page() -> str:
               f"{rss['workers_2']:.0f} MiB with 2 (per process: [Sizing, Memory](sizing.md#memory)).\n"
             + "\n## Through each client\n\n" + _bench_clients(data)
             + "\n## Memory per call\n\n" + _bench_memory(data)
-            + "\n## Targets\n\nIssue 31's targets as `python -m bench` prints them (`bench/report.py`), worked out "
-              "from this run's numbers; \"not run\" where the run lacks the measurement.\n\n"
+            + "\n## Targets\n\nThe targets of issues 8, 31 and 45 as `python -m bench` prints them "
+              "(`bench/report.py`), worked out from this run's numbers; \"not run\" where the run lacks the "
+              "measurement.\n\n"
             + _bench_targets(data))
 
 
