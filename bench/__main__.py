@@ -28,17 +28,21 @@ def parse(argv: Sequence[str] | None) -> tuple[Options, Path, Path | None]:
     p.add_argument("--no-live", action="store_true", help="in-process measurements only (no server)")
     p.add_argument("--no-baselines", action="store_true", help="skip the ports and LangChain")
     p.add_argument("--no-memory", action="store_true", help="skip the peak RSS measurement (fresh servers)")
+    p.add_argument("--clients", help="end to end through these shipped clients, comma-separated (default "
+                                     "python,go,ts,java; --quick: none; '' for none)")
     p.add_argument("--before", type=Path, help="an earlier results.json: the 'nothing else slower' targets compare "
                                                "with it (without it they print 'not run')")
     p.add_argument("--out", type=Path, default=DEFAULT_OUT, help=f"JSON results file (default {DEFAULT_OUT})")
     a = p.parse_args(argv)
     opts = Options(sizes=(10,), reps=3, calls=10, load_seconds=0.5, concurrency=2, ghz_seconds=1.0,
-                   memory_repeats=1, memory_largest=False) if a.quick else Options()
+                   memory_repeats=1, memory_largest=False, clients=()) if a.quick else Options()
     changes = {k: v for k, v in (("sizes", a.sizes), ("load_seconds", a.load_seconds),
                                   ("ghz_seconds", a.ghz_seconds)) if v is not None}
     changes |= {"ghz": not a.no_ghz, "live": not a.no_live, "baselines": not a.no_baselines}
     if a.no_memory:
         changes["memory_repeats"] = 0
+    if a.clients is not None:
+        changes["clients"] = tuple(c for c in a.clients.split(",") if c)
     return Options(**(vars(opts) | changes)), a.out, a.before
 
 

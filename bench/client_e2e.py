@@ -15,7 +15,7 @@ import argparse
 import statistics
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -46,28 +46,24 @@ def _python(client: RankingClient, data: dict[str, Any], w: Workload) -> Callabl
     return call
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--sizes", default="100,400,1600")
-    parser.add_argument("--reps", type=int, default=40)
-    parser.add_argument("--clients", default="python", help=f"comma-separated, of python,{','.join(DRIVERS)}")
-    args = parser.parse_args()
-    if not langchain_available():
-        raise SystemExit("LangChain is not installed (pip install -e '.[bench]')")
-    names = args.clients.split(",")
-    if unknown := set(names) - {"python", *DRIVERS}:
-        raise SystemExit(f"unknown clients {sorted(unknown)}; known: python,{','.join(DRIVERS)}")
+CLIENTS = ("python", *DRIVERS)
+
+
+def measure(sizes: Sequence[int], reps: int, names: Sequence[str] = CLIENTS,
+            log: Callable[[str], object] = print) -> dict[str, dict[str, Any]]:
+    """{client: {"NxD": {client_p50_ms, langchain_p50_ms, ratio}}} for each client whose toolchain is here (the
+    others: {"skipped": why}), one 1-worker server for all, each client alternated with LangChain."""
+    out: dict[str, dict[str, Any]] = {}
     with serve(1) as server, RankingClient(f"127.0.0.1:{server.port}", timeout=30) as client, \
             tempfile.TemporaryDirectory() as tmp:
-        address = f"127.0.0.1:{server.port}"
-        print(f"{'client':>7} {'size':>10} {'client p50 ms':>14} {'LangChain p50 ms':>17} {'ratio':>6}")
         for name in names:
             if name != "python" and not available(name):
-                print(f"{name:>7}: skipped ({DRIVERS[name].needs} not on PATH)")
+                out[name] = {"skipped": f"{DRIVERS[name].needs} not on PATH"}
                 continue
-            driver = None if name == "python" else Driver(name, address)
+            out[name] = {}
+            driver = None if name == "python" else Driver(name, f"127.0.0.1:{server.port}")
             try:
-                for n in (int(s) for s in args.sizes.split(",")):
+                for n in sizes:
                     w = workload(n, 384)
                     lc = langchain_rank(w, K)
                     if driver is None:
@@ -78,11 +74,31 @@ def main() -> None:
                     for _ in range(5):  # a fresh size: the first calls (and a JIT's warm-up) are not the ones timed
                         ours()
                         lc()
-                    a, b = _alternate(ours, lc, args.reps)
-                    print(f"{name:>7} {n:>6}x384 {a * 1e3:>14.2f} {b * 1e3:>17.2f} {a / b:>6.2f}", flush=True)
+                    a, b = _alternate(ours, lc, reps)
+                    out[name][f"{n}x384"] = {"client_p50_ms": a * 1e3, "langchain_p50_ms": b * 1e3, "ratio": a / b}
+                    log(f"{name:>7} {n:>6}x384 {a * 1e3:>14.2f} {b * 1e3:>17.2f} {a / b:>6.2f}")
             finally:
                 if driver is not None:
                     driver.__exit__(None, None, None)
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--sizes", default="100,400,1600")
+    parser.add_argument("--reps", type=int, default=40)
+    parser.add_argument("--clients", default="python", help=f"comma-separated, of {','.join(CLIENTS)}")
+    args = parser.parse_args()
+    if not langchain_available():
+        raise SystemExit("LangChain is not installed (pip install -e '.[bench]')")
+    names = args.clients.split(",")
+    if unknown := set(names) - set(CLIENTS):
+        raise SystemExit(f"unknown clients {sorted(unknown)}; known: {','.join(CLIENTS)}")
+    print(f"{'client':>7} {'size':>10} {'client p50 ms':>14} {'LangChain p50 ms':>17} {'ratio':>6}")
+    for name, rows in measure([int(s) for s in args.sizes.split(",")], args.reps, names,
+                              lambda line: print(line, flush=True)).items():
+        if "skipped" in rows:
+            print(f"{name:>7}: skipped ({rows['skipped']})")
 
 
 if __name__ == "__main__":

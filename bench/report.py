@@ -35,7 +35,7 @@ def summary(r: dict[str, Any]) -> dict[str, Any]:
 
 
 def targets(r: dict[str, Any]) -> list[dict[str, Any]]:
-    """Each target of issues 8 and 31: measured value, threshold, met (None: not run)."""
+    """Each target of issues 8, 31 and 45: measured value, threshold, met (None: not run)."""
     w, lv = r["workloads"], r.get("live", {})
     out: list[dict[str, Any]] = []
     issue = 8
@@ -109,6 +109,13 @@ def targets(r: dict[str, Any]) -> list[dict[str, Any]]:
         add(f"nothing else slower: {name}, slowdown against the --before run (ratio)", ratio, "<=", 1.1,
             f"{_f(a)} before ({(before or {}).get('started_utc')}) -> {_f(b)} now; runs minutes apart on a shared "
             "machine, so 10% is allowed" if before else "not run: pass --before OLD_RESULTS.json")
+    issue = 45
+    for name, sizes in r.get("clients", {}).items():
+        for key, threshold in (("100x384", 1.0), ("400x384", 0.4), ("1600x384", 0.25)):
+            m = sizes.get(key)
+            add(f"e2e through the {name} client {key} / in-process LangChain (ratio)", m["ratio"] if m else None,
+                "<=", threshold, f"client p50 {_f(m['client_p50_ms'])} ms vs LangChain p50 "
+                f"{_f(m['langchain_p50_ms'])} ms, called alternately" if m else sizes.get("skipped", f"{key} not run"))
     return out
 
 

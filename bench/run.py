@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from bench import ghz, live, memory
+from bench import client_e2e, ghz, live, memory
 from bench.baselines import filled_importance, langchain_available, langchain_rank, port_scorers
 from bench.data import K, Workload, workload
 from bench.timing import Timing, measure, measure_pair, peak_rss_mib
@@ -48,6 +48,7 @@ class Options:
     live: bool = True
     memory_repeats: int = 3  # fresh servers per peak-RSS measurement (0: no memory measurement)
     memory_largest: bool = True  # also the largest request the limits allow (61 MiB)
+    clients: tuple[str, ...] = ("python", "go", "ts", "java")  # end to end through each (bench.client_e2e)
 
 
 def _reps(base: int, n: int) -> int:
@@ -261,6 +262,10 @@ def run(opts: Options, log: Any = print) -> dict[str, Any]:
             results["growth"][f"dim{d}"] = growth(loads[(400, d)], loads[(1600, d)], _reps(opts.reps, 1600))
     if opts.live:
         results["live"] = _live(opts, loads, log)
+    if opts.live and opts.baselines and opts.clients:
+        log(f"end to end through the clients {', '.join(opts.clients)}, each alternated with LangChain")
+        results["clients"] = client_e2e.measure([n for n in opts.sizes], max(15, opts.reps), opts.clients,
+                                                lambda line: log(line.strip()))
     if opts.live and opts.memory_repeats:
         sizes = [n for n in opts.sizes if n in (400, 1600)] or list(opts.sizes[:1])
         log(f"peak RSS growth over the wire size: {sizes} x 384 and the largest request, "

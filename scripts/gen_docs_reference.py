@@ -369,6 +369,27 @@ def _bench_memory(data: dict[str, Any]) -> str:
                      "server peak MiB (highest)"), rows))
 
 
+def _bench_clients(data: dict[str, Any]) -> str:
+    """Each shipped client called as its users call it, against LangChain in-process (``bench.client_e2e``)."""
+    clients = data.get("clients")
+    if not clients:
+        return "Not in this run (`python -m bench` without `--clients ''`, or `python -m bench.client_e2e`).\n"
+    rows = []
+    for name, sizes in clients.items():
+        if "skipped" in sizes:
+            rows.append((name, "skipped", sizes["skipped"], "", ""))
+            continue
+        for key, m in sizes.items():
+            n, dim = key.split("x")
+            rows.append((name, f"{int(n):,} × {dim}", f"{m['client_p50_ms']:.1f}", f"{m['langchain_p50_ms']:.1f}",
+                         f"{m['ratio']:.2f}"))
+    return ("Rank end to end through each shipped client, called as its users call it (Python: a dict of "
+            "protobuf-JSON candidates and a numpy matrix; Go, TypeScript and Java: their own types, through "
+            "the drivers of `bench/drivers.py`), alternately with LangChain's in-process scoring + MMR on the "
+            "same batch; one 1-worker server on loopback; p50 of each.\n\n"
+            + table(("client", "candidates × dims", "client p50 ms", "LangChain p50 ms", "ratio"), rows))
+
+
 def bench_page() -> str:
     data = json.loads((ROOT / "bench" / "results.json").read_text(encoding="utf-8"))
     mach = data["machine"]
@@ -395,9 +416,11 @@ def bench_page() -> str:
                      "rps 1 worker", "rps 2 workers", "response KiB"), rows)
             + f"\nPeak server RSS over the run: {rss['workers_1']:.0f} MiB with 1 worker, "
               f"{rss['workers_2']:.0f} MiB with 2 (per process: [Sizing, Memory](sizing.md#memory)).\n"
+            + "\n## Through each client\n\n" + _bench_clients(data)
             + "\n## Memory per call\n\n" + _bench_memory(data)
-            + "\n## Targets\n\nIssue 31's targets as `python -m bench` prints them (`bench/report.py`), worked out "
-              "from this run's numbers; \"not run\" where the run lacks the measurement.\n\n"
+            + "\n## Targets\n\nThe targets of issues 8, 31 and 45 as `python -m bench` prints them "
+              "(`bench/report.py`), worked out from this run's numbers; \"not run\" where the run lacks the "
+              "measurement.\n\n"
             + _bench_targets(data))
 
 
