@@ -498,5 +498,5 @@ def test_the_memory_limit_covers_what_the_workers_need(render: Render, values: s
             limit = _bytes(container["resources"]["limits"]["memory"])
             s = settings.server
             workers = max(s.workers, 1)
-            budget = s.max_inflight_bytes or auto_budget(limit, workers, s.max_message_bytes)
-            assert memory_needed(workers, budget) <= limit, (values, workers, budget, limit)
+            budget = s.max_inflight_bytes or auto_budget(limit, workers, s.max_message_bytes, s.feature_memo_bytes)
+            assert memory_needed(workers, budget, s.feature_memo_bytes) <= limit, (values, workers, budget, limit)

@@ -14,8 +14,8 @@ whole before the server sees it; twice its size, with the copy handed over).
 
 ``server.max_inflight_bytes`` 0 (the default) derives the budget from the memory
 the process is given (the cgroup limit, else the machine's memory):
-(limit / workers - ``BASELINE_BYTES``) / ``PEAK_RATIO``, at least one maximal
-request (``server.max_message_bytes``).
+(limit / workers - ``BASELINE_BYTES`` - ``server.feature_memo_bytes``) / ``PEAK_RATIO``,
+at least one maximal request (``server.max_message_bytes``).
 
 One connection may hold at most ``server.max_unsent_bytes_per_connection`` of
 that budget in responses it has not been sent (``Unsent``; 0, the default: a
@@ -57,9 +57,10 @@ def memory_limit() -> int:
     return 4 << 30
 
 
-def auto_budget(limit: int, workers: int, max_message_bytes: int) -> int:
-    """The budget ``server.max_inflight_bytes: 0`` means for a worker of ``workers`` sharing ``limit`` bytes."""
-    per_worker = limit // max(workers, 1) - BASELINE_BYTES
+def auto_budget(limit: int, workers: int, max_message_bytes: int, kept: int = 0) -> int:
+    """The budget ``server.max_inflight_bytes: 0`` means for a worker of ``workers`` sharing ``limit`` bytes, each
+    keeping ``kept`` bytes besides its calls (its feature memo, ``server.feature_memo_bytes``)."""
+    per_worker = limit // max(workers, 1) - BASELINE_BYTES - kept
     return max(max_message_bytes, per_worker // PEAK_RATIO)
 
 
@@ -70,9 +71,10 @@ def unsent_cap(setting: int, budget: int) -> int:
     return setting or max(1, budget // 4)
 
 
-def memory_needed(workers: int, budget: int) -> int:
-    """Memory ``workers`` workers need at most with this budget each (what a container limit must cover)."""
-    return workers * (BASELINE_BYTES + PEAK_RATIO * budget)
+def memory_needed(workers: int, budget: int, kept: int = 0) -> int:
+    """Memory ``workers`` workers need at most with this budget each, each keeping ``kept`` bytes besides its calls
+    (what a container limit must cover)."""
+    return workers * (BASELINE_BYTES + kept + PEAK_RATIO * budget)
 
 
 class ByteBudget:

@@ -108,8 +108,8 @@ def inflight_budget(s: ServerSettings) -> int:
     """server.max_inflight_bytes, or (0) the budget the memory given to the process allows each worker; a warning
     when that memory cannot hold the workers at their budgets."""
     workers, limit = max(s.workers, 1), memory_limit()
-    budget = s.max_inflight_bytes or auto_budget(limit, workers, s.max_message_bytes)
-    need = memory_needed(workers, budget)
+    budget = s.max_inflight_bytes or auto_budget(limit, workers, s.max_message_bytes, s.feature_memo_bytes)
+    need = memory_needed(workers, budget, s.feature_memo_bytes)
     if need > limit:
         log.warning("memory limit below what the workers may need: lower server.max_message_bytes or "
                     "server.max_inflight_bytes, or give more memory",

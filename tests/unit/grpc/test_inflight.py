@@ -36,6 +36,9 @@ def test_auto_budget_and_memory_need_follow_the_formula() -> None:
     assert auto_budget(512 * mib, 2, 64 * mib) == 64 * mib  # never below one maximal request
     assert auto_budget(1024 * mib, 1, 64 * mib) == 72 * mib
     assert memory_needed(2, 64 * mib) == 2 * (160 * mib + 12 * 64 * mib)
+    # each worker's feature memo (64 MiB) comes off its share first: (1024 - 160 - 64) MiB / 12, written out
+    assert auto_budget(1024 * mib, 1, 16 * mib, 64 * mib) == 800 * mib // 12
+    assert memory_needed(2, 64 * mib, 64 * mib) == 2 * (160 * mib + 64 * mib + 12 * 64 * mib)
 
 
 def test_a_call_holds_its_bytes_until_both_its_thread_and_its_rpc_are_done() -> None:
