@@ -275,6 +275,8 @@ def test_memrank_verify_command(tmp_path: Path, capsys: pytest.CaptureFixture[st
     assert capsys.readouterr().out.startswith("schema memrank.receipt.v3\nquery ")
     assert cli.main(["verify", r]) == 2  # a request is no response (unknown fields)
     assert "not a RankResponse" in capsys.readouterr().err
+    assert cli.main(["verify", s, "--request", s]) == 2  # nor a response a request
+    assert f"{s}: not a RankRequest" in capsys.readouterr().err
 
 
 def test_a_large_batch_with_some_extras_verifies() -> None:
