@@ -279,7 +279,11 @@ def test_records_a_killed_writer_took_are_counted_lost_after_ack_apart_from_refu
     true = {rid for rid, ok in flags.items() if ok}
     assert written <= true
     lost = _value(registry, "memrank_decision_log_dropped_total", reason="lost_after_ack")
-    assert lost == len(true - written) == 5, (lost, sorted(true - written))
+    # Every true answer without its record is counted lost: the five the killed writer held, and a call answered
+    # true in the moment the writer was being replaced, if one was (seen once in CI: again-0).
+    taken = {f"taken-{k}" for k in range(5)}
+    missing = true - written
+    assert lost == len(missing) and taken <= missing <= taken | {"again-0"}, (lost, sorted(missing))
     refused = _value(registry, "memrank_decision_log_dropped_total", reason="writer_down")
     assert refused == sum(not ok for ok in flags.values())
 
