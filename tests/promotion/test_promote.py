@@ -24,7 +24,7 @@ TUNED = {s.name: w for s, w in zip(DEFAULT.signals, (0.1, 0.1, 0.05, 0.05, 0.5, 
                                    strict=True)}
 SERVED: dict[str, Any] = {
     "limits": {"max_candidates": 500},
-    "decision_log": {"enabled": True, "sink": "stdout"},
+    "decision_log": {"enabled": True, "content": "hash", "sink": "stdout"},  # its key file: the pods' env
     "profiles": {
         "support": {"base": "default", "description": "hand-tuned", "min_score": 0.05,
                     "signals": [{"name": s.name, "weight": s.weight, "normalization": s.normalization}
@@ -42,6 +42,13 @@ def tuned_file(folder: Path, base: str = "support") -> Path:
         **SERVED["profiles"], "tuned": {"base": base, "description": "tuned from support", "signals": signals}}},
         sort_keys=False))
     return path
+
+
+def as_pods_load(path: Path) -> Any:
+    """The settings a pod loads from the file: with the decision log's key file its environment names."""
+    key = path.parent / "decision-log.key"
+    key.write_bytes(b"k" * 32)
+    return load_settings(str(path), env={"MEMRANK_DECISION_LOG_HASH_KEY_FILE": str(key)})
 
 
 def weights(settings_profiles: Any, name: str) -> dict[str, float]:
@@ -63,7 +70,7 @@ def test_the_serving_profile_gets_the_weights_and_keeps_the_rest(tmp_path: Path)
     assert (support["base"], support["min_score"], support["description"]) == ("default", 0.05, "tuned from support")
     path = tmp_path / "served.yaml"
     path.write_text(merged.text)
-    loaded = load_settings(str(path), env={})  # the server's loader reads the promoted weights
+    loaded = as_pods_load(path)  # the server's loader reads the promoted weights
     assert weights(loaded.profiles, "support") == TUNED and loaded.profiles["support"].min_score == 0.05
     assert merged.changed and merged.after == loaded.policy_version != merged.before
     again = merge(merged.text, entry, "support", "tuned.yaml")
@@ -77,7 +84,7 @@ def test_a_built_in_serving_profile_is_overridden_without_naming_itself(tmp_path
     assert "base" not in body  # `base: default` inside `default` would name itself
     path = tmp_path / "served.yaml"
     path.write_text(merged.text)
-    loaded = load_settings(str(path), env={}).profiles["default"]
+    loaded = as_pods_load(path).profiles["default"]
     assert weights({"default": loaded}, "default") == TUNED and loaded.diversity_lambda == DEFAULT.diversity_lambda
     candidate = yaml.safe_load(merge("", entry, "candidate", "t").text)["profiles"]["candidate"]
     assert candidate["base"] == "default"  # a new name keeps the base it was tuned on
@@ -104,7 +111,7 @@ def test_to_file_replaces_the_file_the_server_loads(tmp_path: Path) -> None:
     served.write_text(yaml.safe_dump(SERVED))
     proc = _promote("--from", str(tuned_file(tmp_path)), "--as", "support", "--to-file", str(served))
     assert proc.returncode == 0, proc.stderr
-    loaded = load_settings(str(served), env={})
+    loaded = as_pods_load(served)
     assert weights(loaded.profiles, "support") == TUNED
     assert f"profile 'support' set from {tmp_path / 'tuned.yaml'}, profile tuned; policy " in proc.stdout
     assert proc.stdout.strip().endswith(f"-> {loaded.policy_version} (the servers reload it)")
@@ -142,7 +149,7 @@ def test_configmap_read_then_conditional_merge_patch(api: Any, tmp_path: Path) -
     assert stored["data"]["untouched"] == "yes" and stored["metadata"]["resourceVersion"] == "101"
     path = tmp_path / "from-configmap.yaml"
     path.write_text(stored["data"]["memrank.yaml"])
-    assert weights(load_settings(str(path), env={}).profiles, "support") == TUNED
+    assert weights(as_pods_load(path).profiles, "support") == TUNED
     assert "configmap memrank/memrank key memrank.yaml: profile 'support' set from" in proc.stdout
 
 

@@ -81,7 +81,9 @@ def _three(x: float, sign: bool = False) -> str:
 def support_config(tmp_path_factory: pytest.TempPathFactory) -> Path:
     path = tmp_path_factory.mktemp("cfg") / "serving.yaml"
     signals = [{"name": n, "weight": SUPPORT[n], "normalization": norm} for n, norm in fleet_log.SIGNALS]
-    path.write_text(yaml.safe_dump({"profiles": {"support": {"base": "default", "signals": signals}}}))
+    # as the pods serve it: the hashed decision log's key file comes from their environment, not this file
+    path.write_text(yaml.safe_dump({"decision_log": {"enabled": True, "content": "hash", "sink": "stdout"},
+                                    "profiles": {"support": {"base": "default", "signals": signals}}}))
     return path
 
 

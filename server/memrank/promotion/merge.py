@@ -6,23 +6,22 @@ signals}}``. Promoting it *as* a serving profile replaces that profile's
 key of its definition (base, threshold, diversity, ...) and every other key of
 the file. A serving profile the file does not define yet (a built-in one, say
 ``default``) gets the tuned entry, without a ``base`` that would name itself.
-The merged text is loaded by the server's own settings loader before anything
-is written, so a result the pods would refuse is never written.
+The merged text's policy (limits, layers, profiles) is loaded by the server's
+own settings loader before anything is written, so profiles the pods would
+refuse are never written.
 """
 
 from __future__ import annotations
 
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import yaml
 
-from memrank.config import load_settings
+from memrank.config.policy import load_policy_text
 from memrank.core.errors import ConfigError
 
-POLICY_KEYS = ("limits", "layers", "profiles")  # what memrank.config.policy_version_of hashes
 HEADER = "# memrank config; profiles.{name} last written by `memrank promote` (from {source})\n"
 
 
@@ -75,17 +74,9 @@ def merge(current: str, entry: dict[str, Any], name: str, source: str) -> Merged
 
 
 def policy_version(text: str, what: str) -> str:
-    """The policy version a server loading this config text reports; PromotionError when its profiles do not load.
-
-    Only the keys the policy version hashes are loaded (limits, layers, profiles): the others may rely on what
-    the pods' environment supplies (a key file, a log path) and are not this command's to judge.
-    """
-    doc = yaml.safe_load(text) or {}
-    policy = {k: doc[k] for k in POLICY_KEYS if k in doc}
-    with tempfile.TemporaryDirectory() as folder:
-        path = Path(folder) / "memrank.yaml"
-        path.write_text(yaml.safe_dump(policy), encoding="utf-8")
-        try:
-            return load_settings(str(path), env={}).policy_version
-        except ConfigError as exc:
-            raise PromotionError(f"{what} does not load: {exc}") from None
+    """The policy version a server loading this config text reports; PromotionError when its policy does not load
+    (only limits, layers and profiles are judged: ``memrank.config.policy``)."""
+    try:
+        return load_policy_text(text).policy_version
+    except ConfigError as exc:
+        raise PromotionError(f"{what} does not load: {exc}") from None

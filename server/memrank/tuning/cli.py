@@ -17,7 +17,8 @@ from typing import Any
 
 import numpy as np
 
-from memrank.config import Limits, load_settings
+from memrank.config import Limits
+from memrank.config.policy import load_policy
 from memrank.core.errors import ConfigError, InvalidRequest
 from memrank.core.profile import Profile
 from memrank.tuning import gate, gate_cli
@@ -139,8 +140,8 @@ def _run(args: argparse.Namespace) -> int:
     from memrank.tuning.queries import base_profile
 
     metric = _checked(args)
-    # the built-in profiles (and --config's) and the server's default limits; no environment
-    settings = load_settings(str(args.config) if args.config is not None else None, env={})
+    # the built-in profiles (and --config's, with its limits and layers); no environment, no other section
+    settings = load_policy(str(args.config) if args.config is not None else None)
     args.base = args.base or gate_cli.logged_profile(args.log) or "default"
     base = base_profile(settings.profiles, args.base)
     if args.config is not None and args.name in _config_profiles(args):
