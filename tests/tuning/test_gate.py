@@ -3,6 +3,7 @@ one fitted to noise; every number it reports is recomputed here from the records
 
 from __future__ import annotations
 
+import gzip
 import json
 import math
 import subprocess
@@ -161,3 +162,17 @@ def test_a_single_group_cannot_be_held_out(tmp_path: Path) -> None:
     proc = _tune("--log", str(log), "--out", str(tmp_path / "o.yaml"))
     assert proc.returncode == 2
     assert "--holdout: 1 query group(s); holding out whole groups needs at least 2" in proc.stderr
+
+
+def test_the_serving_profile_is_read_from_the_first_local_log(tmp_path: Path) -> None:
+    from memrank.tuning.gate_cli import logged_profile
+
+    recs = fleet_log.records(4, users=1, turns=1, truth="noise", profile="support", weights=SUPPORT)
+    feedback_only = fleet_log.write(tmp_path / "feedback.jsonl", [recs[1]])
+    plain = fleet_log.write(tmp_path / "d.jsonl", recs)
+    packed = tmp_path / "d.jsonl.gz"
+    packed.write_bytes(gzip.compress(plain.read_bytes()))
+    assert logged_profile([plain]) == logged_profile([str(packed)]) == "support"
+    assert logged_profile([feedback_only, plain]) == "support"  # the first decision record, file after file
+    assert logged_profile([tmp_path]) is None and logged_profile(["s3://bucket/prefix/"]) is None
+    assert logged_profile(None) is None

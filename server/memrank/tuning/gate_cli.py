@@ -9,6 +9,7 @@ with one line on stderr that gives the numbers and the reason.
 from __future__ import annotations
 
 import argparse
+import gzip
 import json
 import sys
 from collections.abc import Iterable
@@ -48,11 +49,14 @@ def check(args: argparse.Namespace) -> None:
 
 
 def logged_profile(paths: Iterable[object] | None) -> str | None:
-    """The profile the first decision record of the --log files names (the one that served), if any."""
-    for path in paths or ():
-        if not isinstance(path, Path) or not path.is_file():
+    """The profile the first decision record of the --log files names (the one that served), when the first
+    --log is a local file (plain or .gz); None otherwise (a glob, a directory, an object store: say --base)."""
+    for item in paths or ():
+        path = Path(str(item))
+        if not path.is_file():
             return None
-        with path.open(encoding="utf-8") as f:
+        with (gzip.open(path, "rt", encoding="utf-8") if path.suffix == ".gz"
+              else path.open(encoding="utf-8")) as f:
             for text in f:
                 if DECISION_SCHEMA in text:
                     try:
