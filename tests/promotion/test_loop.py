@@ -10,6 +10,8 @@ ConfigMap write against a stand-in).
 
 from __future__ import annotations
 
+import gzip
+import importlib.util
 import json
 import os
 import subprocess
@@ -33,7 +35,7 @@ USERS, TURNS, CANDIDATES = 24, 6, 16
 CONFIGMAP_WRITE = '--configmap "$MEMRANK_PROMOTE_CONFIGMAP"'
 
 
-def job_command(tmp: Path, log: Path, config: Path) -> list[str]:
+def job_command(tmp: Path, log: Path | str, config: Path) -> list[str]:
     """The promotion CronJob's container command as the chart renders it, pointed at local files."""
     helm = find_helm()
     if helm is None:
@@ -52,7 +54,8 @@ def job_command(tmp: Path, log: Path, config: Path) -> list[str]:
     return ["sh", "-c", script, *[local.get(a, a) for a in args]]
 
 
-def run_job(tmp: Path, command: list[str], served: Path) -> subprocess.CompletedProcess[str]:
+def run_job(tmp: Path, command: list[str], served: Path,
+            extra_env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     """The command with `memrank` on PATH as this tree's CLI, as the image's entry point would be."""
     bin_dir = tmp / "bin"
     bin_dir.mkdir(exist_ok=True)
@@ -61,7 +64,7 @@ def run_job(tmp: Path, command: list[str], served: Path) -> subprocess.Completed
     shim.chmod(0o755)
     env = {k: v for k, v in os.environ.items() if not k.startswith("MEMRANK_")}
     env |= {"PATH": f"{bin_dir}:{env['PATH']}", "MEMRANK_PROMOTE_PROFILE": "support",
-            "MEMRANK_PROMOTE_FILE": str(served)}
+            "MEMRANK_PROMOTE_FILE": str(served)} | (extra_env or {})
     return subprocess.run(command, capture_output=True, text=True, timeout=600, env=env)
 
 
@@ -75,11 +78,11 @@ def served_config(tmp: Path) -> Path:
     return path
 
 
-def traffic(client: RankingClient, seed: int) -> list[Any]:
+def traffic(client: RankingClient, seed: int, users: range = range(USERS)) -> list[Any]:
     """Users' requests under `support`; the feedback marks the 3 of highest importance (plus a little noise)."""
     rng = np.random.default_rng(seed)
     responses = []
-    for u in range(USERS):
+    for u in users:
         for t in range(TURNS):
             importance = np.round(rng.uniform(0.05, 1.0, CANDIDATES), 4)
             request = {"requestId": f"user-{u}/turn-{t}", "profile": "support", "query": "what did we decide",
@@ -93,7 +96,7 @@ def traffic(client: RankingClient, seed: int) -> list[Any]:
     return responses
 
 
-def wait_for_records(path: Path, n: int, timeout: float = 30.0) -> None:
+def wait_for_records(path: Path, n: int, timeout: float = 60.0) -> None:
     deadline = time.monotonic() + timeout
     while not (path.exists() and len(path.read_text().splitlines()) >= n):
         assert time.monotonic() < deadline, "the decision log did not receive every record"
@@ -146,3 +149,54 @@ def test_a_gate_that_does_not_pass_ends_the_job_quietly_and_writes_nothing(tmp_p
     assert job.stdout.strip().splitlines()[-1] == ("memrank promotion: the tuned profile is not better on held-out "
                                                    "traffic; nothing promoted")
     assert config.read_text() == text and not json.loads((tmp_path / "promotion" / "gate.json").read_text())["passed"]
+
+
+def test_two_servers_to_s3_to_one_promotion_that_both_serve(tmp_path: Path) -> None:
+    """The issue's end-to-end: two servers log decisions and feedback, the records reach a real S3-compatible
+    server, the job's command tunes from s3://, the gate passes, the served file changes, both servers reload."""
+    s3server = pytest.importorskip("tests.support.s3server", reason="the S3 test server (fleet-s3) is not here")
+    if importlib.util.find_spec("memrank.tuning.sources") is None:
+        pytest.skip("tune --log s3:// (fleet-tune) is not on this branch")
+    s3 = s3server.S3Server.launch(tmp_path / "s3")
+    config = served_config(tmp_path)
+    key = tmp_path / "decision-log.key"
+    key.write_bytes(os.urandom(32))
+    procs = []
+    try:
+        for pod in ("a", "b"):
+            procs.append(start_serve(tmp_path, "--config", str(config), "--address", "127.0.0.1:0",
+                                     "--metrics-port", "0", env={
+                                         "MEMRANK_CONFIG_POLL_SECONDS": "0.2",
+                                         "MEMRANK_DECISION_LOG_HASH_KEY_FILE": str(key),
+                                         "MEMRANK_DECISION_LOG_PATH": str(tmp_path / f"pod-{pod}.jsonl")}))
+        halves = (range(0, USERS // 2), range(USERS // 2, USERS))
+        clients = [RankingClient(f"127.0.0.1:{p.port}", timeout=10) for p in procs]
+        try:
+            first = [traffic(c, i + 1, users)[0] for i, (c, users) in enumerate(zip(clients, halves, strict=True))]
+            for pod, users in zip("ab", halves, strict=True):
+                log = tmp_path / f"pod-{pod}.jsonl"
+                wait_for_records(log, 2 * len(users) * TURNS)
+                # where the S3 sink puts a pod's records: date and hour partitions, gzip
+                s3.client().put_object(Bucket=s3.bucket, Key=f"fleet/dt=2026-12-06/hour=11/pod-{pod}.jsonl.gz",
+                                       Body=gzip.compress(log.read_bytes()))
+            env = s3.env() | {"AWS_ENDPOINT_URL": s3.endpoint}
+            job = run_job(tmp_path, job_command(tmp_path, f"s3://{s3.bucket}/fleet/", config), config, env)
+            assert job.returncode == 0, job.stdout + job.stderr
+            assert f"{USERS * TURNS} decisions" in job.stdout  # both pods' records, read from S3
+            promoted = job.stdout.strip().splitlines()[-1]
+            assert promoted.startswith(f"memrank promote: {config}: profile 'support' set from ")
+            after_version = promoted.rsplit("-> ", 1)[1].split()[0]
+            probe = {"profile": "support", "query": "q", "candidates": [{"id": "a", "content": "x"}]}
+            for client, before in zip(clients, first, strict=True):
+                deadline = time.monotonic() + 15
+                while (answer := client.rank(probe)).policy_version != after_version:
+                    assert time.monotonic() < deadline, "a server did not reload the promoted profile"
+                    time.sleep(0.1)
+                assert answer.profile == "support" and before.policy_version != after_version
+        finally:
+            for c in clients:
+                c.close()
+    finally:
+        for p in procs:
+            assert stop(p) == 0
+        s3.close()
