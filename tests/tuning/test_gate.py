@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 import yaml
 
-from tests.tuning import fleet_log
+from tests.support import fleet_log
 
 SEED = 20261202  # the bootstrap's fixed seed (memrank.evaluation.bootstrap.SEED), part of the gate's contract
 SUPPORT = {"relevance": 0.3, "lexical": 0.2, "context": 0.1, "speaker": 0.1, "importance": 0.02, "thread": 0.1,
