@@ -301,8 +301,7 @@ def check_decision_log(d: DecisionLogSettings) -> DecisionLogSettings:
     """Pairs; the key file is read when the server starts (errors name the key)."""
     if d.enabled and d.sink == "file" and not d.path:
         raise fail("required with decision_log.sink: file", "decision_log.path")
-    if d.enabled and d.sink == "s3":
-        check_s3(d)
+    check_s3(d)
     if d.enabled and d.content == "hash" and not d.hash_key_file:
         raise fail("required with decision_log.content: hash (an HMAC key, so hashes of guessable text cannot be "
                     "reversed by hashing guesses)", "decision_log.hash_key_file")
@@ -310,15 +309,16 @@ def check_decision_log(d: DecisionLogSettings) -> DecisionLogSettings:
 
 
 def check_s3(d: DecisionLogSettings) -> None:
-    """The keys of sink s3; the credentials come from the AWS chain when the writer starts."""
-    if not d.s3_url:
+    """The keys of sink s3 (their forms whichever the sink, the pairs when it is on); the credentials come
+    from the AWS chain when the writer starts."""
+    if d.enabled and d.sink == "s3" and not d.s3_url:
         raise fail("required with decision_log.sink: s3 (s3://bucket/prefix/)", "decision_log.s3_url")
-    if not re.fullmatch(S3_URL, d.s3_url):
+    if d.s3_url is not None and not re.fullmatch(S3_URL, d.s3_url):
         raise fail(f"must start with s3:// and name a bucket (s3://bucket/prefix/), got {d.s3_url!r}",
                    "decision_log.s3_url")
     if d.s3_endpoint is not None and not re.fullmatch(HTTP_URL, d.s3_endpoint):
         raise fail(f"expected an http:// or https:// URL, got {d.s3_endpoint!r}", "decision_log.s3_endpoint")
-    if d.s3_buffer_bytes < d.s3_batch_bytes:
+    if d.enabled and d.sink == "s3" and d.s3_buffer_bytes < d.s3_batch_bytes:
         raise fail(f"{d.s3_buffer_bytes} is below decision_log.s3_batch_bytes ({d.s3_batch_bytes}): a full object "
                    "would never fit", "decision_log.s3_buffer_bytes")
 
