@@ -219,6 +219,25 @@ def test_a_full_buffer_drops_and_every_record_is_accounted_for(own_s3: S3Server)
     assert written + sum(dropped.values()) == 2 * n
 
 
+def test_records_held_when_the_shutdown_time_runs_out_are_lost_after_ack(own_s3: S3Server) -> None:
+    """S3 down, retries left and room in the buffer: at shutdown each record still held is counted
+    lost_after_ack once s3_close_seconds (1 s) runs out, none upload_failed, and the writer ends in time."""
+    registry = CollectorRegistry()
+    running = in_process(own_s3, registry, "held", s3_retries=50, s3_close_seconds=1.0)
+    own_s3.stop()
+    try:
+        calls(running.port, random.Random(4), "held", 3)
+        wait_for(lambda: counted(registry, "memrank_decision_log_write_failures_total",
+                                 error="EndpointConnectionError") >= 1, 20, "a failed upload")
+    finally:
+        started = time.monotonic()
+        running.stop(0)
+        took = time.monotonic() - started
+    dropped = {r: counted(registry, "memrank_decision_log_dropped_total", reason=r) for r in LOST}
+    assert dropped == {"lost_after_ack": 6, "write_error": 0, "upload_failed": 0, "buffer_full": 0}
+    assert took < 1.0 + 5  # s3_close_seconds, and the writer's exit
+
+
 # ---------------------------------------------------------------- configuration
 
 

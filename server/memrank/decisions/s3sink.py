@@ -20,6 +20,7 @@ boto3 is the optional extra ``memrank-sidecar[s3]``.
 
 from __future__ import annotations
 
+import importlib.util
 import logging
 import math
 import threading
@@ -43,6 +44,16 @@ def parse_url(url: str) -> tuple[str, str]:
     return bucket, f"{prefix}/" if prefix else ""
 
 
+MISSING = "decision_log.sink: s3 needs boto3, which is not installed: pip install 'memrank-sidecar[s3]'"
+
+
+def require_boto3() -> None:
+    """ConfigError naming the extra when boto3 cannot be imported (looked up, not imported: the server's
+    workers never load it, only their writer processes)."""
+    if importlib.util.find_spec("boto3") is None:
+        raise ConfigError(MISSING)
+
+
 def s3_client(settings: DecisionLogSettings) -> Any:
     """A boto3 S3 client for the settings (no retries of its own: the sink's govern); ConfigError naming the
     extra when boto3 is not installed, naming the key when the endpoint is refused."""
@@ -50,8 +61,7 @@ def s3_client(settings: DecisionLogSettings) -> Any:
         import boto3
         from botocore.config import Config
     except ImportError:
-        raise ConfigError("decision_log.sink: s3 needs boto3, which is not installed: pip install "
-                          "'memrank-sidecar[s3]'") from None
+        raise ConfigError(MISSING) from None
     session = boto3.session.Session()
     region = settings.s3_region or session.region_name or "us-east-1"
     config = Config(retries={"total_max_attempts": 1}, connect_timeout=5, read_timeout=20,
@@ -140,14 +150,17 @@ class S3Sink:
         key = f"{self._prefix}{batch.partition}/{self._name}-{self._objects:06d}.jsonl.gz"
         self._objects += 1
         body = batch.body()
-        delay = RETRY_FIRST
+        delay, reason = RETRY_FIRST, b"upload_failed"
         for attempt in range(self._retries + 1):
             try:
                 self._client.put_object(Bucket=self._bucket, Key=key, Body=body, ContentType="application/gzip")
             except Exception as exc:  # botocore's errors (connection, timeout, S3's own) and any other
                 self._retry.failed(exc, error_name(exc))
                 left = self._deadline - time.monotonic()
-                if attempt == self._retries or left <= 0:
+                if left <= 0:  # the shutdown's time ran out: held to the end, as the objects not yet tried
+                    reason = b"lost_after_ack"
+                    break
+                if attempt == self._retries:
                     break
                 if self._closing.is_set():
                     time.sleep(min(delay, left))
@@ -157,9 +170,9 @@ class S3Sink:
                 continue
             self._retry.succeeded()
             return batch.reports()
-        log.error("decision log object dropped after its retries", extra={
-            "key": key, "records": batch.records, "attempts": attempt + 1})
-        return b"l upload_failed\n" * batch.records
+        log.error("decision log object dropped", extra={
+            "key": key, "records": batch.records, "attempts": attempt + 1, "reason": reason.decode()})
+        return (b"l " + reason + b"\n") * batch.records
 
     def _done(self, batch: Batch, reports: bytes) -> None:
         with self._cond:

@@ -50,7 +50,7 @@ from memrank.decisions.mask import HASH, PLAIN, Masker
 from memrank.decisions.process import WriterProcess
 from memrank.decisions.record import to_line
 from memrank.decisions.retry import Retry, report_line
-from memrank.decisions.s3sink import S3Sink, s3_client
+from memrank.decisions.s3sink import S3Sink, require_boto3
 from memrank.decisions.sink import check_sink, open_sink
 from memrank.metrics.declare import Metrics
 from memrank.system.logs import setup_logging
@@ -78,7 +78,7 @@ class DecisionLog:
             settings.hash_key()  # ConfigError naming the key when the file cannot be read, at start
         check_sink(settings.sink, settings.path)  # ConfigError naming decision_log.path, before the writer starts
         if settings.sink == "s3":
-            s3_client(settings)  # ConfigError naming the extra (no boto3) or decision_log.s3_endpoint
+            require_boto3()  # ConfigError naming the extra
         if settings.content == PLAIN:
             log.warning("decision_log.content is plain: the query and every candidate's content are written "
                         "to the decision log in clear", extra={"sink": settings.sink, "path": settings.path})
