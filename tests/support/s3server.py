@@ -16,9 +16,10 @@ the same port and data) starts one of its own with ``S3Server.launch(tmp_path)``
 
 gofakes3 speaks the S3 REST protocol (path-style; SigV4 headers accepted, not verified: any credentials do).
 SeaweedFS's S3 gateway, which also checks signatures, was tried first: its go.mod has replace directives, so
-``go install pkg@version`` refuses it, and building it in the module cache took over 20 minutes on a 2-core
-machine (hundreds of modules), too long for a test fixture. gofakes3 builds in under a minute (``go install``,
-cached in build/s3server/, ignored by git). Without Go the tests skip (fail in CI).
+``go install pkg@version`` refuses it, and ``go build`` in the module cache (hundreds of modules) was still
+compiling after 52 minutes (8 minutes of CPU, on 2 cores shared with other jobs), too long for a test fixture.
+gofakes3 builds in under a minute (``go install``, cached in build/s3server/, ignored by git). Without Go the
+tests skip (fail in CI).
 """
 
 from __future__ import annotations
