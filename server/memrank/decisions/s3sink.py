@@ -82,10 +82,10 @@ def error_name(exc: Exception) -> str:
 class S3Sink:
     """Records batched into objects and uploaded by a thread of their own (see the module's docstring)."""
 
-    def __init__(self, settings: DecisionLogSettings, reports: IO[bytes], client: Any = None) -> None:
+    def __init__(self, settings: DecisionLogSettings, reports: IO[bytes]) -> None:
         assert settings.s3_url is not None
         self._bucket, self._prefix = parse_url(settings.s3_url)
-        self._client = client if client is not None else s3_client(settings)
+        self._client = s3_client(settings)
         self._reports = reports
         self._retry = Retry(reports, FAILING)
         self._retries, self._close_seconds = settings.s3_retries, settings.s3_close_seconds
