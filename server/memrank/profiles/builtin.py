@@ -103,9 +103,9 @@ _PROFILES = (
     Profile(
         name="default",
         description="memrank's own, fitted listwise on two data shapes (LoCoMo turns, LongMemEval sessions): "
-                    "relevance, stemmed lexical IDF, neighbour and thread context, length, speaker, a second hop, "
-                    "statements over questions, the dates a query names; a signal constant in a request gives its "
-                    "weight to the others; covering set",
+                    "relevance, stemmed lexical IDF, neighbour and thread context, length, the named speaker when "
+                    "two talk, a second hop, statements over questions, the dates a query names; a signal constant "
+                    "in a request gives its weight to the others; covering set",
         signals=(SignalSpec("relevance", 0.166, "min_max"), SignalSpec("lexical", 0.159),
                  SignalSpec("context", 0.109), SignalSpec("speaker_pair", 0.092), SignalSpec("importance", 0.013),
                  SignalSpec("thread", 0.121), SignalSpec("length", 0.115), SignalSpec("hop", 0.048),
