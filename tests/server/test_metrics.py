@@ -133,6 +133,9 @@ def test_all_families_after_traffic_and_drift_past_act_after_a_relevance_shift(
     assert layers == {"session", "durable", "knowledge", "other"}
     stable = value(before, "memrank_signal_drift_psi", signal="relevance", profile="default")
     assert stable is not None and stable < 0.25
+    # default's speaker_pair has its histogram and drift like every weighed signal (no speaker sent: raw 0).
+    assert total(before, "memrank_signal_value_count", signal="speaker_pair", form="raw") == 20 * ok
+    assert value(before, "memrank_signal_drift_psi", signal="speaker_pair", profile="default") is not None
     send_traffic(target, rng, 10, 0.6, 1.0)  # the whole window is now shifted
     after = scrape(mport)
     shifted = value(after, "memrank_signal_drift_psi", signal="relevance", profile="default")

@@ -142,7 +142,7 @@ def generative(cands: list[dict[str, Any]], ref: datetime) -> list[tuple[float, 
 
 # The built-in `default` profile (profiles/builtin.py): signals in summation order with their weights,
 # diversity lambda, the covering set's near-duplicate threshold and the lexical share of a context match.
-DEFAULT_WEIGHTS = (("relevance", 0.166), ("lexical", 0.159), ("context", 0.109), ("speaker", 0.092),
+DEFAULT_WEIGHTS = (("relevance", 0.166), ("lexical", 0.159), ("context", 0.109), ("speaker_pair", 0.092),
                    ("importance", 0.013), ("thread", 0.121), ("length", 0.115), ("hop", 0.048), ("statement", 0.021),
                    ("date", 0.156))
 DEFAULT_LAMBDA = 0.95
@@ -381,7 +381,8 @@ def default_scores(cands: list[dict[str, Any]], req: dict[str, Any],
     relevance = min-max of retrieval_score (no facet scores); lexical is 0 because no query word occurs
     in any content (checked); each population candidate's match = (1 - 0.25) x minmax(relevance) + 0.25 x
     lexical, both over the population (lexical 0); context = best neighbour match (same thread, position
-    +/- 1); speaker = 1 if the query names the speaker; thread = best match among the other population
+    +/- 1); speaker_pair = 1 if the query names the speaker and at most two distinct speakers are among the
+    request's candidates; thread = best match among the other population
     candidates of the same thread (thread_of); length = min(1, ln(1 + tokens) / ln 201); hop = the largest
     cosine with one of the 3 best matches (hop_column); statement = 0 for a content ending with a question
     mark; date = exp(-days outside / 7) of event_time, else created_at, for the dates the query names
@@ -409,6 +410,7 @@ def default_scores(cands: list[dict[str, Any]], req: dict[str, Any],
     match_of = {d["id"]: m for d, m in zip(pop, match, strict=True)}
     hops = hop_column(pop, match_of)
     spans = date_spans(query)
+    crowd = len({c.get("speaker", "") for c in req["candidates"]} - {""})  # speaker_pair: at most 2 speak
     rows = []
     for i, c in enumerate(cands):
         ctx, ctx_why = 0.0, "no position: no neighbours"
@@ -424,20 +426,20 @@ def default_scores(cands: list[dict[str, Any]], req: dict[str, Any],
             else:
                 ctx_why = f"no neighbour (thread {thread!r}, position {pos} +/- 1)"
         name = c.get("speaker", "")
-        hit = speaker_named(query, name) if name else ""
+        hit = speaker_named(query, name) if name and crowd <= 2 else ""
         spk = 1.0 if hit else 0.0
-        spk_why = (f"query names {name!r} ({hit!r})" if hit else f"query does not name {name!r}" if name
-                   else "no speaker")
+        spk_why = (f"{crowd} speakers, more than 2" if name and crowd > 2 else f"query names {name!r} ({hit!r})"
+                   if hit else f"query does not name {name!r}" if name else "no speaker")
         thr, thr_why = thread_of(c, pop, match_of)
         length, length_why = length_of(c)
         stmt, stmt_why = statement_of(c)
         when, when_why = date_of(c, spans)
-        values = {"relevance": rel[i], "lexical": lex[i], "context": ctx, "speaker": spk,
+        values = {"relevance": rel[i], "lexical": lex[i], "context": ctx, "speaker_pair": spk,
                   "importance": 0.0, "thread": thr, "length": length, "hop": hops[c["id"]][0], "statement": stmt,
                   "date": when}
         parts = {"relevance": f"minmax({c.get('retrievalScore', 0.0)}) = {rel[i]!r}",
                  "lexical": "0 (no query word in any content)", "context": ctx_why,
-                 "speaker": f"{spk:g} ({spk_why})", "importance": "not derived",
+                 "speaker_pair": f"{spk:g} ({spk_why})", "importance": "not derived",
                  "thread": thr_why + (f" (match = (1-{CONTEXT_LEXICAL})*minmax over the population)" if thr else ""),
                  "length": length_why, "hop": hops[c["id"]][1], "statement": stmt_why, "date": when_why}
         rows.append((values, parts))
@@ -677,7 +679,7 @@ def pack_f32(rows: list[list[float]]) -> str:
 # profiles/builtin.py as data: (signal, weight, normaliser) in profile order, and the selection knobs.
 PROFILES: dict[str, dict[str, Any]] = {
     "default": {"signals": (("relevance", 0.166, "min_max"), ("lexical", 0.159, "none"), ("context", 0.109, "none"),
-                            ("speaker", 0.092, "none"), ("importance", 0.013, "none"), ("thread", 0.121, "none"),
+                            ("speaker_pair", 0.092, "none"), ("importance", 0.013, "none"), ("thread", 0.121, "none"),
                             ("length", 0.115, "none"), ("hop", 0.048, "none"), ("statement", 0.021, "none"),
                             ("date", 0.156, "none")),
                 "fusion": "weighted", "facet_weights": {"bm25": 0.2, "dense": 0.8}, "lambda": 0.95, "floor": 0.1,
@@ -1072,10 +1074,14 @@ def raw_signals(prof: dict[str, Any], pop: list[dict[str, Any]], req: dict[str, 
                 col[c["id"]] = (match[best["id"]], f"best neighbour {best['id']!r}: (1-{a})*minmax(relevance) "
                                 f"{rel_mm[best['id']]!r} + {a}*lexical {lex[best['id']][0]!r}")
             out[name] = col
-        elif name == "speaker":
+        elif name in ("speaker", "speaker_pair"):
+            crowd = len({c.get("speaker", "") for c in req["candidates"]} - {""})  # distinct speakers, request
             col = {}
             for c in pop:
                 hit = speaker_named(query, c.get("speaker", "")) if c.get("speaker") else ""
+                if name == "speaker_pair" and crowd > 2:
+                    col[c["id"]] = (0.0, f"{crowd} speakers, more than 2")
+                    continue
                 col[c["id"]] = (1.0 if hit else 0.0, f"query names {hit!r}" if hit else "not named")
             out[name] = col
         elif name == "importance" and prof["cues"]:
@@ -1678,12 +1684,12 @@ def cases() -> list[tuple[str, str, dict[str, Any], dict[str, Any] | None]]:
         """weightOverrides that zero every default signal but these, keys sorted (map bytes agree)."""
         return {name: 0 for name, _ in sorted(DEFAULT_WEIGHTS) if name not in weighed}
 
-    add("default_context_neighbours", "default, only context and speaker weighed (weightOverrides zero the "
+    add("default_context_neighbours", "default, only context and speaker_pair weighed (weightOverrides zero the "
         "other eight, thread, length, hop, statement and date included, so the case stays about neighbours), "
         "explicit "
         "lookup: context is the best (1 - 0.25) x minmax(retrieval) among the candidates of the same thread at "
         "position +/- 1 (position 0 set, other thread, position without thread, thread without position get "
-        "none); the query names no speaker, so speaker is constant and context takes its weight too "
+        "none); the query names no speaker, so speaker_pair is constant and context takes its weight too "
         "(0.109 + 0.092 = 0.201, share_constant_weight); contents share no word, so each final = 0.95 x combined; "
         "zeros are still selected, ingested_at then id breaking their tie; the request's relevanceThreshold "
         "0.1 (a floor on each candidate) drops n-nopos (0.0)",
@@ -1696,18 +1702,30 @@ def cases() -> list[tuple[str, str, dict[str, Any], dict[str, Any] | None]]:
                  ingestedAt="2026-05-01T00:00:00Z"),
             cand("n-nopos", "fact", "Garden tomatoes ripened", 0.0, thread="s"),
             cand("s-2", "fact", "Bring snacks please", 0.125, thread="s", position=2)],
-            "Where did the ferry leave from?", explicitLookup=True, weightOverrides=only("context", "speaker"),
+            "Where did the ferry leave from?", explicitLookup=True, weightOverrides=only("context", "speaker_pair"),
             relevanceThreshold=0.1))
-    add("default_speaker_named", "default, only speaker weighed (weightOverrides zero the other nine, thread, "
-        "length, hop, statement and date included), explicit lookup: the query "
-        "names a speaker by a whole word of its folded form (NFKD, marks removed, case-folded: 'JOSE' names "
-        "'José'); named speakers score 0.95 x 0.092, the rest 0; ties by id",
+    add("default_speaker_named", "default, only speaker_pair weighed (weightOverrides zero the other nine, "
+        "thread, length, hop, statement and date included), explicit lookup, two people talking (José and "
+        "Melanie; a candidate without a speaker does not count): the query names a speaker by a whole word of "
+        "its folded form (NFKD, marks removed, case-folded: 'JOSE' names 'José'); named speakers score 0.95 x "
+        "0.092, the rest 0; ties by id",
         rank_request("default_speaker_named", "default", [
             cand("sp-none", "fact", "Weather turned cold", 1.0),
             cand("sp-jose", "fact", "Bought a guitar", 0.1, speaker="José"),
             cand("sp-melanie", "fact", "Painted the fence", 0.9, speaker="Melanie"),
-            cand("sp-caroline", "fact", "Researched adoption agencies", 0.2, speaker="Caroline")],
-            "What did Caroline and JOSE say?", explicitLookup=True, weightOverrides=only("speaker")))
+            cand("sp-jose-2", "fact", "Researched adoption agencies", 0.2, speaker="José")],
+            "What did Caroline and JOSE say?", explicitLookup=True, weightOverrides=only("speaker_pair")))
+    add("default_speaker_crowd", "default, only relevance and speaker_pair weighed (weightOverrides zero the "
+        "other eight), explicit lookup, three people talking (Ross, Monica, Joey): when more than two speak, "
+        "naming one does not say who said the answer, so speaker_pair is 0 for every candidate, constant, and "
+        "relevance takes its weight (0.166 + 0.092 = 0.258, share_constant_weight): final = 0.95 x 0.258 x "
+        "minmax(retrieval), the named Ross no higher than his retrieval score puts him",
+        rank_request("default_speaker_crowd", "default", [
+            cand("cr-ross", "fact", "I left the ring", 0.2, speaker="Ross Geller"),
+            cand("cr-monica", "fact", "The turkey is burnt", 1.0, speaker="Monica Geller"),
+            cand("cr-joey", "fact", "Sandwich stolen again", 0.6, speaker="Joey Tribbiani"),
+            cand("cr-ross-2", "fact", "Dinosaurs are cool", 0.0, speaker="Ross Geller")],
+            "What did Ross say?", explicitLookup=True, weightOverrides=only("relevance", "speaker_pair")))
     weak = [cand(f"peru-{k}", "fact", text, r) for k, (text, r) in enumerate(
         [("Lima traffic was bad today", 0.02), ("We ate ceviche once", 0.03), ("Machu Picchu photos", 0.06),
          ("My cousin studies in Cusco", 0.05), ("Alpaca wool sweater", 0.04)])]
@@ -1726,13 +1744,13 @@ def cases() -> list[tuple[str, str, dict[str, Any], dict[str, Any] | None]]:
         rank_request("default_floor_keeps_scaled", "default", scaled, "What is the capital of Peru?",
                      explicitLookup=True, weightOverrides=only("relevance")))
     add("default_threshold_per_request", "the request's relevanceThreshold (0.05) replaces default's floor: "
-        "peru-2 (0.06) and peru-3 (0.05, not below) pass, the rest are BELOW_THRESHOLD; only speaker is "
+        "peru-2 (0.06) and peru-3 (0.05, not below) pass, the rest are BELOW_THRESHOLD; only speaker_pair is "
         "weighed (0 here: weightOverrides zero the other nine, thread, length, hop, statement and date included, or "
         "length would order the two), so the two tie at 0 and id order decides",
         rank_request("default_threshold_per_request", "default", weak, "What is the capital of Peru?",
-                     explicitLookup=True, relevanceThreshold=0.05, weightOverrides=only("speaker")))
+                     explicitLookup=True, relevanceThreshold=0.05, weightOverrides=only("speaker_pair")))
     add("default_new_signals", "default's thread, length, hop and statement (058716b), with relevance the only "
-        "other signal weighed (weightOverrides zero lexical, context, speaker, importance and date: weights .166 "
+        "other signal weighed (weightOverrides zero lexical, context, speaker_pair, importance and date: weights .166 "
         "relevance, .121 thread, .115 length, .048 hop, .021 statement, none constant, so nothing is shared), "
         "explicit lookup, the request's relevanceThreshold 0.1 (a floor on each candidate). The population (every "
         "candidate: b-2 and u-low are BELOW_THRESHOLD yet count) has "

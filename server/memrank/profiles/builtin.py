@@ -51,7 +51,12 @@ questions:
 - context .109: the best match among the memory's neighbours (same thread,
   position +/- 1): the turn that answers a question is often next to the one
   that matches it;
-- speaker .092: the question names the memory's speaker;
+- speaker_pair .092: the question names the memory's speaker, and at most two
+  people speak in the request (``core.signals.speaker_crowd``). Fitted as
+  ``speaker`` on two-person talk; when many people talk (FriendsQA: 9-20 per
+  episode) naming someone does not say who said the answer, and the signal is
+  0 there (constant, so its weight goes to the others). Rankings of requests
+  with at most two speakers are exactly those of ``speaker``;
 - hop .048: its cosine with one of the request's three best matches;
 - statement .021: 0 for a memory that ends with a question mark;
 - importance .013; recency is not among the fitted signals (in a months-long
@@ -98,11 +103,11 @@ _PROFILES = (
     Profile(
         name="default",
         description="memrank's own, fitted listwise on two data shapes (LoCoMo turns, LongMemEval sessions): "
-                    "relevance, stemmed lexical IDF, neighbour and thread context, length, speaker, a second hop, "
-                    "statements over questions, the dates a query names; a signal constant in a request gives its "
-                    "weight to the others; covering set",
+                    "relevance, stemmed lexical IDF, neighbour and thread context, length, the named speaker when "
+                    "two talk, a second hop, statements over questions, the dates a query names; a signal constant "
+                    "in a request gives its weight to the others; covering set",
         signals=(SignalSpec("relevance", 0.166, "min_max"), SignalSpec("lexical", 0.159),
-                 SignalSpec("context", 0.109), SignalSpec("speaker", 0.092), SignalSpec("importance", 0.013),
+                 SignalSpec("context", 0.109), SignalSpec("speaker_pair", 0.092), SignalSpec("importance", 0.013),
                  SignalSpec("thread", 0.121), SignalSpec("length", 0.115), SignalSpec("hop", 0.048),
                  SignalSpec("statement", 0.021), SignalSpec("date", 0.156)),
         fusion="weighted", facet_weights=MappingProxyType({"bm25": 0.2, "dense": 0.8}), diversity_lambda=0.95,

@@ -43,7 +43,7 @@ def test_presets_lead_with_their_signal():
     d = BUILTIN_PROFILES["default"]
     # The covering set stays on (lambda < 1: near-copies are dropped), chosen by eval/cv_shapes.py.
     assert 0.0 < d.diversity_lambda < 1.0 and d.placement == Placement.BEST_FIRST and d.recency.floor == 0.05
-    assert [s.name for s in d.signals] == ["relevance", "lexical", "context", "speaker", "importance", "thread",
+    assert [s.name for s in d.signals] == ["relevance", "lexical", "context", "speaker_pair", "importance", "thread",
                                            "length", "hop", "statement", "date"]
     assert sum(s.weight for s in d.signals) == pytest.approx(1.0, abs=1e-12)
     assert d.lexical_stemmer == "english"

@@ -25,7 +25,8 @@ ROW = st.fixed_dictionaries({
 })
 CASE = st.tuples(st.lists(ROW, max_size=10), TEXT, st.sampled_from(sorted(BUILTIN_PROFILES)), st.booleans())
 BOUNDED = {"lexical", "substring_match", "recency", "importance", "kind_prior", "access", "access_log", "trust",
-           "confidence", "stability", "freshness", "safety", "retrieval", "relevance", "context", "speaker"}
+           "confidence", "stability", "freshness", "safety", "retrieval", "relevance", "context", "speaker",
+           "speaker_pair", "speaker_crowd"}
 # The most a combined score can reach: 1 for every profile but generative-agents, whose seed sums three
 # min-max normalised signals with weight 1 each.
 COMBINED_MAX = {name: 3.0 if name == "generative-agents" else 1.0 for name in BUILTIN_PROFILES}
