@@ -95,6 +95,9 @@ def _parser() -> argparse.ArgumentParser:
     from memrank.tuning.cli import add_parser as add_tune_parser
 
     add_tune_parser(sub)
+    from memrank.tuning.shadow_cli import add_parser as add_shadow_report_parser
+
+    add_shadow_report_parser(sub)
     return parser
 
 
@@ -314,6 +317,10 @@ def _main(argv: list[str]) -> int:
             from memrank.tuning.cli import run as run_tune
 
             return run_tune(args)
+        if args.command == "shadow-report":
+            from memrank.tuning.shadow_cli import run as run_shadow_report
+
+            return run_shadow_report(args)
         if args.command == "verify":
             from memrank.audit import run as run_verify
 

@@ -33,7 +33,7 @@ SLOW_MODULES = frozenset({
     "unit/core/selection/test_run_phase.py", "unit/api/test_convert_columns.py",
     "unit/core/signals/test_safety_prescan.py", "unit/core/scoring/test_compat.py",
     "unit/core/signals/test_substring_columns.py", "unit/core/signals/test_text_signals_batch.py",
-    "tuning/test_cli.py", "eval/test_eval_cli.py",
+    "tuning/test_cli.py", "eval/test_eval_cli.py", "server/test_shadow_report.py",
 })
 TESTS = Path(__file__).resolve().parents[1]
 
