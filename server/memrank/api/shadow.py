@@ -2,7 +2,7 @@
 
 A call that names its own ``RankRequest.shadow_profile`` keeps it, and its response carries the comparison.
 Otherwise, with ``shadow.profile`` set, a share ``shadow.sample_rate`` of the calls is ranked a second time under
-that profile: the calls whose request_id is in the share by the decision log's hash (``decisions.sample``: every
+that profile: the calls whose request_id is in the share by the decision log's hash (``api.sample``: every
 worker and replica shadows the same ids), and calls without a request_id by a random draw. The comparison reaches
 the metrics and the decision record only: the response is byte for byte the one without the shadow.
 
@@ -18,11 +18,11 @@ from collections.abc import Callable, Mapping
 import numpy as np
 
 from memrank._gen.v1 import ranking_pb2 as pb
+from memrank.api.sample import sampled
 from memrank.api.validate import retrieval_range_of
 from memrank.config import ShadowSettings
 from memrank.core.batch import Batch
 from memrank.core.profile import Profile
-from memrank.decisions.sample import sampled
 
 
 def server_shadow(request: pb.RankRequest, batch: Batch, shadow: ShadowSettings, profiles: Mapping[str, Profile],
