@@ -1,6 +1,7 @@
 """Cost of the decision log on the request path, side by side in one run.
 
     python -m bench.decision_log_ab [--rounds 40] [--wire-calls 200] [--fsync-only] [--fsync-dir DIR]
+    python -m bench.decision_log_ab --s3-url s3://bucket/prefix/ [--s3-endpoint URL] [--wire-calls 200]
 
 At 400 candidates with 384-dim embeddings (the bench's seeded workload; the
 `default` profile, diversity on, k = 20), ``decision_log.sample_rate`` 1,
@@ -21,6 +22,8 @@ content ``omit``, file sink:
   wall time per record and records/s for ``never``, ``interval`` (1 s) and
   ``every``. The writer's records/s bounds what the log takes before its queue
   fills and records are refused (queue_full).
+- ``--s3-url``: only the over-the-wire rows, sink file against sink s3 (the writer's CPU per call is the s3
+  writer's: formatting, gzip, upload).
 """
 
 from __future__ import annotations
@@ -78,16 +81,31 @@ def in_process(rounds: int, folder: Path) -> dict[str, float]:
             "writer_ms": writer.cpu_p50, "record_bytes": size}
 
 
-def over_the_wire(calls: int, folder: Path) -> dict[str, float]:
+def file_env(folder: Path) -> dict[str, str]:
+    return {"MEMRANK_DECISION_LOG_ENABLED": "true", "MEMRANK_DECISION_LOG_SINK": "file",
+            "MEMRANK_DECISION_LOG_PATH": str(folder / "wire.jsonl"), "MEMRANK_DECISION_LOG_QUEUE_SIZE": "100000"}
+
+
+def s3_env(url: str, endpoint: str | None) -> dict[str, str]:
+    """Sink s3 to ``url`` (credentials: the AWS_* variables of this process, which the server inherits)."""
+    return {"MEMRANK_DECISION_LOG_ENABLED": "true", "MEMRANK_DECISION_LOG_SINK": "s3",
+            "MEMRANK_DECISION_LOG_S3_URL": url, "MEMRANK_DECISION_LOG_QUEUE_SIZE": "100000",
+            "MEMRANK_DECISION_LOG_S3_BATCH_SECONDS": "1"} | (
+        {"MEMRANK_DECISION_LOG_S3_ENDPOINT": endpoint} if endpoint else {})
+
+
+def over_the_wire(calls: int, folder: Path, off_env: dict[str, str] | None = None,
+                  on_env: dict[str, str] | None = None) -> dict[str, float]:
+    """Calls alternated between two servers: by default log off (``off``) and the file sink (``on``)."""
     data = workload(400, 384).request.SerializeToString()
-    on_env = {"MEMRANK_DECISION_LOG_ENABLED": "true", "MEMRANK_DECISION_LOG_SINK": "file",
-              "MEMRANK_DECISION_LOG_PATH": str(folder / "wire.jsonl"), "MEMRANK_DECISION_LOG_QUEUE_SIZE": "100000"}
-    with serve(1) as off, serve(1, env_extra=on_env) as on, \
+    on_env = file_env(folder) if on_env is None else on_env
+    with serve(1, env_extra=off_env) as off, serve(1, env_extra=on_env) as on, \
             Caller(f"127.0.0.1:{off.port}") as a, Caller(f"127.0.0.1:{on.port}") as b:
         for _ in range(10):
             a.rank(data), b.rank(data)
-        writer = children(on.popen.pid)
-        cpu = [off.cpu_seconds(), on.cpu_seconds(), sum(map(proc_cpu_seconds, writer))]
+        writer, writer_off = children(on.popen.pid), children(off.popen.pid)  # off: none when its log is off
+        cpu = [off.cpu_seconds(), on.cpu_seconds(), sum(map(proc_cpu_seconds, writer)),
+               sum(map(proc_cpu_seconds, writer_off))]
         wall_a, wall_b = [], []
         for _ in range(calls):
             t = time.perf_counter()
@@ -97,11 +115,13 @@ def over_the_wire(calls: int, folder: Path) -> dict[str, float]:
             b.rank(data)
             wall_b.append(time.perf_counter() - t)
         time.sleep(1.0)  # the writer catches up
-        after = [off.cpu_seconds(), on.cpu_seconds(), sum(map(proc_cpu_seconds, writer))]
+        after = [off.cpu_seconds(), on.cpu_seconds(), sum(map(proc_cpu_seconds, writer)),
+                 sum(map(proc_cpu_seconds, writer_off))]
     per = [(x - y) / calls * 1e3 for x, y in zip(after, cpu, strict=True)]
     return {"p50_off_ms": float(np.median(wall_a)) * 1e3, "p50_on_ms": float(np.median(wall_b)) * 1e3,
             "p99_off_ms": float(np.percentile(wall_a, 99)) * 1e3, "p99_on_ms": float(np.percentile(wall_b, 99)) * 1e3,
-            "server_cpu_off_ms": per[0], "server_cpu_on_ms": per[1], "writer_cpu_ms": per[2]}
+            "server_cpu_off_ms": per[0], "server_cpu_on_ms": per[1], "writer_cpu_ms": per[2],
+            "writer_cpu_off_ms": per[3]}
 
 
 def under_load(seconds: float, folder: Path) -> dict[str, float]:
@@ -161,7 +181,12 @@ def main() -> None:
     ap.add_argument("--fsync-records", type=int, default=300)
     ap.add_argument("--fsync-dir", type=Path, default=None, help="a folder on the disk to measure (default: tmp)")
     ap.add_argument("--fsync-only", action="store_true", help="only the durability table")
+    ap.add_argument("--s3-url", help="only sink file against sink s3 to this s3://bucket/prefix/, over the wire")
+    ap.add_argument("--s3-endpoint", help="an S3-compatible server's URL for --s3-url")
     args = ap.parse_args()
+    if args.s3_url:
+        sinks(args.wire_calls, args.s3_url, args.s3_endpoint)
+        return
     with tempfile.TemporaryDirectory(dir=args.fsync_dir) as tmp:
         f = fsync_cost(args.fsync_records, Path(tmp))
     print(f"| decision_log.fsync ({f['never']['bytes'] / 1024:.0f} KiB records, {args.fsync_records} each) "
@@ -193,6 +218,21 @@ def main() -> None:
     print(f"under load (4 callers): {u['rps_off']:.1f} rps with the log off, {u['rps_tiny']:.1f} rps with "
           f"queue_size 1 ({pct(u['rps_tiny'], u['rps_off'])}); about {u['written']} of {u['calls']:.0f} records "
           "written, the rest dropped and counted")
+
+
+def sinks(calls: int, url: str, endpoint: str | None) -> None:
+    """Sink file against sink s3: the same request path (capture, queue); what differs is the writer's work."""
+    with tempfile.TemporaryDirectory() as tmp:
+        w = over_the_wire(calls, Path(tmp), off_env=file_env(Path(tmp)), on_env=s3_env(url, endpoint))
+    pct = lambda b, a: f"{100 * (b - a) / a:+.1f} %"  # noqa: E731
+    print("| at 400 x 384, diversity on, sample_rate 1 | sink file | sink s3 | difference |")
+    print("|---|---:|---:|---:|")
+    for name, a, b in (("over the wire p50 (ms)", "p50_off_ms", "p50_on_ms"),
+                       ("over the wire p99 (ms)", "p99_off_ms", "p99_on_ms"),
+                       ("server process CPU per call (ms)", "server_cpu_off_ms", "server_cpu_on_ms")):
+        print(f"| {name} | {w[a]:.2f} | {w[b]:.2f} | {pct(w[b], w[a])} |")
+    print(f"| log writer process CPU per call (ms) | {w['writer_cpu_off_ms']:.2f} | {w['writer_cpu_ms']:.2f} | "
+          f"{pct(w['writer_cpu_ms'], w['writer_cpu_off_ms'])} |")
 
 
 if __name__ == "__main__":

@@ -150,20 +150,23 @@ def decision_log() -> list[Any]:
                "answered decision_logged=false): queue_full (the writer fell decision_log.queue_size behind), "
                "writer_down (a dead writer being replaced), closed (after shutdown began). Lost after a true "
                "answer: lost_after_ack (a writer died with records in flight, or shutdown ran out of time), "
-               "write_error (a record that could not be formatted). Each is a call whose record is missing from "
+               "write_error (a record that could not be formatted), upload_failed and buffer_full (sink s3: an "
+               "object that failed every retry; uploads failing with the writer's buffer full). Each is a call "
+               "whose record is missing from "
                "the log; 0 when none. Decisions left out by decision_log.sample_rate (reason sampled_out, by "
                "design) are not drawn here.", "short",
                query(f"sum by (reason) (rate(memrank_decision_log_dropped_total{{reason!=\"sampled_out\"}}[{RI}]))",
                      "{{reason}}")),
         series("Decision log records lost after a true answer", "Records whose call answered "
                "decision_logged=true and that never reached the log, in each interval, by reason (lost_after_ack, "
-               "write_error): the answers this log contradicts. Alert MemrankDecisionLogLostAfterTrue fires on "
-               "any. 0 when none.", "short",
+               "write_error, upload_failed, buffer_full): the answers this log contradicts. Alert "
+               "MemrankDecisionLogLostAfterTrue fires on any. 0 when none.", "short",
                query(f"sum by (reason) (increase(memrank_decision_log_dropped_total{{reason=~\"lost_after_ack|"
-                     f"write_error\"}}[{RI}]))", "{{reason}}")),
+                     f"write_error|upload_failed|buffer_full\"}}[{RI}]))", "{{reason}}")),
         series("Decision log sink failures", "Failed attempts per second to open or write the log's sink, by "
-               "error (ENOSPC: disk full, EROFS: read-only, EPERM/EACCES: not writable). The writer keeps the "
-               "record and retries with back-off; while it fails, records queue, then are refused (queue_full). "
+               "error (ENOSPC: disk full, EROFS: read-only, EPERM/EACCES: not writable; sink s3: the S3 error "
+               "code, or EndpointConnectionError). The writer keeps the record and retries with back-off; while it "
+               "fails, records queue, then are refused (queue_full). "
                "0 when none.", "short",
                query(f"sum by (error) (rate(memrank_decision_log_write_failures_total[{RI}])) or on() vector(0)",
                      "{{error}}")),

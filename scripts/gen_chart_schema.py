@@ -50,6 +50,8 @@ STRINGS: dict[str, dict[str, Any]] = {
     "decision_log.sink": {"enum": list(keys.DECISION_SINKS)},
     "decision_log.content": {"enum": list(keys.DECISION_CONTENT)},
     "decision_log.fsync": {"enum": list(keys.DECISION_FSYNC)},
+    "decision_log.s3_url": {"pattern": rf"^(?:{keys.S3_URL})?$"},  # "" = null (load_settings)
+    "decision_log.s3_endpoint": {"pattern": rf"^(?:{keys.HTTP_URL})?$"},
     "tracing.endpoint": {"pattern": rf"^(?:{keys.TRACING_ENDPOINT})?$"},  # "" = null (load_settings)
     "tracing.service_name": {"pattern": r"^$|\S"},  # not blank; "" = null (load_settings)
 }

@@ -1,8 +1,9 @@
-"""The `memrank` command: serve, rank a JSON request offline, list profiles, evaluate, tune.
+"""The `memrank` command: serve, rank a JSON request offline, list profiles, evaluate, tune, promote.
 
 A little past 250 lines on purpose: the argument parser and the short commands it dispatches to read best
 side by side; the long commands live in their packages (``evaluation.cli``, ``tuning.cli``, ``tuning.replay``,
-``audit``, ``lifecycle.supervisor``) and are imported only when run, so ``memrank --help`` stays fast.
+``audit``, ``lifecycle.supervisor``, ``promotion.cli``) and are imported only when run, so ``memrank --help``
+stays fast.
 """
 
 from __future__ import annotations
@@ -95,6 +96,9 @@ def _parser() -> argparse.ArgumentParser:
     from memrank.tuning.cli import add_parser as add_tune_parser
 
     add_tune_parser(sub)
+    from memrank.promotion.cli import add_parser as add_promote_parser
+
+    add_promote_parser(sub)
     from memrank.tuning.shadow_cli import add_parser as add_shadow_report_parser
 
     add_shadow_report_parser(sub)
@@ -317,6 +321,10 @@ def _main(argv: list[str]) -> int:
             from memrank.tuning.cli import run as run_tune
 
             return run_tune(args)
+        if args.command == "promote":
+            from memrank.promotion.cli import run as run_promote
+
+            return run_promote(args)
         if args.command == "shadow-report":
             from memrank.tuning.shadow_cli import run as run_shadow_report
 

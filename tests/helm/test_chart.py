@@ -252,6 +252,47 @@ def test_tls_and_auth_are_mounted_files_and_env(render: Render) -> None:
     assert {k for k in env if k.startswith("MEMRANK_")} <= set(ENV_KEYS) | {"MEMRANK_CONFIG"}
 
 
+def test_decision_log_to_s3_is_env_memrank_loads_with_credentials_from_a_secret(render: Render,
+                                                                                 tmp_path: Path) -> None:
+    s3 = {"enabled": True, "url": "s3://fleet-logs/memrank/", "endpoint": "http://minio.storage:9000",
+          "region": "eu-west-1", "credentials": {"secretName": "memrank-s3", "accessKeyIdKey": "id",
+                                                 "secretAccessKeyKey": "secret"}}
+    docs = render({"decisionLogS3": s3, "config": {"decision_log": {"s3_batch_seconds": 30}}})
+    (spec,) = pod_specs(docs)
+    (container,) = memrank_containers(spec)
+    env = env_of(container)
+    assert {k for k in env if k.startswith("MEMRANK_")} <= set(ENV_KEYS) | {"MEMRANK_CONFIG"}
+    path = tmp_path / "memrank.yaml"
+    path.write_text(one(docs, "ConfigMap", "mr-memrank")["data"]["memrank.yaml"], encoding="utf-8")
+    d = load_settings(str(path), env=env).decision_log
+    assert (d.enabled, d.sink, d.s3_url, d.s3_endpoint, d.s3_region, d.s3_batch_seconds) == (
+        True, "s3", "s3://fleet-logs/memrank/", "http://minio.storage:9000", "eu-west-1", 30.0)
+    refs = {e["name"]: e["valueFrom"]["secretKeyRef"] for e in container["env"] if "valueFrom" in e}
+    assert refs["AWS_ACCESS_KEY_ID"] == {"name": "memrank-s3", "key": "id"}
+    assert refs["AWS_SECRET_ACCESS_KEY"] == {"name": "memrank-s3", "key": "secret"}
+
+
+def test_decision_log_to_s3_with_irsa_sets_no_keys_and_annotates_the_service_account(render: Render) -> None:
+    role = {"eks.amazonaws.com/role-arn": "arn:aws:iam::123456789012:role/memrank-logs"}
+    docs = render({"decisionLogS3": {"enabled": True, "url": "s3://fleet-logs"},
+                   "serviceAccount": {"annotations": role}})
+    (container,) = memrank_containers(pod_specs(docs)[0])
+    env = env_of(container)
+    assert env["MEMRANK_DECISION_LOG_S3_URL"] == "s3://fleet-logs"
+    assert not {"AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "MEMRANK_DECISION_LOG_S3_ENDPOINT"} & set(env)
+    assert one(docs, "ServiceAccount")["metadata"]["annotations"] == role
+
+
+@pytest.mark.parametrize(("s3", "message"), [
+    ({"enabled": True}, "decisionLogS3.url is required when decisionLogS3.enabled"),
+    ({"enabled": True, "url": "https://fleet-logs/x"}, "/decisionLogS3/url"),
+    ({"enabled": False, "url": "s3://fleet-logs", "endpoint": "minio:9000"}, "/decisionLogS3/endpoint"),
+])
+def test_decision_log_to_s3_refuses_a_missing_or_malformed_url(render_error: Any, s3: dict[str, Any],
+                                                              message: str) -> None:
+    assert message in render_error({"decisionLogS3": s3})
+
+
 # Issue #41: coreutils env blocks the signals memrank handles before the interpreter starts (memrank lifts the
 # block once its handlers are in; tests/reliability/test_launcher.py runs this command for real).
 LAUNCH = ["env", "--block-signal=HUP,TERM,INT", "memrank", "serve"]

@@ -169,7 +169,12 @@ FORMS: list[tuple[str, Any, bool]] = [
     *[("security.auth_open_methods", v, True) for v in (
         "", "grpc.health.v1.Health", " a.B , /a.B/Check ,", ",,", "_x,/p.S/M")],
     *[("security.auth_open_methods", v, False) for v in ("a b", "/a.B", "/a.B/", "1abc", "a.B/C", "a,;")],
-    *[("decision_log.sink", v, True) for v in ("stdout", "file")],
+    *[("decision_log.sink", v, True) for v in ("stdout", "file", "s3")],
+    *[("decision_log.s3_url", v, True) for v in (None, "", "s3://logs", "s3://my.bucket-1/fleet/a/", "s3://abc/")],
+    *[("decision_log.s3_url", v, False) for v in (
+        "https://logs/x", "s3://Logs/x", "s3://ab", "s3://", "s3:///x", "s3://logs/a b", "logs/x")],
+    *[("decision_log.s3_endpoint", v, True) for v in (None, "", "http://minio:9000", "https://s3.example.com/")],
+    *[("decision_log.s3_endpoint", v, False) for v in ("minio:9000", "ftp://x", "http://")],
     ("decision_log.sink", "syslog", False),
     *[("decision_log.content", v, True) for v in ("omit", "hash", "plain")],
     ("decision_log.content", "redact", False),

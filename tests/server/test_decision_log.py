@@ -389,11 +389,11 @@ def test_every_drop_reason_is_a_series_at_zero_from_the_start(tmp_path: Path) ->
     try:
         counts = {reason: registry.get_sample_value("memrank_decision_log_dropped_total", {"reason": reason})
                   for reason in ("queue_full", "writer_down", "closed", "lost_after_ack", "write_error",
-                                 "sampled_out")}
+                                 "upload_failed", "buffer_full", "sampled_out")}
     finally:
         running.stop(5)
     assert counts == {"queue_full": 0, "writer_down": 0, "closed": 0, "lost_after_ack": 0, "write_error": 0,
-                      "sampled_out": 0}
+                      "upload_failed": 0, "buffer_full": 0, "sampled_out": 0}
 
 
 def test_a_full_queue_drops_and_counts_and_never_fails_a_call(tmp_path: Path) -> None:

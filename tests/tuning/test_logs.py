@@ -84,7 +84,8 @@ def test_tune_log_cli_reports_what_it_read_and_writes_a_profile(logged: tuple[Pa
                      + json.dumps(feedback("f" * 64, decision_id="d" * 64, labels={"x": 1})) + "\n")
     out = tmp_path / "tuned.yaml"
     run = subprocess.run([sys.executable, "-m", "memrank.cli", "tune", "--log", str(path), "--log", str(extra),
-                          "--out", str(out), "--folds", "2", "--no-progress"], capture_output=True, text=True)
+                          "--out", str(out), "--folds", "2", "--no-progress", "--holdout", "0"],
+                         capture_output=True, text=True)
     assert run.returncode == 0, run.stderr
     assert ("21 decisions, 21 feedback records, 20 decisions with feedback, 1 without (ignored), "
             "1 feedback without its decision in the logs") in run.stdout
@@ -231,7 +232,7 @@ def test_tune_log_from_a_config_profile(tmp_path: Path) -> None:
     assert from_log.queries[0].features[5:].any()  # thread, length, hop, statement: logged though they weigh 0
     out = tmp_path / "tuned.yaml"
     cmd = [sys.executable, "-m", "memrank.cli", "tune", "--log", str(path), "--config", str(config), "--base",
-           "starter", "--model", "linear", "--out", str(out), "--folds", "2", "--no-progress"]
+           "starter", "--model", "linear", "--out", str(out), "--folds", "2", "--no-progress", "--holdout", "0"]
     run = subprocess.run(cmd, capture_output=True, text=True)
     assert run.returncode == 0, run.stderr
     assert "base starter, model linear" in run.stdout and "20 queries in 4 groups" in run.stdout

@@ -92,6 +92,37 @@ namespace with the host's own containers.
       value: {{ $v.tracing.samplerRatio | quote }}
     {{- end }}
     {{- end }}
+    {{- with $v.decisionLogS3 }}
+    {{- if .enabled }}
+    # The decision log to S3 (memrank.decisions.s3sink); AWS_* credentials from a Secret, else the chain.
+    - name: MEMRANK_DECISION_LOG_ENABLED
+      value: "true"
+    - name: MEMRANK_DECISION_LOG_SINK
+      value: s3
+    - name: MEMRANK_DECISION_LOG_S3_URL
+      value: {{ required "decisionLogS3.url is required when decisionLogS3.enabled (s3://bucket/prefix/)" .url | quote }}
+    {{- with .endpoint }}
+    - name: MEMRANK_DECISION_LOG_S3_ENDPOINT
+      value: {{ . | quote }}
+    {{- end }}
+    {{- with .region }}
+    - name: MEMRANK_DECISION_LOG_S3_REGION
+      value: {{ . | quote }}
+    {{- end }}
+    {{- if .credentials.secretName }}
+    - name: AWS_ACCESS_KEY_ID
+      valueFrom:
+        secretKeyRef:
+          name: {{ .credentials.secretName | quote }}
+          key: {{ .credentials.accessKeyIdKey | quote }}
+    - name: AWS_SECRET_ACCESS_KEY
+      valueFrom:
+        secretKeyRef:
+          name: {{ .credentials.secretName | quote }}
+          key: {{ .credentials.secretAccessKeyKey | quote }}
+    {{- end }}
+    {{- end }}
+    {{- end }}
     {{- with $v.extraEnv }}
     {{- toYaml . | nindent 4 }}
     {{- end }}

@@ -158,3 +158,15 @@ failureThreshold: {{ .probe.failureThreshold }}
 successThreshold: {{ . }}
 {{- end }}
 {{- end }}
+
+{{/* The promotion job's image: promotion.image's repository (and tag or digest) when set, else the chart's. */}}
+{{- define "memrank.promotionImage" -}}
+{{- $i := .Values.promotion.image }}
+{{- if not $i.repository }}
+{{- include "memrank.image" . }}
+{{- else if $i.digest }}
+{{- printf "%s@%s" $i.repository $i.digest }}
+{{- else }}
+{{- printf "%s:%s" $i.repository (default .Chart.AppVersion $i.tag) }}
+{{- end }}
+{{- end }}

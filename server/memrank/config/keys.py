@@ -12,12 +12,15 @@ from pydantic_core import PydanticCustomError
 from memrank.core.errors import ConfigError
 
 LOG_LEVELS = ("debug", "info", "warning", "error")
-DECISION_SINKS = ("stdout", "file")
+DECISION_SINKS = ("stdout", "file", "s3")
 DECISION_CONTENT = ("omit", "hash", "plain")
 DECISION_FSYNC = ("never", "interval", "every")  # memrank.decisions.durability
 # What security.auth_open_methods entries and tracing.endpoint must match in full (re.fullmatch).
 OPEN_METHOD = r"[A-Za-z_][\w.]*|/[A-Za-z_][\w.]*/\w+"
 TRACING_ENDPOINT = r"https?://[^\s/]+(/\S*)?"
+HTTP_URL = TRACING_ENDPOINT
+# s3://bucket[/prefix]: a bucket name as S3 allows it (3-63 of a-z 0-9 . -), a prefix of any non-space text
+S3_URL = r"s3://[a-z0-9][a-z0-9.\-]{1,61}[a-z0-9](/\S*)?"
 
 
 # ---------------------------------------------------------------- the keys' types and checks

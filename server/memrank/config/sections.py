@@ -18,8 +18,10 @@ from memrank.config.keys import (
     DECISION_FSYNC,
     DECISION_SINKS,
     EMPTY_IS_NULL,
+    HTTP_URL,
     LOG_LEVELS,
     OPEN_METHOD,
+    S3_URL,
     SECTION,
     STRICT,
     TRACING_ENDPOINT,
@@ -142,7 +144,7 @@ class DecisionLogSettings:
     """The decision log: which Rank calls are logged, how content is masked, where records go."""
 
     enabled: Flag = False
-    sink: Annotated[Text, one_of(DECISION_SINKS)] = "stdout"  # "stdout" | "file"
+    sink: Annotated[Text, one_of(DECISION_SINKS)] = "stdout"  # "stdout" | "file" | "s3"
     path: OptionalText = None  # the file of sink "file"
     # rotate the file before a record would take it past this
     max_bytes: Annotated[Whole, Field(ge=1 << 16, le=1 << 40)] = 100 << 20
@@ -155,6 +157,19 @@ class DecisionLogSettings:
     # when written records are fsynced: "never" | "interval" (every fsync_interval_seconds) | "every" record
     fsync: Annotated[Text, one_of(DECISION_FSYNC)] = "interval"
     fsync_interval_seconds: Annotated[Number, Field(ge=0.01, le=3600)] = 1.0
+    # sink "s3" (memrank.decisions.s3sink): objects of gzipped JSON lines under s3://bucket/prefix/dt=/hour=/
+    s3_url: OptionalText = None  # s3://bucket/prefix/
+    s3_endpoint: OptionalText = None  # an S3-compatible server's URL; None: AWS, by region
+    s3_region: OptionalText = None  # None: the AWS chain's (AWS_REGION, ~/.aws/config), else us-east-1
+    # an object is written once its records reach this many bytes (uncompressed) or records, or its oldest
+    # record this age
+    s3_batch_bytes: Annotated[Whole, Field(ge=1 << 10, le=1 << 30)] = 8 << 20
+    s3_batch_records: Annotated[Whole, Field(ge=1, le=10_000_000)] = 100_000
+    s3_batch_seconds: Annotated[Number, Field(ge=0.1, le=3600)] = 60.0
+    s3_retries: Annotated[Whole, Field(ge=0, le=100)] = 5  # attempts after a failed upload, backing off
+    # records held by the writer (open and unsent objects, uncompressed); beyond it they are dropped and counted
+    s3_buffer_bytes: Annotated[Whole, Field(ge=1 << 16, le=1 << 36)] = 64 << 20
+    s3_close_seconds: Annotated[Number, Field(ge=0, le=3600)] = 10.0  # at shutdown, to upload what is held
 
     def hash_key(self) -> bytes | None:
         """The content HMAC key, read from its file (None when not configured)."""
@@ -299,10 +314,26 @@ def check_decision_log(d: DecisionLogSettings) -> DecisionLogSettings:
     """Pairs; the key file is read when the server starts (errors name the key)."""
     if d.enabled and d.sink == "file" and not d.path:
         raise fail("required with decision_log.sink: file", "decision_log.path")
+    check_s3(d)
     if d.enabled and d.content == "hash" and not d.hash_key_file:
         raise fail("required with decision_log.content: hash (an HMAC key, so hashes of guessable text cannot be "
                     "reversed by hashing guesses)", "decision_log.hash_key_file")
     return d
+
+
+def check_s3(d: DecisionLogSettings) -> None:
+    """The keys of sink s3 (their forms whichever the sink, the pairs when it is on); the credentials come
+    from the AWS chain when the writer starts."""
+    if d.enabled and d.sink == "s3" and not d.s3_url:
+        raise fail("required with decision_log.sink: s3 (s3://bucket/prefix/)", "decision_log.s3_url")
+    if d.s3_url is not None and not re.fullmatch(S3_URL, d.s3_url):
+        raise fail(f"must start with s3:// and name a bucket (s3://bucket/prefix/), got {d.s3_url!r}",
+                   "decision_log.s3_url")
+    if d.s3_endpoint is not None and not re.fullmatch(HTTP_URL, d.s3_endpoint):
+        raise fail(f"expected an http:// or https:// URL, got {d.s3_endpoint!r}", "decision_log.s3_endpoint")
+    if d.enabled and d.sink == "s3" and d.s3_buffer_bytes < d.s3_batch_bytes:
+        raise fail(f"{d.s3_buffer_bytes} is below decision_log.s3_batch_bytes ({d.s3_batch_bytes}): a full object "
+                   "would never fit", "decision_log.s3_buffer_bytes")
 
 
 def check_tracing(t: TracingSettings) -> TracingSettings:

@@ -2,7 +2,8 @@
 records it took but never reported (lost with it when it dies).
 
 The writer (``python -m memrank.decisions.writer``) reports one line per record on a pipe of its own: ``d``
-(decision written), ``f`` (feedback written) or ``e`` (a record that could not be formatted); and, between
+(decision written), ``f`` (feedback written), ``e`` (a record that could not be formatted) or ``l <reason>``
+(a record taken and then dropped: sink s3's upload_failed, buffer_full, lost_after_ack); and, between
 them, ``x <errno name>`` for each failed attempt at the sink (the record is retried, not yet reported). The
 end of that pipe
 is the end of the writer: ``on_exit`` is called then, however it ended (its server closed its stdin, or it

@@ -21,6 +21,7 @@ log = logging.getLogger("memrank.decisions")
 _T = TypeVar("_T")
 RETRY_FIRST, RETRY_MAX = 0.05, 1.0  # seconds between attempts at a failed write: doubling up to a second
 LOG_EVERY = 30.0  # seconds: at most one log line this often while writes keep failing
+FAILING = "decision log write failed; retrying until it succeeds (records wait, then the queue refuses new ones)"
 
 
 class Retry:
@@ -28,8 +29,8 @@ class Retry:
     failed attempt reported (``x <errno name>``, counted by the server), one log line when the failing starts,
     then at most one every LOG_EVERY seconds, and one when the sink works again."""
 
-    def __init__(self, reports: IO[bytes]) -> None:
-        self._reports = reports
+    def __init__(self, reports: IO[bytes], message: str = FAILING) -> None:
+        self._reports, self._message = reports, message
         self._failed = 0  # failed attempts since the sink last worked
         self._since = 0.0  # when the failing started
         self._logged = 0.0  # when it was last logged
@@ -46,19 +47,23 @@ class Retry:
                 time.sleep(delay)
                 delay = min(2 * delay, RETRY_MAX)
                 continue
-            if self._failed:
-                log.warning("decision log writable again", extra={
-                    "failed_attempts": self._failed, "failing_seconds": round(time.monotonic() - self._since, 3)})
-                self._failed = 0
+            self.succeeded()
             return result
 
-    def failed(self, exc: OSError) -> None:
-        """Count, report and (rate-limited) log one failed attempt."""
-        with self._mutex:
-            self._fail(exc)
+    def succeeded(self) -> None:
+        """The sink took a write: log the end of a failing spell, if one was going on."""
+        if self._failed:
+            log.warning("decision log writable again", extra={
+                "failed_attempts": self._failed, "failing_seconds": round(time.monotonic() - self._since, 3)})
+            self._failed = 0
 
-    def _fail(self, exc: OSError) -> None:
-        name = errno.errorcode.get(exc.errno or 0, "other")
+    def failed(self, exc: Exception, name: str | None = None) -> None:
+        """Count, report and (rate-limited) log one failed attempt; ``name`` the error's label (default: an
+        OSError's errno name)."""
+        with self._mutex:
+            self._fail(exc, name or errno.errorcode.get(getattr(exc, "errno", None) or 0, "other"))
+
+    def _fail(self, exc: Exception, name: str) -> None:
         report_line(self._reports, b"x " + name.encode() + b"\n")
         now = time.monotonic()
         if not self._failed:
@@ -66,10 +71,9 @@ class Retry:
         self._failed += 1
         if self._failed == 1 or now - self._logged >= LOG_EVERY:
             self._logged = now
-            log.error("decision log write failed; retrying until it succeeds (records wait, then the queue "
-                      "refuses new ones)", extra={"error": f"{name}: {exc.strerror or exc}",
-                                                  "file": exc.filename, "failed_attempts": self._failed,
-                                                  "failing_seconds": round(now - self._since, 3)})
+            log.error(self._message, extra={"error": f"{name}: {getattr(exc, 'strerror', None) or exc}",
+                                            "file": getattr(exc, "filename", None), "failed_attempts": self._failed,
+                                            "failing_seconds": round(now - self._since, 3)})
 
 
 def report_line(reports: IO[bytes], line: bytes) -> None:

@@ -39,6 +39,7 @@ import signal
 import sys
 import threading
 import time
+from collections.abc import Iterator
 from dataclasses import asdict
 from typing import IO, Any
 
@@ -49,6 +50,7 @@ from memrank.decisions.mask import HASH, PLAIN, Masker
 from memrank.decisions.process import WriterProcess
 from memrank.decisions.record import to_line
 from memrank.decisions.retry import Retry, report_line
+from memrank.decisions.s3sink import S3Sink, require_boto3
 from memrank.decisions.sink import check_sink, open_sink
 from memrank.metrics.declare import Metrics
 from memrank.system.logs import setup_logging
@@ -58,11 +60,12 @@ _SLOTS = {b"d": 0, b"f": 1, b"e": 2}
 RESTART_SECONDS = 1.0  # at most one writer start per second: a writer that dies at once is not restarted in a loop
 # Why a record was not written (memrank_decision_log_dropped_total{reason}); each shown from the start, at 0.
 # Refused, the call answered decision_logged=false: queue_full, writer_down, closed. Lost after the call answered
-# true: lost_after_ack (taken by a writer that died, or still queued when close() ran out of time) and
-# write_error (a record the writer could not format). sampled_out is by design (decision_log.sample_rate), not a
-# loss: the dashboard keeps it apart from the others.
+# true: lost_after_ack (taken by a writer that died, or still queued when close() ran out of time),
+# write_error (a record the writer could not format), and sink s3's upload_failed (its object failed every
+# retry) and buffer_full (uploads failing, the writer's s3_buffer_bytes held: memrank.decisions.s3sink).
+# sampled_out is by design (decision_log.sample_rate), not a loss: the dashboard keeps it apart from the others.
 REFUSED = ("queue_full", "writer_down", "closed")
-LOST_AFTER_TRUE = ("lost_after_ack", "write_error")
+LOST_AFTER_TRUE = ("lost_after_ack", "write_error", "upload_failed", "buffer_full")
 DROP_REASONS = (*REFUSED, *LOST_AFTER_TRUE, "sampled_out")
 
 
@@ -74,6 +77,8 @@ class DecisionLog:
         if settings.content == HASH:
             settings.hash_key()  # ConfigError naming the key when the file cannot be read, at start
         check_sink(settings.sink, settings.path)  # ConfigError naming decision_log.path, before the writer starts
+        if settings.sink == "s3":
+            require_boto3()  # ConfigError naming the extra
         if settings.content == PLAIN:
             log.warning("decision_log.content is plain: the query and every candidate's content are written "
                         "to the decision log in clear", extra={"sink": settings.sink, "path": settings.path})
@@ -200,7 +205,9 @@ class DecisionLog:
         """Count one of the writer's reports into the metrics as it comes."""
         slot = _SLOTS.get(line)
         if slot is None:
-            if line.startswith(b"x ") and self._metrics is not None:  # a failed attempt, retried by the writer
+            if line.startswith(b"l "):  # a record the writer took and had to drop (sink s3), by reason
+                self._lost(line[2:].decode(errors="replace"))
+            elif line.startswith(b"x ") and self._metrics is not None:  # a failed attempt, retried by the writer
                 self._metrics.decision_log_write_failures.labels(error=line[2:].decode(errors="replace")).inc()
             return
         self._counts[slot] += 1
@@ -211,9 +218,12 @@ class DecisionLog:
             else:
                 m.decision_log_records.labels(kind="decision" if slot == 0 else "feedback").inc()
 
-    def close(self, timeout: float = 30.0) -> None:
+    def close(self, timeout: float | None = None) -> None:
         """Write every queued record, stop the writer, bring the counts up to date; within about ``timeout``
-        seconds, even when the sink is stuck. A second call does nothing."""
+        seconds (default 30, or sink s3's s3_close_seconds + 10 when longer), even when the sink is stuck. A
+        second call does nothing."""
+        if timeout is None:
+            timeout = max(30.0, self.settings.s3_close_seconds + 10 if self.settings.sink == "s3" else 0.0)
         deadline = time.monotonic() + timeout
         with self._cond:
             if self._closed:
@@ -255,6 +265,37 @@ def _read_exactly(stream: IO[bytes], n: int) -> bytes | None:
     return b"".join(chunks)
 
 
+def _frames(stream: IO[bytes]) -> Iterator[bytes]:
+    while (head := _read_exactly(stream, 8)) is not None:
+        body = _read_exactly(stream, int.from_bytes(head, "big"))
+        if body is None:
+            return
+        yield body
+
+
+def _formatted(body: bytes, masker: Masker) -> tuple[dict[str, Any], bytes] | None:
+    """The capture and its line; None (logged) when it cannot be formatted (a bug, not the sink: no retry
+    would help)."""
+    try:
+        item = pickle.loads(body)
+        return item, to_line(item, masker)
+    except Exception:
+        log.exception("formatting a decision log record failed")
+        return None
+
+
+def _to_bucket(settings: DecisionLogSettings, masker: Masker, stream: IO[bytes], reports: IO[bytes]) -> int:
+    """Sink s3: each line to its object (memrank.decisions.s3sink reports it once uploaded or dropped)."""
+    sink = S3Sink(settings, reports)
+    for body in _frames(stream):
+        if (formatted := _formatted(body, masker)) is None:
+            report_line(reports, b"e\n")
+        else:
+            sink.write(formatted[0]["kind"], formatted[0]["server_time"], formatted[1])
+    sink.close()
+    return 0
+
+
 def main(argv: list[str]) -> int:
     """The writer process: read framed captures from stdin until end of file, write each as one line."""
     signal.signal(signal.SIGHUP, signal.SIG_IGN)  # a reload storm to the process group (held until here)
@@ -263,28 +304,22 @@ def main(argv: list[str]) -> int:
     setup_logging("info")
     settings = DecisionLogSettings(**json.loads(argv[0]))
     reports = os.fdopen(int(argv[1]), "wb", buffering=0)
+    masker = Masker(settings.content, settings.hash_key() if settings.content == HASH else None)
+    if settings.sink == "s3":
+        return _to_bucket(settings, masker, sys.stdin.buffer, reports)
     retry = Retry(reports)  # a restarted writer may find the folder unwritable for a while: it waits
     policy = settings.fsync if settings.sink == "file" else "never"  # a stream has nothing to fsync
     lock = decision_log_lock()
     sink = retry.run(lambda: open_sink(settings.sink, settings.path, settings.max_bytes, settings.backups,
                                        sync_on_close=policy != "never", lock=lock))
     durable = Durability(sink, policy, settings.fsync_interval_seconds, retry.failed)
-    masker = Masker(settings.content, settings.hash_key() if settings.content == HASH else None)
-    stream = sys.stdin.buffer
-    while (head := _read_exactly(stream, 8)) is not None:
-        body = _read_exactly(stream, int.from_bytes(head, "big"))
-        if body is None:
-            break
-        try:
-            item = pickle.loads(body)
-            line = to_line(item, masker)
-        except Exception:  # a record that cannot be formatted (a bug, not the disk): no retry would help
-            log.exception("formatting a decision log record failed")
+    for body in _frames(sys.stdin.buffer):
+        if (formatted := _formatted(body, masker)) is None:
             report = b"e\n"
         else:
-            retry.run(functools.partial(sink.write, line))
+            retry.run(functools.partial(sink.write, formatted[1]))
             durable.written()
-            report = b"d\n" if item["kind"] == "decision" else b"f\n"
+            report = b"d\n" if formatted[0]["kind"] == "decision" else b"f\n"
         report_line(reports, report)
     durable.close()
     sink.close()

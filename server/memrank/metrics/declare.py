@@ -84,13 +84,17 @@ class Metrics:
             "call answered decision_logged=false: queue_full, writer_down (a dead writer being replaced), closed "
             "(handed over after shutdown began). Lost after the call answered true: lost_after_ack (taken by a "
             "writer that died, or still queued when shutdown ran out of time), write_error (a record that could not "
-            "be formatted). sampled_out: a decision left out by decision_log.sample_rate, by design.", ("reason",),
+            "be formatted), upload_failed (sink s3: its object failed every retry), buffer_full (sink s3: uploads "
+            "failing and decision_log.s3_buffer_bytes held). sampled_out: a decision left out by "
+            "decision_log.sample_rate, by design.", ("reason",),
             registry=r,
         )
         self.decision_log_write_failures = Counter(
             "memrank_decision_log_write_failures", "Failed attempts to open or write the decision log's sink, by "
             "error (errno name: ENOSPC, EROFS, EPERM, ...). The writer keeps the record and retries (back-off up to "
-            "1 s) until the sink takes it; meanwhile the queue fills and further records are refused (queue_full).",
+            "1 s) until the sink takes it; meanwhile the queue fills and further records are refused (queue_full). "
+            "Sink s3: failed uploads, by S3 error code or botocore error (AccessDenied, NoSuchBucket, "
+            "EndpointConnectionError), retried decision_log.s3_retries times.",
             ("error",), registry=r,
         )
         self.config_reloads = Counter(

