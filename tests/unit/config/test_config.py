@@ -246,7 +246,8 @@ def _sample(key: str, default: Any) -> tuple[str, Any]:
              "server.health_address": "127.0.0.1:2", "decision_log.sink": "file", "decision_log.content": "plain",
              "decision_log.fsync": "every",
              "security.auth_open_methods": "a.B", "tracing.endpoint": "http://x", "tracing.service_name": "svc",
-             "shadow.profile": "research"}
+             "shadow.profile": "research", "decision_log.s3_url": "s3://bucket/prefix/",
+             "decision_log.s3_endpoint": "http://127.0.0.1:9000"}
     if key in texts:
         return texts[key], texts[key]
     if isinstance(default, bool):
