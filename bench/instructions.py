@@ -9,6 +9,9 @@ and imports cancelled out. Slow (valgrind runs Python ~50x slower): about a minu
 
     PYTHONPATH=server:. python -m bench.instructions /tmp/base/server server --sizes 1,100,400
 
+``--shadow PROFILE`` (or ``off``): each call is observed (a no-op metrics hook, as the server's) with the server's
+shadow on that profile (``shadow.profile``), or off: the two runs give the shadow's cost per call.
+
 Fewer instructions is not the same as less time (cache misses, branch mispredictions, system calls are not in it),
 so a change that matters is confirmed by ``bench.ab_trees`` or ``python -m bench`` as well.
 """
@@ -30,30 +33,39 @@ from bench.data import workload
 from bench.calls import call_of, rank_handler
 from memrank.config import load_settings
 settings = load_settings()
-n, dim, calls, memo = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
+n, dim, calls, memo, shadow = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3]), sys.argv[4], sys.argv[5]
+if shadow:  # the server's shadow runs on observed calls: both runs observe, one shadows
+    from dataclasses import replace
+    from memrank.config import ShadowSettings
+    settings = replace(settings, shadow=ShadowSettings(None if shadow == "off" else shadow, 1.0))
+    hooks = {"observe": lambda outcome: None}
+else:
+    hooks = {}
 data = workload(n, dim).request.SerializeToString()
 handle = rank_handler(settings)
 if memo == "off":
-    lend = dict
+    lend = lambda: dict(hooks)
 else:
     from memrank.feature_memo import FeatureMemo
     shared = FeatureMemo(64 << 20)
-    lend = (lambda: {"features": shared}) if memo == "warm" else (lambda: {"features": FeatureMemo(64 << 20)})
+    lend = (lambda: {"features": shared, **hooks}) if memo == "warm" else \
+        (lambda: {"features": FeatureMemo(64 << 20), **hooks})
 handle(data, call_of(now=0.0, **lend())).SerializeToString()  # warm: caches, lazy imports (and the warm memo)
 for _ in range(calls):
     handle(data, call_of(now=0.0, **lend())).SerializeToString()
 """
 
 
-def instructions(tree: str, n: int, dim: int, calls: int, memo: str = "off") -> int:
+def instructions(tree: str, n: int, dim: int, calls: int, memo: str = "off", shadow: str = "") -> int:
     """Instructions (Ir) of a child process that makes ``calls`` calls after one warm-up call (``memo``: off, or a
-    feature memo new for each call, "cold", or one for all of them, "warm": every memory found)."""
+    feature memo new for each call, "cold", or one for all of them, "warm": every memory found; ``shadow``: "" as
+    before, else observed calls with the server's shadow on this profile, or "off")."""
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(Path(tree).resolve()), str(Path.cwd())]),
                OPENBLAS_NUM_THREADS="1", PYTHONHASHSEED="0")
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "cg.out"
         run = subprocess.run(["valgrind", "--tool=cachegrind", "--cache-sim=no", f"--cachegrind-out-file={out}",
-                              sys.executable, "-c", _CHILD, str(n), str(dim), str(calls), memo],
+                              sys.executable, "-c", _CHILD, str(n), str(dim), str(calls), memo, shadow],
                              capture_output=True, text=True, env=env, check=False)
         if run.returncode:
             raise SystemExit(f"valgrind failed for {tree} ({n}x{dim}):\n{run.stderr[-2000:]}")
@@ -72,19 +84,22 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--many", type=int, default=6, help="calls in the long run (default 6)")
     ap.add_argument("--feature-memo", choices=("off", "cold", "warm"), default="off",
                     help="lend each call a new feature memo (cold) or one for all (warm); default off")
+    ap.add_argument("--shadow", default="", metavar="PROFILE",
+                    help="observed calls with the server's shadow on PROFILE, or off (default: neither, unobserved)")
     opts = ap.parse_args(argv)
     if shutil.which("valgrind") is None:
         raise SystemExit("valgrind is not installed (Debian: apt-get install valgrind)")
     base: dict[int, float] = {}
     for tree in opts.trees:
         for n in (int(s) for s in opts.sizes.split(",")):
-            few = instructions(tree, n, opts.dim, opts.few, opts.feature_memo)
-            many = instructions(tree, n, opts.dim, opts.many, opts.feature_memo)
+            few = instructions(tree, n, opts.dim, opts.few, opts.feature_memo, opts.shadow)
+            many = instructions(tree, n, opts.dim, opts.many, opts.feature_memo, opts.shadow)
             per = (many - few) / (opts.many - opts.few)
             ratio = f", x{per / base[n]:.3f} the first tree" if n in base else ""
             base.setdefault(n, per)
-            print(f"{tree} {n}x{opts.dim} memo {opts.feature_memo}: {per / 1e6:.2f} M instructions per call{ratio}",
-                  flush=True)
+            shadow = f" shadow {opts.shadow}" if opts.shadow else ""
+            print(f"{tree} {n}x{opts.dim} memo {opts.feature_memo}{shadow}: {per / 1e6:.2f} M instructions per "
+                  f"call{ratio}", flush=True)
     return 0
 
 

@@ -173,6 +173,31 @@ def decision_log() -> list[Any]:
     ]
 
 
+def shadow() -> list[Any]:
+    """The shadow profile's agreement with the served one, and its feedback win rate (docs/how-to/shadow.md)."""
+    pair = "{{profile}} vs {{shadow_profile}}"
+    return [
+        series("Shadow overlap@k", "Calls with a shadow profile (shadow.profile, or the caller's shadow_profile): "
+               "|top-k(served) ∩ top-k(shadow)| / k, k = the served selection's size; median and p10 by profile "
+               "pair. 1 = the shadow selects the same memories.", "percentunit",
+               *(query(f"histogram_quantile({q}, sum by (profile, shadow_profile, le) (rate("
+                       f"memrank_shadow_overlap_at_k_bucket{{{P}}}[{RI}])))", f"{pair} p{int(q * 100)}", ref)
+                 for q, ref in ((0.5, "A"), (0.1, "B"))), w=8),
+        series("Shadow Kendall tau", "Kendall tau of the served and the shadow order over the memories both "
+               "selected (calls sharing two or more); median and p10 by profile pair. 1 = same order, -1 = "
+               "reversed.", "none",
+               *(query(f"histogram_quantile({q}, sum by (profile, shadow_profile, le) (rate("
+                       f"memrank_shadow_kendall_tau_bucket{{{P}}}[{RI}])))", f"{pair} p{int(q * 100)}", ref)
+                 for q, ref in ((0.5, "A"), (0.1, "B"))), w=8),
+        series("Feedback win rate by profile", "From `memrank shadow-report --prometheus` over the decision log "
+               "(node_exporter's textfile collector or a Pushgateway): of the shadowed decisions with feedback, "
+               "the share whose served or shadow selection held the relevant memories better (larger DCG), or "
+               "tied. Empty until the report runs.", "percentunit",
+               query(f"max by (profile, shadow_profile, winner) (memrank_shadow_feedback_win_rate{{{P}}})",
+                     f"{pair}: {{{{winner}}}}"), w=8),
+    ]
+
+
 def variables() -> list[Any]:
     """Datasource, profile, signal and form."""
     return [
@@ -194,11 +219,12 @@ def build() -> dict[str, Any]:
     board = (db.Dashboard("memrank").uid(UID).tags(["memrank"]).editable().refresh("30s").time("now-6h", "now")
              .timezone("browser").tooltip(dm.DashboardCursorSync.CROSSHAIR)
              .description("memrank sidecars: traffic, signal distributions and drift, selection, budgets, the "
-                          "decision log."))
+                          "decision log, the shadow profile."))
     for v in variables():
         board = board.with_variable(v)
     for title, panels in (("Traffic", traffic()), ("Signal distributions", signals()), ("Drift", drift()),
-                          ("Selection and budgets", selection()), ("Decision log", decision_log())):
+                          ("Selection and budgets", selection()), ("Decision log", decision_log()),
+                          ("Shadow", shadow())):
         board = board.with_row(db.Row(title))
         for panel in panels:
             board = board.with_panel(panel)

@@ -99,6 +99,9 @@ def _parser() -> argparse.ArgumentParser:
     from memrank.promotion.cli import add_parser as add_promote_parser
 
     add_promote_parser(sub)
+    from memrank.tuning.shadow_cli import add_parser as add_shadow_report_parser
+
+    add_shadow_report_parser(sub)
     return parser
 
 
@@ -322,6 +325,10 @@ def _main(argv: list[str]) -> int:
             from memrank.promotion.cli import run as run_promote
 
             return run_promote(args)
+        if args.command == "shadow-report":
+            from memrank.tuning.shadow_cli import run as run_shadow_report
+
+            return run_shadow_report(args)
         if args.command == "verify":
             from memrank.audit import run as run_verify
 

@@ -215,6 +215,27 @@ def test_a_config_change_rolls_the_pods_but_a_profile_change_is_reloaded(render:
         {"config": {"layers": [{"name": "session", "share": 1.0}]}})
 
 
+def test_a_shadow_profile_reaches_memrank_and_changes_without_a_rollout(render: Render, tmp_path: Path) -> None:
+    """values.yaml's commented example: config.shadow names a candidate profile of config.profiles; memrank loads
+    the rendered file with it, and changing or removing it keeps the pods (reloaded, not rolled)."""
+    text = (CHART / "values.yaml").read_text().split("\nconfig: {}\n", 1)[1].split("\n\n", 1)[0]
+    example = yaml.safe_load("\n".join(line.removeprefix("#") for line in text.splitlines()))
+    config = {"shadow": example["shadow"], "profiles": example["profiles"]}
+    docs = render({"config": config})
+    path = tmp_path / "memrank.yaml"
+    path.write_text(one(docs, "ConfigMap", "mr-memrank")["data"]["memrank.yaml"], encoding="utf-8")
+    settings = load_settings(str(path), env={})
+    assert (settings.shadow.profile, settings.shadow.sample_rate) == ("candidate", 0.25)
+    assert "candidate" in settings.profiles
+
+    def checksum(values: dict[str, Any]) -> str:
+        (deployment,) = [d for d in render(values) if d["kind"] == "Deployment"]
+        return str(deployment["spec"]["template"]["metadata"]["annotations"]["checksum/config"])
+
+    assert checksum({"config": config}) == checksum({}) == checksum(
+        {"config": {"shadow": {"profile": "research", "sample_rate": 1.0}}})
+
+
 def test_tls_and_auth_are_mounted_files_and_env(render: Render) -> None:
     (spec,) = pod_specs(render(ci("tls-on")))
     (container,) = memrank_containers(spec)

@@ -29,6 +29,7 @@ docs/dashboard.png is made).
 
 from __future__ import annotations
 
+import functools
 import importlib.util
 import itertools
 import json
@@ -38,8 +39,10 @@ import re
 import shutil
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
+from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -84,10 +87,13 @@ def finite(result: list[dict[str, Any]]) -> list[float]:
 
 def extra_load(client: RankingClient, rng: np.random.Generator, low: float, high: float) -> int:
     """Paths Traffic does not take: a candidate redundant with another, a token budget too small for most
-    candidates (OVER_BUDGET drops), and a call without a budget."""
+    candidates (OVER_BUDGET drops), and a call without a budget. The first call gets feedback (its decision is
+    logged with the server's shadow), for the shadow report's win rates."""
     request = rank_request(rng, low, high)
     request["candidates"].append(dict(request["candidates"][0], id="copy"))  # same content as m0: REDUNDANT
-    client.rank(request)
+    response = client.rank(request)
+    used, seen = rng.choice(20, 2, replace=False)
+    client.record_feedback(response, {f"m{used}": 3, f"m{seen}": 1})
     client.rank(dict(request, budget={"maxTokens": 40, "maxItems": 50}))
     client.rank({k: v for k, v in request.items() if k != "budget"})
     return 3
@@ -107,15 +113,31 @@ def stack(tmp_path: Path) -> Iterator[tuple[Proc, Prom]]:
     """`memrank serve` (drift window and reference of 200 candidates) and Prometheus scraping it."""
     mport = free_port()
     # The decision log on (every call logged), so its panels have series: records by kind, drops by reason (0).
-    log = f"decision_log:\n  enabled: true\n  sink: file\n  path: {tmp_path / 'decisions.jsonl'}\n"
+    # The server's shadow on (its agreement panels), and `memrank shadow-report --prometheus` over the log served
+    # to Prometheus as a textfile collector would (the win rate panel; 404 until the test writes it).
+    log = (f"decision_log:\n  enabled: true\n  sink: file\n  path: {tmp_path / 'decisions.jsonl'}\n"
+           "shadow:\n  profile: assistant\n")
     proc = start_serve(tmp_path, "--config", str(write_config(tmp_path, window=200, reference=200, extra=log)),
                        "--address", "127.0.0.1:0", "--metrics-port", str(mport))
-    prom = Prom(tmp_path, mport)
+    (tmp_path / "textfile").mkdir()
+    files = ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(SimpleHTTPRequestHandler, directory=str(
+        tmp_path / "textfile")))
+    threading.Thread(target=files.serve_forever, daemon=True).start()
+    prom = Prom(tmp_path, mport, {"shadow-report": files.server_address[1]})
     try:
         yield proc, prom
     finally:
         prom.close()
+        files.shutdown()
+        files.server_close()
         assert stop(proc) == 0
+
+
+def shadow_report(tmp_path: Path) -> None:
+    """The win rates of the log so far, where the stack's file server serves them as /metrics."""
+    out = tmp_path / "textfile" / "metrics"
+    subprocess.run([sys.executable, "-m", "memrank.cli", "shadow-report", "--log", str(tmp_path / "decisions.jsonl"),
+                    "--prometheus", str(out)], capture_output=True, text=True, timeout=120, check=True)
 
 
 def active(prom: Prom) -> set[str]:
@@ -214,6 +236,9 @@ def test_every_panel_and_alert_has_data_under_load_and_the_key_panels_render(
         prom.wait("gauge PSI > 0.25", lambda: any(v > 0.25 for v in finite(prom.query(gauge))), 30)
         prom.wait("fleet PSI > 0.25", lambda: any(v > 0.25 for v in finite(prom.query(fleet))), 30)
         prom.wait("the drift alerts pending", lambda: active(prom) >= DRIFT_ALERTS, 15)
+        shadow_report(tmp_path)
+        prom.wait("the shadow report scraped", lambda: finite(prom.query("memrank_shadow_feedback_win_rate")), 15)
+        time.sleep(2)  # the instant below (now - 1 s) then has the report's scrape behind it
         at = time.time() - 1  # an instant with a scrape of live load on both sides
         values = variable_values(api)
         runs, failures = panel_failures(api, at, values)

@@ -205,7 +205,8 @@ def _per_worker(metrics_dir: Path, tmp_path: Path) -> dict[str, Samples]:
 
 def test_two_workers_counts_add_up_on_the_supervisor_endpoint(tmp_path: Path) -> None:
     port, mport = free_port(), free_port()
-    proc = start_serve(tmp_path, "--config", str(write_config(tmp_path, window=60, reference=60)),
+    shadow = "shadow:\n  profile: assistant\n"  # every call shadowed: its agreement histograms add up too
+    proc = start_serve(tmp_path, "--config", str(write_config(tmp_path, window=60, reference=60, extra=shadow)),
                        "--address", f"127.0.0.1:{port}", "--metrics-port", str(mport), "--workers", "2")
     try:
         rng = np.random.default_rng(9)
@@ -225,6 +226,13 @@ def test_two_workers_counts_add_up_on_the_supervisor_endpoint(tmp_path: Path) ->
     assert total(merged, "memrank_candidates_total") == 21 * ok
     assert total(merged, "memrank_signal_value_count", signal="relevance", form="raw") == 20 * ok
     assert total(merged, "memrank_selected_total") + total(merged, "memrank_dropped_total") == 21 * ok
+    pair = {"profile": "default", "shadow_profile": "assistant"}
+    shadowed = [total(w, "memrank_shadow_overlap_at_k_count", **pair) for w in workers.values()]
+    assert total(merged, "memrank_shadow_overlap_at_k_count", **pair) == ok == sum(shadowed)
+    assert total(merged, "memrank_shadow_overlap_at_k_sum", **pair) == pytest.approx(
+        sum(total(w, "memrank_shadow_overlap_at_k_sum", **pair) for w in workers.values()))
+    assert total(merged, "memrank_shadow_kendall_tau_count", **pair) == sum(
+        total(w, "memrank_shadow_kendall_tau_count", **pair) for w in workers.values())
     # Drift gauges are per worker window: the endpoint shows the largest live value (livemax), once.
     psi = [value(w, "memrank_signal_drift_psi", signal="relevance", profile="default") for w in workers.values()]
     merged_psi = value(merged, "memrank_signal_drift_psi", signal="relevance", profile="default")

@@ -50,15 +50,18 @@ def short_rules(text: str) -> str:
 class Prom:
     """A Prometheus server on loopback with a throwaway TSDB."""
 
-    def __init__(self, tmp_path: Path, target_port: int) -> None:
+    def __init__(self, tmp_path: Path, target_port: int, jobs: dict[str, int] | None = None) -> None:
+        """``jobs``: more scrape jobs, by name, of a port on loopback (each scraped at /metrics)."""
         rules = tmp_path / "rules.yaml"
         rules.write_text(short_rules(RULES.read_text()))
         config = tmp_path / "prometheus.yml"
+        more = "".join(f"  - job_name: {name}\n    static_configs:\n      - targets: ['127.0.0.1:{port}']\n"
+                       for name, port in (jobs or {}).items())
         config.write_text(
             "global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\n"
             f"rule_files:\n  - {rules}\n"
             f"scrape_configs:\n  - job_name: memrank\n    static_configs:\n"
-            f"      - targets: ['127.0.0.1:{target_port}']\n"
+            f"      - targets: ['127.0.0.1:{target_port}']\n{more}"
         )
         self.port = free_port()
         self.log = (tmp_path / "prometheus.log").open("w")

@@ -44,7 +44,7 @@ SLOW_MODULES = frozenset({
     "unit/core/signals/test_safety_prescan.py", "unit/core/scoring/test_compat.py",
     "unit/core/signals/test_substring_columns.py", "unit/core/signals/test_text_signals_batch.py",
     "tuning/test_cli.py", "eval/test_eval_cli.py", "server/test_s3_server_fixture.py",
-    "server/test_decision_log_s3.py",
+    "server/test_decision_log_s3.py", "server/test_shadow_report.py",
 })
 TESTS = Path(__file__).resolve().parents[1]
 

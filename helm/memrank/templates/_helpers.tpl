@@ -112,11 +112,11 @@ that sum + 10. A value that does not exceed the sum fails the render.
 {{- end }}
 {{- end }}
 
-{{/* Checksum of the config file without its profiles and layers, as a pod annotation: a change of any
-other key rolls the pods; profiles and layers reach the running pods without a rollout (the kubelet
-updates the mounted ConfigMap and memrank reloads them, server.config_poll_seconds). */}}
+{{/* Checksum of the config file without its profiles, layers and shadow, as a pod annotation: a change of
+any other key rolls the pods; profiles, layers and the shadow profile reach the running pods without a
+rollout (the kubelet updates the mounted ConfigMap and memrank reloads them, server.config_poll_seconds). */}}
 {{- define "memrank.configChecksum" -}}
-{{- toYaml (omit .Values.config "profiles" "layers") | sha256sum }}
+{{- toYaml (omit .Values.config "profiles" "layers" "shadow") | sha256sum }}
 {{- end }}
 
 {{/* "true" when the cluster has Kubernetes' grpc probes (beta, on by default, from 1.24; GA 1.27). */}}

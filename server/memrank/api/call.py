@@ -13,14 +13,16 @@ from __future__ import annotations
 import contextlib
 import logging
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Protocol
 
 from memrank._gen.v1 import ranking_pb2 as pb
 from memrank.api import convert, encode
 from memrank.api.request_columns import CandidateColumns
+from memrank.api.shadow import server_shadow
 from memrank.api.validate import validate_admission_request, validate_rank_request
-from memrank.config import Limits, Settings
+from memrank.config import Limits, Settings, ShadowSettings
+from memrank.config.sections import DEFAULT_SHADOW
 from memrank.core.admission import score_admission
 from memrank.core.batch import Batch, LayerSpec, RankParams
 from memrank.core.explain.outcome import RankOutcome
@@ -83,17 +85,19 @@ class RankInput:
 @dataclass(frozen=True, slots=True)
 class Policy:
     """What a call is validated and ranked under: the wire's limits, the profiles, the default layers and the
-    version that names them (responses, receipts and decision records carry it)."""
+    version that names them (responses, receipts and decision records carry it); the server's shadow profile,
+    which changes no answer (``memrank.api.shadow``)."""
 
     limits: Limits
     profiles: Mapping[str, Profile]
     layers: tuple[LayerSpec, ...]
     policy_version: str
+    shadow: ShadowSettings = DEFAULT_SHADOW
 
     @classmethod
     def of(cls, settings: Settings) -> Policy:
         """The policy of a server's settings (read again at every reload)."""
-        return cls(settings.limits, settings.profiles, settings.layers, settings.policy_version)
+        return cls(settings.limits, settings.profiles, settings.layers, settings.policy_version, settings.shadow)
 
 
 class CallAbandoned(Exception):
@@ -126,8 +130,14 @@ def handle_rank(parsed: RankInput, policy: Policy, call: Call) -> pb.RankRespons
     # table per candidate): the batch has everything it needs, so they go before scoring, not after the call.
     del columns
     _still_wanted(call.alive, "converted")
+    # The server's shadow, when the call's outcome goes anywhere (metrics, decision log): ranked beside the answer,
+    # left out of the response (``answered``), which is the one without it.
+    shadow = None if call.observe is None and call.decide is None else \
+        server_shadow(request, batch, policy.shadow, policy.profiles)
     with stage("rank"):  # scoring and selection: one call into the pure core
-        outcome = rank(batch, params, policy.profiles, policy.layers, call.provenance_key, call.features)
+        outcome = rank(batch, params if shadow is None else replace(params, shadow_profile=shadow), policy.profiles,
+                       policy.layers, call.provenance_key, call.features)
+    answered = outcome if shadow is None else replace(outcome, shadow=None)
     if trace is not None:
         trace.outcome(outcome)
     _still_wanted(call.alive, "ranked")
@@ -136,7 +146,7 @@ def handle_rank(parsed: RankInput, policy: Policy, call: Call) -> pb.RankRespons
         log.debug("rank detail", extra={"request_id": request.request_id, "query": request.query,
                                         "selected": [batch.ids[i] for i in outcome.ranked]})
     with stage("encode"):
-        response = encode.outcome_to_proto(outcome, batch, params, request.request_id, policy.policy_version,
+        response = encode.outcome_to_proto(answered, batch, params, request.request_id, policy.policy_version,
                                             call.receipt_key)
     if call.decide is not None:  # before the answer leaves: a record of every answered call is queued
         response.decision_logged = call.decide(request, outcome, batch, params, response, call.now)

@@ -8,7 +8,7 @@ The request's own fields are checked here; its candidates, in either form, are r
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from itertools import islice
 
 import numpy as np
@@ -219,7 +219,12 @@ def retrieval_range(req: pb.RankRequest, profiles: Mapping[str, Profile] | None)
     """
     if profiles is None:
         return UNIT
-    named = [req.profile or "default", *([req.shadow_profile] if req.shadow_profile else [])]
+    return retrieval_range_of([req.profile or "default", *([req.shadow_profile] if req.shadow_profile else [])],
+                              profiles)
+
+
+def retrieval_range_of(named: Sequence[str], profiles: Mapping[str, Profile]) -> tuple[float, float]:
+    """``retrieval_range`` of a call ranked under each of the ``named`` profiles."""
     if all(name in profiles and profiles[name].formula == "agent_observer" for name in named):
         return ANY
     return UNIT

@@ -33,6 +33,7 @@ from memrank.config.sections import (
     Limits,
     SecuritySettings,
     ServerSettings,
+    ShadowSettings,
     TracingSettings,
 )
 from memrank.config.settings import Settings
@@ -54,6 +55,7 @@ __all__ = [
     "ServerSettings",
     "Settings",
     "SettingsSource",
+    "ShadowSettings",
     "TracingSettings",
     "builtin_defaults",
     "config_file",
@@ -156,11 +158,18 @@ def load_settings(
         raise config_error(exc, file.data, {k: t for k, t in variables.text.items() if k not in flags}) from None
     layers = tuple(LayerSpec(**asdict(layer)) for layer in config.layers)
     profiles = _profiles(config.profiles)
+    _check_shadow_profile(config.shadow, profiles)
     return Settings(
         server=config.server, limits=config.limits, security=config.security, layers=layers, profiles=profiles,
         policy_version=policy_version_of(config.limits, layers, profiles), drift=config.drift,
-        decision_log=config.decision_log, tracing=config.tracing,
+        decision_log=config.decision_log, tracing=config.tracing, shadow=config.shadow,
     )
+
+
+def _check_shadow_profile(shadow: ShadowSettings, profiles: Mapping[str, Profile]) -> None:
+    """shadow.profile names a profile of the configuration (built-in or the file's)."""
+    if shadow.profile is not None and shadow.profile not in profiles:
+        raise ConfigError(f"shadow.profile: unknown profile {shadow.profile!r} (known: {', '.join(sorted(profiles))})")
 
 
 @dataclass(frozen=True)

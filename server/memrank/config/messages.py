@@ -23,8 +23,8 @@ _BOUND = ("greater_than_equal", "less_than_equal")
 _EXPECTED = {"int_type": "int", "float_type": "float", "finite_number": "a finite number", "bool_type": "true or false",
              "string_type": "a string", "dataclass_type": "a mapping", "dict_type": "a mapping", "list_type": "a list"}
 # The sections in the order their errors are reported; server.health_address's check comes after the limits.
-_ORDER = ("server", "limits", "server.health_address", "security", "drift", "decision_log", "tracing", "layers",
-          "profiles")
+_ORDER = ("server", "limits", "server.health_address", "security", "drift", "decision_log", "tracing", "shadow",
+          "layers", "profiles")
 _LAST = 1 << 30
 
 

@@ -197,6 +197,19 @@ DEFAULT_TRACING = TracingSettings()
 
 @SECTION
 @dataclass(frozen=True)
+class ShadowSettings:
+    """A candidate profile scored beside the served one on live traffic (``memrank.api.shadow``); reloaded with
+    the profiles. The answer never changes: the shadow shows only in metrics and decision records."""
+
+    profile: OptionalText = None  # a configured profile's name; None: no server-side shadow
+    sample_rate: Annotated[Number, Field(ge=0, le=1)] = 1.0  # share of calls shadowed, by a hash of request_id
+
+
+DEFAULT_SHADOW = ShadowSettings()
+
+
+@SECTION
+@dataclass(frozen=True)
 class LayerEntry:
     """A default layer as a config file spells it: LayerSpec's fields and defaults, strictly typed."""
 
@@ -210,7 +223,7 @@ class LayerEntry:
 
 SECTIONS: Mapping[str, type] = MappingProxyType({
     "server": ServerSettings, "limits": Limits, "security": SecuritySettings, "drift": DriftSettings,
-    "decision_log": DecisionLogSettings, "tracing": TracingSettings})
+    "decision_log": DecisionLogSettings, "tracing": TracingSettings, "shadow": ShadowSettings})
 KEYED = (*SECTIONS.items(), ("layers", LayerEntry))
 # Each key's type without its checks (str | None, ...), as an environment variable's text is read.
 HINTS = {f"{prefix}.{name}": hint for prefix, cls in KEYED for name, hint in typing.get_type_hints(cls).items()}
@@ -331,3 +344,10 @@ def check_tracing(t: TracingSettings) -> TracingSettings:
     if t.service_name is not None and not t.service_name.strip():
         raise fail(f"{t.service_name!r} is blank (null = OTEL_SERVICE_NAME, else memrank)", "tracing.service_name")
     return t
+
+
+def check_shadow(s: ShadowSettings) -> ShadowSettings:
+    """Values only; that the profile exists is checked once the profiles are built (``load_settings``)."""
+    if s.profile is not None and not s.profile.strip():
+        raise fail(f"{s.profile!r} is blank (null = no shadow)", "shadow.profile")
+    return s

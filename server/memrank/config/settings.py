@@ -12,12 +12,14 @@ from memrank.config.keys import read_key
 from memrank.config.sections import (
     DEFAULT_DECISION_LOG,
     DEFAULT_DRIFT,
+    DEFAULT_SHADOW,
     DEFAULT_TRACING,
     DecisionLogSettings,
     DriftSettings,
     Limits,
     SecuritySettings,
     ServerSettings,
+    ShadowSettings,
     TracingSettings,
 )
 from memrank.core.batch import LayerSpec
@@ -38,6 +40,7 @@ class Settings:
     drift: DriftSettings = DEFAULT_DRIFT
     decision_log: DecisionLogSettings = DEFAULT_DECISION_LOG
     tracing: TracingSettings = DEFAULT_TRACING
+    shadow: ShadowSettings = DEFAULT_SHADOW
 
     def provenance_key(self) -> bytes | None:
         """The provenance HMAC key, read from its file (None when not configured)."""
@@ -57,6 +60,7 @@ class Settings:
             "drift": asdict(self.drift),
             "decision_log": asdict(self.decision_log),
             "tracing": asdict(self.tracing),
+            "shadow": asdict(self.shadow),
             "layers": [asdict(layer) for layer in self.layers],
             "profiles": {name: profile_to_mapping(p) for name, p in sorted(self.profiles.items())},
         }

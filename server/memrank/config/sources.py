@@ -23,11 +23,13 @@ from memrank.config.sections import (
     Limits,
     SecuritySettings,
     ServerSettings,
+    ShadowSettings,
     TracingSettings,
     check_decision_log,
     check_drift,
     check_security,
     check_server,
+    check_shadow,
     check_tracing,
 )
 from memrank.core.errors import ConfigError
@@ -87,6 +89,8 @@ ENV_KEYS: Mapping[str, str] = MappingProxyType({
     "MEMRANK_TRACING_ENDPOINT": "tracing.endpoint",
     "MEMRANK_TRACING_SAMPLER_RATIO": "tracing.sampler_ratio",
     "MEMRANK_TRACING_SERVICE_NAME": "tracing.service_name",
+    "MEMRANK_SHADOW_PROFILE": "shadow.profile",
+    "MEMRANK_SHADOW_SAMPLE_RATE": "shadow.sample_rate",
 })
 
 def named(item: Any) -> Any:
@@ -117,6 +121,7 @@ class ConfigFile(BaseSettings):
     drift: Annotated[DriftSettings, AfterValidator(check_drift)]
     decision_log: Annotated[DecisionLogSettings, AfterValidator(check_decision_log)]
     tracing: Annotated[TracingSettings, AfterValidator(check_tracing)]
+    shadow: Annotated[ShadowSettings, AfterValidator(check_shadow)]
     layers: Annotated[list[Annotated[LayerEntry, BeforeValidator(named)]], AfterValidator(unique_names)]
     profiles: Annotated[dict[Any, Any], BeforeValidator(null_is_no_profiles)]  # read by profile_from_mapping
 

@@ -94,7 +94,8 @@ def rank(
     real_ids = [batch.ids[i] for i in outcome.ranked]
     shadow_ids = [batch.ids[i] for i in shadow.ranked]
     k, overlap = overlap_at_k(real_ids, shadow_ids)
-    result = ShadowResult(shadow_profile.name, k, overlap, kendall_tau_b(real_ids, shadow_ids), tuple(shadow_ids))
+    result = ShadowResult(shadow_profile.name, k, overlap, kendall_tau_b(real_ids, shadow_ids), tuple(shadow_ids),
+                          len(set(real_ids).intersection(shadow_ids)))
     return replace(outcome, shadow=result)
 
 

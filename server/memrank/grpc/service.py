@@ -14,12 +14,12 @@ from memrank._gen.v1 import ranking_service_pb2_grpc as pb_grpc
 from memrank.api import encode
 from memrank.api.call import Call, CallAbandoned, Policy, RankInput, handle_admission, handle_rank
 from memrank.api.feedback import feedback_id, validate_feedback
+from memrank.api.sample import sampled
 from memrank.config import Settings
 from memrank.core.batch import Batch, RankParams
 from memrank.core.errors import MemrankError
 from memrank.core.explain.outcome import RankOutcome
 from memrank.decisions.capture import capture_decision, capture_feedback
-from memrank.decisions.sample import sampled
 from memrank.decisions.writer import DecisionLog
 from memrank.feature_memo import FeatureMemo
 from memrank.grpc.errors import Abandoned, Internal, NotEnabled, Overloaded, Refusal, abort_with, code_of

@@ -1,11 +1,12 @@
 """Profiles reloaded without a restart: on SIGHUP, and when the config file changes (a ConfigMap update).
 
 What a reload changes: the profiles and the layers (and with them the policy version that responses,
-receipts and decision records name). The settings are loaded again from the same sources as at start
-(the file, the ``MEMRANK_*`` variables, the flags); a file that does not load is refused with a logged
-error and the profiles in force keep serving. Other keys (addresses, limits, security, ...) that differ
-are logged as needing a restart and not applied. The swap is one assignment: a call reads the settings
-once when it starts, so calls in flight finish on the profiles they started with.
+receipts and decision records name), and the shadow profile (``shadow``, which names one of them). The
+settings are loaded again from the same sources as at start (the file, the ``MEMRANK_*`` variables, the
+flags); a file that does not load is refused with a logged error and the profiles in force keep serving.
+Other keys (addresses, limits, security, ...) that differ are logged as needing a restart and not applied.
+The swap is one assignment: a call reads the settings once when it starts, so calls in flight finish on
+the profiles they started with.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from memrank.metrics.declare import Metrics
 
 log = logging.getLogger("memrank.reload")
 FileMark = tuple[int, int, int, int] | None
-APPLIED = ("profiles", "layers")
+APPLIED = ("profiles", "layers", "shadow")
 
 
 def _mark(path: str | None) -> FileMark:
@@ -72,18 +73,19 @@ class ProfileReloader:
             if ignored:
                 log.warning("reload: these sections changed and need a restart; not applied",
                             extra={"why": why, "sections": ignored})
-            if new.profiles == old.profiles and new.layers == old.layers:
+            if new.profiles == old.profiles and new.layers == old.layers and new.shadow == old.shadow:
                 self._metrics.config_reloads.labels(result="unchanged").inc()
                 log.info("reload: profiles unchanged", extra={"why": why, "pid": os.getpid(),
                                                              "policy_version": old.policy_version})
                 return "unchanged"
-            applied = replace(old, profiles=new.profiles, layers=new.layers,
+            applied = replace(old, profiles=new.profiles, layers=new.layers, shadow=new.shadow,
                               policy_version=policy_version_of(old.limits, new.layers, new.profiles))
             self._put(applied)
             self._metrics.policy_info.labels(policy_version=old.policy_version).set(0)
             self._metrics.policy_info.labels(policy_version=applied.policy_version).set(1)
             self._metrics.config_reloads.labels(result="ok").inc()
             log.info("reloaded", extra={"why": why, "pid": os.getpid(), "profiles": sorted(applied.profiles),
+                                        "shadow": applied.shadow.profile,
                                         "policy_version": applied.policy_version,
                                         "was": old.policy_version})
             return "ok"

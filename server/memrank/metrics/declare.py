@@ -26,6 +26,9 @@ LATENCY_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0
 CANDIDATE_BUCKETS = (0, 1, 5, 10, 25, 50, 100, 200, 400, 800, 1600)
 UTILIZATION_BUCKETS = (0.1, 0.25, 0.5, 0.75, 0.9, 0.95, 1.0)
 MARGIN_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0)
+# overlap@k is a fraction m/k of small k (1/3, 2/3, 3/4, 4/5, ...); tau runs over [-1, 1]
+OVERLAP_BUCKETS = (0.0, 0.2, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 0.95, 1.0)
+TAU_BUCKETS = (-1.0, -0.5, 0.0, 0.25, 0.5, 0.6, 0.7, 0.8, 0.9, 0.95, 1.0)
 GAUGE_MODE: Final[Literal["livemax"]] = "livemax"
 
 
@@ -102,6 +105,18 @@ class Metrics:
         self.policy_info = Gauge(
             "memrank_policy_info", "1 for the policy version (layers, limits and profiles) this server serves; 0 "
             "for one it served before a reload.", ("policy_version",), multiprocess_mode=GAUGE_MODE, registry=r,
+        )
+        self.shadow_overlap = Histogram(
+            "memrank_shadow_overlap_at_k", "Rank calls with a shadow profile (the server's or the caller's): "
+            "|top-k(served) ∩ top-k(shadow)| / k, k = the served selection's size (1 when both are empty).",
+            ("profile", "shadow_profile"), buckets=OVERLAP_BUCKETS, registry=r,
+        )
+        self.shadow_kendall_tau = Histogram(
+            "memrank_shadow_kendall_tau", "Rank calls with a shadow profile whose two selections share two or more "
+            "memories: Kendall tau of the served and the shadow order over the memories both selected (no ties: "
+            "tau-a = tau-b). Fewer in common: not observed (compare the overlap histogram's count). No _sum: tau "
+            "can be negative (OpenMetrics); quantiles come from the buckets.",
+            ("profile", "shadow_profile"), buckets=TAU_BUCKETS, registry=r,
         )
         self.feedback_labels = Counter(
             "memrank_feedback_labels", "Feedback labels received by RecordFeedback, by relevance grade (0-3).",

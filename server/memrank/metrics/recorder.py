@@ -73,6 +73,7 @@ class Recorder:
         self._record_drops(outcome)
         self._record_selection(outcome, profile)
         self._record_budgets(outcome)
+        self._record_shadow(outcome, profile)
         self._record_drift(outcome, profile, values, bins, measured if counted is not None else None)
 
     def _record_layers(self, outcome: RankOutcome, profile: str, values: np.ndarray, bins: np.ndarray,
@@ -135,6 +136,16 @@ class Recorder:
         if picked >= 2:
             first, second = outcome.final[outcome.ranked[:2]]
             self.metrics.top_margin.observe(max(0.0, float(first - second)))
+
+    def _record_shadow(self, outcome: RankOutcome, profile: str) -> None:
+        """The served and the shadow selection's agreement: overlap@k, and Kendall tau when it is defined."""
+        shadow = outcome.shadow
+        if shadow is None:
+            return
+        other = shadow.profile if shadow.profile in self.profiles else OTHER
+        self._child(self.metrics.shadow_overlap, profile, other).observe(shadow.overlap_at_k)
+        if shadow.common >= 2:
+            self._child(self.metrics.shadow_kendall_tau, profile, other).observe(shadow.kendall_tau)
 
     def _record_budgets(self, outcome: RankOutcome) -> None:
         """Used / budget tokens of each layer that had a budget (0 = no token budget)."""

@@ -245,7 +245,9 @@ def _sample(key: str, default: Any) -> tuple[str, Any]:
     texts = {"server.address": "127.0.0.1:1", "server.metrics_address": "127.0.0.2", "server.log_level": "debug",
              "server.health_address": "127.0.0.1:2", "decision_log.sink": "file", "decision_log.content": "plain",
              "decision_log.fsync": "every",
-             "security.auth_open_methods": "a.B", "tracing.endpoint": "http://x", "tracing.service_name": "svc"}
+             "security.auth_open_methods": "a.B", "tracing.endpoint": "http://x", "tracing.service_name": "svc",
+             "shadow.profile": "research", "decision_log.s3_url": "s3://bucket/prefix/",
+             "decision_log.s3_endpoint": "http://127.0.0.1:9000"}
     if key in texts:
         return texts[key], texts[key]
     if isinstance(default, bool):

@@ -7,9 +7,9 @@ import json
 import numpy as np
 import pytest
 
+from memrank.api.sample import sampled
 from memrank.decisions.mask import Masker
 from memrank.decisions.record import FloatColumn, _encode, plain
-from memrank.decisions.sample import sampled
 
 
 @pytest.mark.parametrize("values", [

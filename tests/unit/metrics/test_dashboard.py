@@ -13,6 +13,7 @@ import yaml
 from prometheus_client import CollectorRegistry
 
 from memrank.metrics.declare import Metrics
+from memrank.metrics.shadow_export import exposition
 
 ROOT = Path(__file__).resolve().parents[3]
 RULES = ROOT / "helm" / "memrank" / "files" / "prometheus-rules.yaml"
@@ -34,6 +35,9 @@ def _known_series() -> set[str]:
     for metric in registry.collect():  # every family declared
         names.add(metric.name)
         names.update(f"{metric.name}{suffix}" for suffix in ("_total", "_bucket", "_count", "_sum"))
+    for line in exposition([("p", "q", "tie", 0, 0.0)]).decode().splitlines():  # shadow-report's families
+        if line.startswith("# TYPE "):
+            names.add(line.split()[2])
     rules = yaml.safe_load(RULES.read_text())
     names.update(r["record"] for g in rules["groups"] for r in g["rules"] if "record" in r)
     return names

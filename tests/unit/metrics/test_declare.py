@@ -42,6 +42,8 @@ FAMILIES = {
     "memrank_feature_memo_hits": "counter",
     "memrank_feature_memo_misses": "counter",
     "memrank_unsent_refusals": "counter",
+    "memrank_shadow_overlap_at_k": "histogram",
+    "memrank_shadow_kendall_tau": "histogram",
 }
 
 

@@ -35,6 +35,7 @@ class ShadowResult:
     overlap_at_k: float
     kendall_tau: float
     selected_ids: tuple[str, ...]
+    common: int = 0  # memories both selected: kendall_tau is defined (not the 1.0 convention) when >= 2
 
 
 @dataclass(frozen=True)

@@ -1,4 +1,5 @@
-"""Which Rank calls are logged: a deterministic share chosen by a hash of request_id."""
+"""Which Rank calls are in a share: a deterministic choice by a hash of request_id, the decision log's
+(``decision_log.sample_rate``) and the server's shadow's (``shadow.sample_rate``, ``api.shadow``)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ _SCALE = float(1 << 64)
 
 
 def sampled(key: str, rate: float) -> bool:
-    """True when the call keyed ``key`` is in the logged share ``rate``.
+    """True when the call keyed ``key`` is in the share ``rate`` (logged, or shadowed).
 
     Logged when the first 8 bytes of SHA-256(key as UTF-8), read as a
     big-endian unsigned integer, are below ``rate`` x 2^64: a caller can
