@@ -117,27 +117,37 @@ def run_phase(state: SelectState, pool: np.ndarray, c: Candidates, caps: Caps) -
     # (scores are finite, so a gain of -inf is a candidate out of the running).
     weighted = c.lam * c.score[cand]
     penalty, dedupe = 1.0 - c.lam, c.dedupe
-    # The tokens each layer still takes; none (below any count) once its item cap is reached.
+    # The tokens each layer still takes; none (below any count) once its item cap is reached. The counts are
+    # kept in Python ints (exact, as the int64 ones) and written back once, as ``_scan`` does.
     room = np.where(caps.layer_items > state.used_items, caps.layer_tokens - state.used_tokens, _NONE)
-    while cand.size and (not caps.max_items or len(state.picked) < caps.max_items):
+    used_tokens, used_items = state.used_tokens.tolist(), state.used_items.tolist()
+    layer_tokens, layer_items = caps.layer_tokens.tolist(), caps.layer_items.tolist()
+    picks: list[int] = []
+    gains: list[float] = []
+    left = min(caps.max_items - len(state.picked), cand.size) if caps.max_items else cand.size
+    while len(picks) < left:
         weighted[(c_sim >= dedupe) | (c_tokens > room[c_layer])] = -np.inf
         gain = weighted - penalty * c_sim
         last = int(gain.argmax())
         best = float(gain[last])
         if best == -np.inf:
-            return
+            break
         i, k = int(cand[last]), int(c_layer[last])
         weighted[last] = -np.inf
-        pool[i] = False
-        state.picked.append(i)
-        state.gain[i] = best
-        state.used_tokens[k] += c_tokens[last]
-        state.used_items[k] += 1
-        room[k] = caps.layer_tokens[k] - state.used_tokens[k] if caps.layer_items[k] > state.used_items[k] else _NONE
+        picks.append(i)
+        gains.append(best)
+        used_tokens[k] += int(c_tokens[last])
+        used_items[k] += 1
+        room[k] = layer_tokens[k] - used_tokens[k] if layer_items[k] > used_items[k] else _NONE
         row = sim.row(i)
         state.cover[row > state.max_sim] = i
         np.maximum(state.max_sim, row, out=state.max_sim)
         c_sim = state.max_sim[cand]
+    state.picked.extend(picks)
+    state.gain[picks] = gains
+    state.used_tokens[:] = used_tokens
+    state.used_items[:] = used_items
+    pool[picks] = False
 
 
 def classify_rest(state: SelectState, rest: np.ndarray, c: Candidates, caps: Caps) -> tuple[np.ndarray, np.ndarray]:
