@@ -53,7 +53,7 @@ class Candidates:
     """What every phase of one selection reads of the candidates, and the diversity settings."""
 
     score: np.ndarray  # float64: the score after every stage
-    tie_rank: np.ndarray  # int64: the place in the tie order
+    tie_order: np.ndarray  # int64: the candidates in tie order (a permutation)
     layer: np.ndarray  # int64: the layer's index
     tokens: np.ndarray  # int64
     sim: Similarity | None  # None: no diversity pass
@@ -81,8 +81,7 @@ def _scan(state: SelectState, pool: np.ndarray, c: Candidates, caps: Caps) -> No
     The room left per layer is kept in Python ints (exact, as the int64 counts): a pass costs a few
     operations per candidate instead of a handful of numpy calls each.
     """
-    order = np.argsort(c.tie_rank)  # a permutation: every sort gives the same order
-    cand = order[pool[order]]
+    cand = c.tie_order[pool[c.tie_order]]
     room_tokens = (caps.layer_tokens - state.used_tokens).tolist()
     room_items = (caps.layer_items - state.used_items).tolist()
     left = caps.max_items - len(state.picked) if caps.max_items else cand.size
@@ -109,8 +108,7 @@ def run_phase(state: SelectState, pool: np.ndarray, c: Candidates, caps: Caps) -
         _scan(state, pool, c, caps)
         return
     # The candidates in tie order, so the first of equal gains (``argmax``) is the tie rule's pick.
-    cand = pool.nonzero()[0]
-    cand = cand[np.argsort(c.tie_rank[cand])]
+    cand = c.tie_order[pool[c.tie_order]]
     c_layer, c_tokens, c_sim = c.layer[cand], c.tokens[cand], state.max_sim[cand]
     # Within a phase the room left in a layer only shrinks and max_sim only grows, so a candidate that is a
     # near-duplicate or does not fit now never will: its weighted score becomes -inf for the rest of the phase
