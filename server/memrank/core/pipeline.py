@@ -124,9 +124,10 @@ def _rank_with(profile: Profile, batch: Batch, params: RankParams, layers: tuple
         notes[i] = (note,)
     eligible_after_gates = drop == 0
 
+    order = tie_order(current, batch.event_time, batch.ingested_at, batch.ids)
     tie_rank = np.empty(batch.n, dtype=np.int64)
-    tie_rank[tie_order(current, batch.event_time, batch.ingested_at, batch.ids)] = np.arange(batch.n)
-    sel = select(batch, Pool(layer_of, tokens, current, tie_rank, eligible_after_gates),
+    tie_rank[order] = np.arange(batch.n)
+    sel = select(batch, Pool(layer_of, tokens, current, order, eligible_after_gates),
                  SelectParams(layers, params.max_tokens, params.max_items, profile.diversity_lambda,
                               profile.dedupe_threshold))
     rest, rest_reason, rest_cover = sel.rest, sel.rest_reason, sel.rest_cover

@@ -53,7 +53,7 @@ class Candidates:
     """What every phase of one selection reads of the candidates, and the diversity settings."""
 
     score: np.ndarray  # float64: the score after every stage
-    tie_rank: np.ndarray  # int64: the place in the tie order
+    tie_order: np.ndarray  # int64: the candidates in tie order (a permutation)
     layer: np.ndarray  # int64: the layer's index
     tokens: np.ndarray  # int64
     sim: Similarity | None  # None: no diversity pass
@@ -81,8 +81,7 @@ def _scan(state: SelectState, pool: np.ndarray, c: Candidates, caps: Caps) -> No
     The room left per layer is kept in Python ints (exact, as the int64 counts): a pass costs a few
     operations per candidate instead of a handful of numpy calls each.
     """
-    order = np.argsort(c.tie_rank)  # a permutation: every sort gives the same order
-    cand = order[pool[order]]
+    cand = c.tie_order[pool[c.tie_order]]
     room_tokens = (caps.layer_tokens - state.used_tokens).tolist()
     room_items = (caps.layer_items - state.used_items).tolist()
     left = caps.max_items - len(state.picked) if caps.max_items else cand.size
@@ -102,53 +101,51 @@ def _scan(state: SelectState, pool: np.ndarray, c: Candidates, caps: Caps) -> No
     pool[picks] = False
 
 
-def _take(state: SelectState, i: int, g: float, c: Candidates, sim: Similarity) -> None:
-    state.picked.append(i)
-    state.gain[i] = g
-    state.used_tokens[c.layer[i]] += c.tokens[i]
-    state.used_items[c.layer[i]] += 1
-    row = sim.row(i)
-    state.cover[row > state.max_sim] = i
-    np.maximum(state.max_sim, row, out=state.max_sim)
-
-
 def run_phase(state: SelectState, pool: np.ndarray, c: Candidates, caps: Caps) -> None:
     """Pick from ``pool`` (bool mask of undecided eligible candidates) until nothing fits; updates state."""
     sim = c.sim
     if sim is None or not c.diversity:
         _scan(state, pool, c, caps)
         return
-    lam, dedupe = c.lam, c.dedupe
-    # Within a phase the room left in a layer only shrinks and max_sim only grows, so a candidate that is
-    # a near-duplicate or does not fit now never will: the candidate list only shrinks. The candidates'
-    # layers, tokens and weighted scores are gathered once and shrink with it.
-    cand = pool.nonzero()[0]
-    if cand.size == 0:
-        return
-    c_layer, c_tokens, c_weighted = c.layer[cand], c.tokens[cand], lam * c.score[cand]
-    penalty = 1.0 - lam
-    # The tokens each layer still takes; none (below any count) once its item cap is reached. Only the layer
-    # of a pick changes, so only its entry is written after one.
+    # The candidates in tie order, so the first of equal gains (``argmax``) is the tie rule's pick.
+    cand = c.tie_order[pool[c.tie_order]]
+    c_layer, c_tokens, c_sim = c.layer[cand], c.tokens[cand], state.max_sim[cand]
+    # Within a phase the room left in a layer only shrinks and max_sim only grows, so a candidate that is a
+    # near-duplicate or does not fit now never will: its weighted score becomes -inf for the rest of the phase
+    # (scores are finite, so a gain of -inf is a candidate out of the running).
+    weighted = c.lam * c.score[cand]
+    penalty, dedupe = 1.0 - c.lam, c.dedupe
+    # The tokens each layer still takes; none (below any count) once its item cap is reached. The counts are
+    # kept in Python ints (exact, as the int64 ones) and written back once, as ``_scan`` does.
     room = np.where(caps.layer_items > state.used_items, caps.layer_tokens - state.used_tokens, _NONE)
-    last = -1  # where the previous pick is in ``cand``
-    while not caps.max_items or len(state.picked) < caps.max_items:
-        c_sim = state.max_sim[cand]
-        keep = (c_sim < dedupe) & (c_tokens <= room[c_layer])
-        if last >= 0:
-            keep[last] = False
-        if np.count_nonzero(keep) < keep.size:
-            cand, c_layer, c_tokens, c_weighted, c_sim = cand[keep], c_layer[keep], c_tokens[keep], \
-                c_weighted[keep], c_sim[keep]
-        if cand.size == 0:
-            return
-        gain = c_weighted - penalty * c_sim
-        best_gain = np.maximum.reduce(gain)  # gain.max() without its Python wrapper
-        ties = (gain == best_gain).nonzero()[0]
-        last = int(ties[np.argmin(c.tie_rank[cand[ties]])]) if ties.size > 1 else int(ties[0])
+    used_tokens, used_items = state.used_tokens.tolist(), state.used_items.tolist()
+    layer_tokens, layer_items = caps.layer_tokens.tolist(), caps.layer_items.tolist()
+    picks: list[int] = []
+    gains: list[float] = []
+    left = min(caps.max_items - len(state.picked), cand.size) if caps.max_items else cand.size
+    while len(picks) < left:
+        weighted[(c_sim >= dedupe) | (c_tokens > room[c_layer])] = -np.inf
+        gain = weighted - penalty * c_sim
+        last = int(gain.argmax())
+        best = float(gain[last])
+        if best == -np.inf:
+            break
         i, k = int(cand[last]), int(c_layer[last])
-        _take(state, i, float(best_gain), c, sim)
-        pool[i] = False
-        room[k] = caps.layer_tokens[k] - state.used_tokens[k] if caps.layer_items[k] > state.used_items[k] else _NONE
+        weighted[last] = -np.inf
+        picks.append(i)
+        gains.append(best)
+        used_tokens[k] += int(c_tokens[last])
+        used_items[k] += 1
+        room[k] = layer_tokens[k] - used_tokens[k] if layer_items[k] > used_items[k] else _NONE
+        row = sim.row(i)
+        state.cover[row > state.max_sim] = i
+        np.maximum(state.max_sim, row, out=state.max_sim)
+        c_sim = state.max_sim[cand]
+    state.picked.extend(picks)
+    state.gain[picks] = gains
+    state.used_tokens[:] = used_tokens
+    state.used_items[:] = used_items
+    pool[picks] = False
 
 
 def classify_rest(state: SelectState, rest: np.ndarray, c: Candidates, caps: Caps) -> tuple[np.ndarray, np.ndarray]:

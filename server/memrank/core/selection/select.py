@@ -42,7 +42,7 @@ class Pool:
     layer_of: tuple[str, ...]  # the candidate's layer name
     tokens: np.ndarray  # int64: its tokens
     score: np.ndarray  # float64: its score after every stage
-    tie_rank: np.ndarray  # int64: its place in the tie order
+    tie_order: np.ndarray  # int64: the candidates in tie order (``order.tie_order``)
     eligible: np.ndarray  # bool: kept by the gates
 
 
@@ -64,7 +64,7 @@ def select(batch: Batch, pool: Pool, params: SelectParams) -> Selection:
     layer = np.fromiter(map(index.__getitem__, pool.layer_of), dtype=np.int64, count=len(pool.layer_of))
     lam, max_tokens, max_items = params.diversity_lambda, params.max_tokens, params.max_items
     sim = Similarity(batch) if lam < 1.0 and np.count_nonzero(pool.eligible) else None
-    cands = Candidates(pool.score, pool.tie_rank, layer, pool.tokens, sim, lam, params.dedupe_threshold)
+    cands = Candidates(pool.score, pool.tie_order, layer, pool.tokens, sim, lam, params.dedupe_threshold)
     specs, items, first_alloc = _plan(layers, max_tokens)
     alloc = list(first_alloc)
     released_total = [0] * len(layers)

@@ -12,7 +12,7 @@ from memrank.core.selection.similarity import Similarity
 
 
 def _candidates(case: dict[str, object], sim: Similarity | None, lam: float) -> Candidates:
-    return Candidates(case["score"], case["tie_rank"], case["layer"], case["tokens"], sim, lam,  # type: ignore[arg-type]
+    return Candidates(case["score"], np.argsort(case["tie_rank"]), case["layer"], case["tokens"], sim, lam,  # type: ignore[arg-type]
                       case["dedupe"])  # type: ignore[arg-type]
 
 
