@@ -518,12 +518,13 @@ type Candidate struct {
 	// The score the caller's own reranker gave this memory for the query (a
 	// cross-encoder's logit, a rerank API's relevance score, a graded label):
 	// any finite value, any scale, higher = more relevant; non-finite values
-	// are refused (INVALID_ARGUMENT naming the field). memrank reads only its
-	// order within the batch: the `reranker` signal is the candidate's
-	// percentile rank among the batch's scores, in [0, 1], so any increasing
-	// rescaling of the scores changes nothing. Unset: scored as the batch's
-	// lowest score; when no candidate sets it, the `reranker` signal is 0 for
-	// every candidate (and profiles that do not weigh it are unaffected).
+	// are refused (INVALID_ARGUMENT naming the field). The `reranker` signal
+	// standardises it within the batch: the logistic of its z-score among the
+	// batch's scores, in (0, 1), so an affine rescaling (a x score + b, a > 0)
+	// changes nothing; send the rawest score you have (a logit rather than its
+	// sigmoid). Unset: scored as the batch's lowest score; when no candidate
+	// sets it, the `reranker` signal is 0 for every candidate (and profiles
+	// that do not weigh it are unaffected).
 	RerankerScore *float64 `protobuf:"fixed64,25,opt,name=reranker_score,json=rerankerScore,proto3,oneof" json:"reranker_score,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
