@@ -83,6 +83,7 @@ min-max fusion).
 
 from __future__ import annotations
 
+from dataclasses import replace
 from types import MappingProxyType
 
 from memrank.core.profile import Profile, RecencySpec, SignalSpec
@@ -94,20 +95,33 @@ def _own(name: str, description: str, weights: dict[str, float], recency: Recenc
                    recency=recency or RecencySpec())
 
 
+_DEFAULT = Profile(
+    name="default",
+    description="memrank's own, fitted listwise on two data shapes (LoCoMo turns, LongMemEval sessions): "
+                "relevance, stemmed lexical IDF, neighbour and thread context, length, speaker, a second hop, "
+                "statements over questions, the dates a query names; a signal constant in a request gives its "
+                "weight to the others; covering set",
+    signals=(SignalSpec("relevance", 0.166, "min_max"), SignalSpec("lexical", 0.159),
+             SignalSpec("context", 0.109), SignalSpec("speaker", 0.092), SignalSpec("importance", 0.013),
+             SignalSpec("thread", 0.121), SignalSpec("length", 0.115), SignalSpec("hop", 0.048),
+             SignalSpec("statement", 0.021), SignalSpec("date", 0.156)),
+    fusion="weighted", facet_weights=MappingProxyType({"bm25": 0.2, "dense": 0.8}), diversity_lambda=0.95,
+    lexical_stemmer="english", relevance_floor=0.1, share_constant_weight=True,
+)
+
+# Fitted by eval/cv_reranker.py (see the module docstring for the data and the command).
+_WITH_RERANKER = replace(
+    _DEFAULT, name="with-reranker",
+    description="default's signals plus the caller's reranker_score (the reranker signal: its percentile rank in "
+                "the batch), weights fitted listwise with it; without reranker scores its weight goes to the others",
+    signals=(SignalSpec("relevance", 0.2, "min_max"), SignalSpec("lexical", 0.15), SignalSpec("importance", 0.04),
+             SignalSpec("length", 0.1), SignalSpec("hop", 0.2), SignalSpec("statement", 0.05),
+             SignalSpec("reranker", 0.26)),
+)
+
 _PROFILES = (
-    Profile(
-        name="default",
-        description="memrank's own, fitted listwise on two data shapes (LoCoMo turns, LongMemEval sessions): "
-                    "relevance, stemmed lexical IDF, neighbour and thread context, length, speaker, a second hop, "
-                    "statements over questions, the dates a query names; a signal constant in a request gives its "
-                    "weight to the others; covering set",
-        signals=(SignalSpec("relevance", 0.166, "min_max"), SignalSpec("lexical", 0.159),
-                 SignalSpec("context", 0.109), SignalSpec("speaker", 0.092), SignalSpec("importance", 0.013),
-                 SignalSpec("thread", 0.121), SignalSpec("length", 0.115), SignalSpec("hop", 0.048),
-                 SignalSpec("statement", 0.021), SignalSpec("date", 0.156)),
-        fusion="weighted", facet_weights=MappingProxyType({"bm25": 0.2, "dense": 0.8}), diversity_lambda=0.95,
-        lexical_stemmer="english", relevance_floor=0.1, share_constant_weight=True,
-    ),
+    _DEFAULT,
+    _WITH_RERANKER,
     _own("support", "recency-led (half-life 48 h) for support agents",
          {"recency": 0.35, "relevance": 0.30, "importance": 0.10, "lexical": 0.10, "trust": 0.05,
           "kind_prior": 0.05, "access_log": 0.05}, recency=RecencySpec.from_half_life(48.0, 0.05)),
