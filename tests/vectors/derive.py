@@ -150,8 +150,9 @@ DEFAULT_SHARE = True  # share_constant_weight: a signal constant over the eligib
 DEFAULT_FLOOR = 0.1  # batch relevance floor on retrieval_score (the request's relevanceThreshold replaces it)
 # The built-in `with-reranker` profile (profiles/builtin.py): default's gates, floor, sharing and covering set with
 # these weights and lambda, the caller's reranker_score among the signals.
-WITH_RERANKER_WEIGHTS = (("relevance", 0.2), ("lexical", 0.15), ("importance", 0.04), ("length", 0.1),
-                         ("hop", 0.2), ("statement", 0.05), ("reranker", 0.26))
+WITH_RERANKER_WEIGHTS = (("relevance", 0.129), ("lexical", 0.109), ("context", 0.09), ("speaker", 0.082),
+                         ("importance", 0.016), ("thread", 0.12), ("length", 0.113), ("hop", 0.045),
+                         ("statement", 0.019), ("date", 0.157), ("reranker", 0.12))
 WITH_RERANKER_LAMBDA = 0.95
 PROFILE_WEIGHTS = {"default": DEFAULT_WEIGHTS, "with-reranker": WITH_RERANKER_WEIGHTS}
 PROFILE_LAMBDA = {"default": DEFAULT_LAMBDA, "with-reranker": WITH_RERANKER_LAMBDA}
