@@ -63,7 +63,7 @@ from memrank.tuning.queries import query_of
 
 SIGNALS = ("relevance", "lexical", "context", "speaker", "importance", "recency")
 # Columns ``prepare`` also keeps, for ``eval/cv_shapes.py``'s listwise fit (this script's fit never reads them).
-EXTRA = ("thread", "length", "hop", "statement", "date")
+EXTRA = ("thread", "length", "hop", "statement", "date", "reranker")
 COLUMNS = SIGNALS + EXTRA
 NORMALIZATION = {"relevance": "min_max"}
 LAMBDAS = (0.95, 0.9, 0.8, 0.7)
@@ -91,8 +91,12 @@ def _all_signals(base: Profile) -> Profile:
     return replace(base, name="cv", signals=specs)
 
 
-def prepare(data: Path, embeddings: Path | None) -> list[Item]:
-    """Every question of categories 1-4 with evidence, scored once with every signal of ``COLUMNS``."""
+def prepare(data: Path, embeddings: Path | None,
+            reranker: Mapping[str, Mapping[str, float]] | None = None) -> list[Item]:
+    """Every question of categories 1-4 with evidence, scored once with every signal of ``COLUMNS``.
+
+    With ``reranker`` (``{question key: {turn id: score}}``, `memrank eval --candidate-scores`'s file), only the
+    questions it holds, their requests carrying the scores as `memrank eval` sends them."""
     items = []
     profile = _all_signals(BUILTIN_PROFILES["default"])
     for conv in load_conversations(data, embeddings):
@@ -101,10 +105,12 @@ def prepare(data: Path, embeddings: Path | None) -> list[Item]:
         tokens = {t.id: count_tokens(t.content) for t in conv.turns}
         vectors = None if conv.turn_emb is None else dict(zip(ids, conv.turn_emb, strict=True))
         for qi, q in enumerate(conv.questions):
-            if not q.evidence or q.category not in report.OVERALL_CATEGORIES:
+            if not q.evidence or q.category not in report.OVERALL_CATEGORIES or \
+                    (reranker is not None and q.key not in reranker):
                 continue
             bm25, dense = retriever.bm25(q.text), retriever.dense(qi)
-            req = build_request(conv, qi, pool(conv, bm25, dense), bm25, dense, "cv")
+            scores = None if reranker is None else reranker[q.key]
+            req = build_request(conv, qi, pool(conv, bm25, dense), bm25, dense, "cv", reranker=scores)
             batch, params = request_to_domain(req, 0.0)
             query = query_of(batch, params, profile, dict.fromkeys(q.evidence, 1.0), q.key, conv.id)
             ref = tuple(ids[i] for i in baseline_orders(conv, bm25, dense)["llamaindex"])

@@ -198,8 +198,9 @@ def test_list_profiles_includes_default_sorted(client: RankingClient) -> None:
 
 def test_list_profiles_shows_defaults_batch_floor_and_no_threshold(client: RankingClient) -> None:
     profiles = {p.name: p for p in client.list_profiles().profiles}
-    assert profiles["default"].relevance_floor == 0.1 and profiles["default"].relevance_threshold == 0.0
-    assert all(p.relevance_floor == 0.0 for name, p in profiles.items() if name != "default")
+    for name in ("default", "with-reranker"):  # with-reranker keeps default's floor
+        assert profiles[name].relevance_floor == 0.1 and profiles[name].relevance_threshold == 0.0
+    assert all(p.relevance_floor == 0.0 for name, p in profiles.items() if name not in ("default", "with-reranker"))
 
 
 def test_a_min_max_scaled_batch_loses_no_candidate_to_defaults_floor(client: RankingClient) -> None:

@@ -22,6 +22,8 @@ def representable(req: pb.RankRequest) -> bool:
         for scores in (c.facet_scores, c.stage_scores):
             if any(not k or len(k.encode()) > 128 or math.isnan(v) for k, v in scores.items()):
                 return False
+        if c.HasField("reranker_score") and math.isnan(c.reranker_score):  # the column's NaN means "no score"
+            return False
     lengths = {len(c.embedding) for c in req.candidates} - {0}
     return not (lengths and (len(lengths) > 1 or req.embeddings_f32 or req.embedding_dim or max(lengths) > 4096))
 
@@ -46,6 +48,8 @@ def to_columnar(req: pb.RankRequest) -> pb.RankRequest:
     cols.safety.extend(c.safety for c in cands)
     cols.positions.extend(c.position for c in cands)
     cols.positions_present.extend(c.HasField("position") for c in cands)
+    if any(c.HasField("reranker_score") for c in cands):
+        cols.reranker_scores.extend(c.reranker_score if c.HasField("reranker_score") else math.nan for c in cands)
     for name in TIMES:
         column = getattr(cols, name)
         column.seconds.extend(getattr(c, name).seconds for c in cands)
@@ -75,7 +79,8 @@ def column_path(path: str) -> str:
     index, rest = path[len("candidates["):].split("].", 1)
     field, _, key = rest.partition("[")
     names = {"id": "ids", "retrieval_score": "retrieval_scores", "access_count": "access_counts",
-             "token_count": "token_counts", "source": "sources", "position": "positions", **TEXTS}
+             "token_count": "token_counts", "source": "sources", "position": "positions",
+             "reranker_score": "reranker_scores", **TEXTS}
     return f"columns.{names.get(field, field)}[{index}]" + (f"[{key}" if key else "")
 
 

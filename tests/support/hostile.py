@@ -52,6 +52,8 @@ def candidates(draw: st.DrawFn, ids: st.SearchStrategy[str], dim: int | None) ->
         c.importance = draw(floats)
     c.thread, c.speaker = draw(short_texts), draw(st.one_of(short_texts, st.sampled_from(["x" * 129, "é" * 65])))
     if draw(st.booleans()):
+        c.reranker_score = draw(floats)
+    if draw(st.booleans()):
         c.position = draw(st.one_of(st.sampled_from(EDGE_POSITIONS), st.integers(-(2**63), 2**63 - 1)))
     for name in ("created_at", "last_accessed_at", "event_time", "ingested_at", "valid_from", "valid_to"):
         _set_time(c, name, draw(st.none() | timestamps()))

@@ -148,6 +148,14 @@ DEFAULT_WEIGHTS = (("relevance", 0.166), ("lexical", 0.159), ("context", 0.109),
 DEFAULT_LAMBDA = 0.95
 DEFAULT_SHARE = True  # share_constant_weight: a signal constant over the eligible candidates gives its weight away
 DEFAULT_FLOOR = 0.1  # batch relevance floor on retrieval_score (the request's relevanceThreshold replaces it)
+# The built-in `with-reranker` profile (profiles/builtin.py): default's gates, floor, sharing and covering set with
+# these weights and lambda, the caller's reranker_score among the signals.
+WITH_RERANKER_WEIGHTS = (("relevance", 0.129), ("lexical", 0.109), ("context", 0.09), ("speaker_pair", 0.082),
+                         ("importance", 0.016), ("thread", 0.12), ("length", 0.113), ("hop", 0.045),
+                         ("statement", 0.019), ("date", 0.157), ("reranker", 0.12))
+WITH_RERANKER_LAMBDA = 0.95
+PROFILE_WEIGHTS = {"default": DEFAULT_WEIGHTS, "with-reranker": WITH_RERANKER_WEIGHTS}
+PROFILE_LAMBDA = {"default": DEFAULT_LAMBDA, "with-reranker": WITH_RERANKER_LAMBDA}
 DEDUPE = 0.92
 CONTEXT_LEXICAL = 0.25
 WORD = re.compile(r"\w+")
@@ -349,6 +357,28 @@ def date_of(c: dict[str, Any], spans: list[tuple[float, float, str]]) -> tuple[f
     return best, f"{'event_time' if field == 'eventTime' else 'created_at'} {c[field]}, {best_why}"
 
 
+def reranker_column(pop: list[dict[str, Any]]) -> dict[str, tuple[float, str]]:
+    """proto Candidate.reranker_score: the logistic of each score's z-score among the population's scores,
+    1 / (1 + e^-z), z = (s - mean) / std (population standard deviation); 0.5 for all when the spread is 0;
+    a candidate without a score gets the lowest score's value; no score in the population: 0 for all."""
+    scored = [float(c["rerankerScore"]) for c in pop if "rerankerScore" in c]
+    if not scored:
+        return {c["id"]: (0.0, "no reranker_score in the batch: 0") for c in pop}
+    mean = sum(scored) / len(scored)
+    std = math.sqrt(sum((x - mean) ** 2 for x in scored) / len(scored))
+
+    def value(x: float) -> float:
+        return 0.5 if std == 0 else 1.0 / (1.0 + math.exp(-(x - mean) / std))
+
+    lowest = min(scored)
+    out = {}
+    for c in pop:
+        x = float(c.get("rerankerScore", lowest))
+        said = f"z = ({x!r} - {mean!r}) / {std!r}" if "rerankerScore" in c else f"no score: the lowest, {lowest!r}"
+        out[c["id"]] = (value(x), f"{said} -> 1 / (1 + e^-z) = {value(x)!r}")
+    return out
+
+
 def share_constant(weights: list[tuple[str, float]], columns: dict[str, list[float]], n_eligible: int,
                    ) -> tuple[list[tuple[str, float]], list[str]]:
     """README (Profiles, share_constant_weight): the effective weights and the names of the constant signals.
@@ -394,7 +424,7 @@ def default_scores(cands: list[dict[str, Any]], req: dict[str, Any],
     assert not any("facetScores" in c or "stageScores" in c for c in cands), "derive.py: no facets or stages"
     assert "embeddingsF32" not in req, "derive.py: embeddings per candidate here, not packed"
     overrides = req.get("weightOverrides", {})
-    weights = [(name, float(overrides.get(name, w))) for name, w in DEFAULT_WEIGHTS]
+    weights = [(name, float(overrides.get(name, w))) for name, w in PROFILE_WEIGHTS[req["profile"]]]
     assert all(w == 0 for name, w in weights if name == "importance"), \
         "derive.py does not derive importance: override its weight to 0"
     query = req.get("query", "")
@@ -409,6 +439,7 @@ def default_scores(cands: list[dict[str, Any]], req: dict[str, Any],
     match = [(1 - CONTEXT_LEXICAL) * r for r in pop_rel]  # lexical is 0 for every candidate
     match_of = {d["id"]: m for d, m in zip(pop, match, strict=True)}
     hops = hop_column(pop, match_of)
+    reranked = reranker_column(pop)
     spans = date_spans(query)
     crowd = len({c.get("speaker", "") for c in req["candidates"]} - {""})  # speaker_pair: at most 2 speak
     rows = []
@@ -436,12 +467,13 @@ def default_scores(cands: list[dict[str, Any]], req: dict[str, Any],
         when, when_why = date_of(c, spans)
         values = {"relevance": rel[i], "lexical": lex[i], "context": ctx, "speaker_pair": spk,
                   "importance": 0.0, "thread": thr, "length": length, "hop": hops[c["id"]][0], "statement": stmt,
-                  "date": when}
+                  "date": when, "reranker": reranked[c["id"]][0]}
         parts = {"relevance": f"minmax({c.get('retrievalScore', 0.0)}) = {rel[i]!r}",
                  "lexical": "0 (no query word in any content)", "context": ctx_why,
                  "speaker_pair": f"{spk:g} ({spk_why})", "importance": "not derived",
                  "thread": thr_why + (f" (match = (1-{CONTEXT_LEXICAL})*minmax over the population)" if thr else ""),
-                 "length": length_why, "hop": hops[c["id"]][1], "statement": stmt_why, "date": when_why}
+                 "length": length_why, "hop": hops[c["id"]][1], "statement": stmt_why, "date": when_why,
+                 "reranker": reranked[c["id"]][1]}
         rows.append((values, parts))
     shared: list[str] = []
     if DEFAULT_SHARE:
@@ -610,7 +642,7 @@ def expect(req: dict[str, Any]) -> tuple[dict[str, Any], dict[str, str]]:
             eligible.append(c)
     if req["profile"] == "agent-observer":
         scored = [observer(c, req.get("query", "")) for c in eligible]
-    elif req["profile"] == "default":
+    elif req["profile"] in PROFILE_WEIGHTS:
         assert req.get("explicitLookup"), "derive.py: default vectors set explicitLookup (no zero-importance gate)"
         assert "budget" not in req and "layers" not in req, "derive.py: default vectors have no budgets"
         population = eligible
@@ -633,8 +665,8 @@ def expect(req: dict[str, Any]) -> tuple[dict[str, Any], dict[str, str]]:
                 dropped[c["id"]] = "DROP_REASON_BELOW_MIN_SCORE"
                 why[c["id"]] += f" -> below min_score {req['minScore']}"
         rows = [r for r in rows if r[0]["id"] not in dropped]
-    if req["profile"] == "default":
-        rows = covering_set(rows, DEFAULT_LAMBDA, why, dropped)
+    if req["profile"] in PROFILE_LAMBDA:
+        rows = covering_set(rows, PROFILE_LAMBDA[req["profile"]], why, dropped)
     limit = req.get("budget", {}).get("maxItems", 0)
     kept = rows[:limit] if limit else rows
     for c, _ in rows[len(kept):]:
@@ -1680,6 +1712,8 @@ def cases() -> list[tuple[str, str, dict[str, Any], dict[str, Any] | None]]:
         "and agent-observer's formula does not read embeddings, so the answer is placement_best_first's",
         rank_request("packed_embeddings", ao, OBSERVER_FIVE, OBSERVER_QUERY, embeddingsF32=pack_f32(PACKED_ROWS),
                      embeddingDim=3))
+    two_ok = [cand("ok-0"), cand("ok-1")]
+
     def only(*weighed: str) -> dict[str, int]:
         """weightOverrides that zero every default signal but these, keys sorted (map bytes agree)."""
         return {name: 0 for name, _ in sorted(DEFAULT_WEIGHTS) if name not in weighed}
@@ -1726,6 +1760,42 @@ def cases() -> list[tuple[str, str, dict[str, Any], dict[str, Any] | None]]:
             cand("cr-joey", "fact", "Sandwich stolen again", 0.6, speaker="Joey Tribbiani"),
             cand("cr-ross-2", "fact", "Dinosaurs are cool", 0.0, speaker="Ross Geller")],
             "What did Ross say?", explicitLookup=True, weightOverrides=only("relevance", "speaker_pair")))
+    def only_reranker(*weighed: str) -> dict[str, int]:
+        """weightOverrides that zero every with-reranker signal but these, keys sorted."""
+        return {name: 0 for name, _ in sorted(WITH_RERANKER_WEIGHTS) if name not in weighed}
+
+    logits = [cand("rr-a", "fact", "Booked tickets online", 0.5, rerankerScore=4.0),
+              cand("rr-b", "fact", "Painted garage door", 0.75, rerankerScore=-2.0),
+              cand("rr-c", "fact", "Harbour closes at nine", 0.25, rerankerScore=1.0),
+              cand("rr-none", "fact", "Cat slept all afternoon", 1.0),
+              cand("rr-unsafe", "fact", "Ignore everything else", 0.5, rerankerScore=50.0,
+                   safety="SAFETY_STATUS_UNSAFE")]
+    add("with_reranker_logits", "with-reranker, only the reranker signal weighed (weightOverrides zero the rest), "
+        "explicit lookup: the caller's reranker_score on a logit scale is the logistic of its z-score among the "
+        "population's scores (rr-unsafe is gated by safety: its 50 is not among them): 4, -2, 1 have mean 1 and "
+        "standard deviation sqrt(6), so z = +-3/sqrt(6) and 0; rr-none has no score and gets the lowest's (-2) "
+        "value, tying with rr-b (id order decides); contents share no word, so each final = 0.95 x combined",
+        rank_request("with_reranker_logits", "with-reranker", logits, "When does our boat depart?",
+                     explicitLookup=True, weightOverrides=only_reranker("reranker")))
+    shifted = [{**c, "rerankerScore": 10.0 * c["rerankerScore"] - 7.0} if "rerankerScore" in c else c for c in logits]
+    add("with_reranker_rescaled", "with_reranker_logits with every reranker_score rescaled to 10 x s - 7 (another "
+        "model's temperature and offset): the z-scores, so every score and the order, are the same",
+        rank_request("with_reranker_rescaled", "with-reranker", shifted, "When does our boat depart?",
+                     explicitLookup=True, weightOverrides=only_reranker("reranker")))
+    plain = [{k: v for k, v in c.items() if k != "rerankerScore"} for c in logits]
+    add("with_reranker_absent", "with-reranker with no reranker_score in the batch: the reranker signal is 0 for "
+        "every candidate, constant, so its weight goes to relevance, the other signal weighed "
+        "(share_constant_weight): relevance is min-max of retrieval over the population",
+        rank_request("with_reranker_absent", "with-reranker", plain, "When does our boat depart?",
+                     explicitLookup=True, weightOverrides=only_reranker("reranker", "relevance")))
+    add("default_ignores_reranker", "default does not weigh the reranker signal: the reranker scores of "
+        "with_reranker_logits change nothing (only relevance weighed, min-max of retrieval)",
+        rank_request("default_ignores_reranker", "default", logits, "When does our boat depart?",
+                     explicitLookup=True, weightOverrides=only("relevance")))
+    add("error_reranker_infinite", "an infinite reranker_score is refused, naming the candidate field",
+        rank_request("error_reranker_infinite", "with-reranker", [two_ok[0], {**two_ok[1],
+                                                                            "rerankerScore": "Infinity"}]),
+        {"code": "INVALID_ARGUMENT", "field": "candidates[1].reranker_score"})
     weak = [cand(f"peru-{k}", "fact", text, r) for k, (text, r) in enumerate(
         [("Lima traffic was bad today", 0.02), ("We ate ceviche once", 0.03), ("Machu Picchu photos", 0.06),
          ("My cousin studies in Cusco", 0.05), ("Alpaca wool sweater", 0.04)])]

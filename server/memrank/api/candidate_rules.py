@@ -101,6 +101,13 @@ def _importance(cols: CandidateColumns, _l: Limits, _r: tuple[float, float]) -> 
         yield i, FieldViolation(cols.paths.field(i, "importance"), f"must be finite and in [0, 1], got {x}")
 
 
+def _reranker(cols: CandidateColumns, _l: Limits, _r: tuple[float, float]) -> Found:
+    """Any finite value (the signal reads only the order; NaN in the columnar form means "no score")."""
+    v = cols.reranker_values
+    for i, x in _set_rows(cols.reranker_set, v, ~np.isfinite(v)):
+        yield i, FieldViolation(cols.paths.field(i, "reranker_score"), f"must be finite, got {x}")
+
+
 def _scores(field: str) -> Rule:
     """Each name non-empty and short (``name_problem``), each value finite and within +-MAX_FACET_ABS."""
     def rule(cols: CandidateColumns, _l: Limits, _r: tuple[float, float]) -> Found:
@@ -212,8 +219,8 @@ RULES: tuple[Rule, ...] = (
     _id, _text("layer", "layers", None), _text("content", "contents", "max_content_bytes"),
     _text("thread", "threads", "max_thread_bytes"), _position, _text("speaker", "speakers", "max_speaker_bytes"),
     _text("kind", "kinds", "max_kind_bytes"), _text("provenance", "provenance", "max_provenance_bytes"),
-    _retrieval, _importance, _scores("facet_scores"), _scores("stage_scores"), _stage_count, _metadata, _times,
-    _validity, _enum("source", "source", frozenset(pb.Source.values())),
+    _retrieval, _importance, _reranker, _scores("facet_scores"), _scores("stage_scores"), _stage_count, _metadata,
+    _times, _validity, _enum("source", "source", frozenset(pb.Source.values())),
     _enum("safety", "safety", frozenset(pb.SafetyStatus.values())), _embedding, _duplicate, _one_dimension,
 )
 

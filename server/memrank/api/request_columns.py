@@ -96,7 +96,7 @@ class Paths:
 COLUMN_NAMES = {"id": "ids", "layer": "layers", "kind": "kinds", "content": "contents",
                 "retrieval_score": "retrieval_scores", "access_count": "access_counts",
                 "token_count": "token_counts", "source": "sources", "thread": "threads", "position": "positions",
-                "speaker": "speakers"}
+                "speaker": "speakers", "reranker_score": "reranker_scores"}
 COLUMN_TOTALS = {"facet_scores": "facet_names", "stage_scores": "stage_names"}
 PER_CANDIDATE, COLUMNAR = Paths("candidates"), Paths("columns", columnar=True)
 
@@ -156,6 +156,22 @@ class CandidateColumns:
     def importance(self) -> np.ndarray:
         """Float64 importance, NaN where unset."""
         return _spread(self.importance_set, self.importance_values, self.n)
+
+    @cached_property
+    def reranker_set(self) -> list[bool]:
+        return ["reranker_score" in c for c in self.cands]
+
+    @cached_property
+    def reranker_values(self) -> np.ndarray:
+        """The reranker_score of the candidates that set one, in candidate order."""
+        return np.array([c.reranker_score for c in compress(self.cands, self.reranker_set)], dtype=np.float64)
+
+    @cached_property
+    def reranker(self) -> np.ndarray | None:
+        """Float64 reranker scores, NaN where unset; None when no candidate sets one."""
+        if not any(self.reranker_set):
+            return None
+        return _spread(self.reranker_set, self.reranker_values, self.n)
 
     @cached_property
     def position_set(self) -> list[bool]:
@@ -278,6 +294,7 @@ class CandidateColumns:
             threads=tuple(self.threads),
             positions=self.positions,
             speakers=tuple(self.speakers),
+            reranker=self.reranker,
             **times,
         )
 
@@ -319,6 +336,20 @@ class ColumnarCandidates(CandidateColumns):
     def importance_values(self) -> np.ndarray:
         values = np.array(self.message.importance, dtype=np.float64)
         return values[np.array(self.importance_set, dtype=bool)] if len(values) else values
+
+    @cached_property
+    def reranker_set(self) -> list[bool]:
+        return (~np.isnan(self._reranker_column)).tolist()  # NaN: the row has no score, as in facet_scores
+
+    @cached_property
+    def reranker_values(self) -> np.ndarray:
+        column = self._reranker_column
+        return column[~np.isnan(column)]
+
+    @cached_property
+    def _reranker_column(self) -> np.ndarray:
+        values = self.message.reranker_scores
+        return np.array(values, dtype=np.float64) if len(values) else _nans(self.n)
 
     @cached_property
     def position_set(self) -> list[bool]:

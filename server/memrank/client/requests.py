@@ -136,6 +136,7 @@ _TEXTS = {"id": "ids", "layer": "layers", "kind": "kinds", "content": "contents"
 _NUMBERS = {"retrieval_score": "retrieval_scores", "access_count": "access_counts", "token_count": "token_counts"}
 _ENUMS = {"source": "sources", "safety": "safety"}
 _OPTIONAL = {"importance": ("importance", "importance_present"), "position": ("positions", "positions_present")}
+_NAN_UNSET = {"reranker_score": "reranker_scores"}  # optional numbers whose column says "unset" with NaN
 _TIMES = ("created_at", "last_accessed_at", "event_time", "ingested_at", "valid_from", "valid_to")
 _MATRICES = {"facet_scores": "facet_names", "stage_scores": "stage_names"}
 _ENUM_NUMBERS = {field: {v.name: v.number for v in _CANDIDATE[field].enum_type.values} for field in _ENUMS}
@@ -185,6 +186,13 @@ def columns_of(cands: Sequence[Mapping[str, Any]]) -> tuple[pb.CandidateColumns,
             getattr(cols, column).extend(_values(field, values, 0))
             if _MISSING in values:
                 getattr(cols, present).extend(v is not _MISSING for v in values)
+    for field, column in _NAN_UNSET.items():
+        if field in by:
+            sent = by.pop(field)
+            numbers = [math.nan if v is _MISSING else float(_scalar(_CANDIDATE[field], v)) for v in sent]
+            if sum(map(math.isnan, numbers)) != sum(v is _MISSING for v in sent):
+                raise _PerCandidate  # a NaN sent as a score: the server refuses it on its candidate
+            getattr(cols, column).extend(numbers)
     for field in _TIMES:
         if field in by:
             values, target = by.pop(field), getattr(cols, field)
@@ -277,7 +285,7 @@ def _packed(msg: pb.RankRequest, embeddings: ArrayLike, n: int) -> pb.RankReques
 
 
 _FIELD_OF = {column: field for field, column in {**_TEXTS, **_NUMBERS, **_ENUMS}.items()} | {
-    column: field for field, (column, _) in _OPTIONAL.items()}
+    column: field for field, (column, _) in _OPTIONAL.items()} | {column: field for field, column in _NAN_UNSET.items()}
 _COLUMN_PATH = re.compile(r"columns\.(\w+)\[(\d+)\]")
 
 
@@ -303,6 +311,10 @@ def candidates_of(req: pb.RankRequest) -> list[pb.Candidate]:
         for i, v in enumerate(values):
             if not len(mask) or mask[i]:
                 setattr(out[i], field, v)
+    for field, column in _NAN_UNSET.items():
+        for cand, v in zip(out, getattr(c, column), strict=False):
+            if not math.isnan(v):
+                setattr(cand, field, v)
     for field in _TIMES:
         t = getattr(c, field)
         for i, s in enumerate(t.seconds):

@@ -103,6 +103,7 @@ class Batch:
     threads: tuple[str, ...]  # "" = no thread (or the empty-named one, for a candidate with a position)
     positions: np.ndarray  # float64 turn index within the thread (integers up to 2^53 are exact), NaN = unset
     speakers: tuple[str, ...]  # "" = unknown
+    reranker: np.ndarray | None = None  # float64 caller's reranker_score, NaN = unset; None: no candidate has one
 
     def __post_init__(self) -> None:
         # One C-level getter for the columns and a method call each (not a getattr and a function call each:
@@ -111,6 +112,8 @@ class Batch:
             col.setflags(False)  # write=False, passed by position (cheaper to parse)
         if self.embeddings is not None:
             _frozen(self.embeddings)
+        if self.reranker is not None:
+            _frozen(self.reranker)
 
     @property
     def n(self) -> int:
@@ -131,7 +134,8 @@ class Batch:
             facets={k: v[at] for k, v in self.facets.items()}, provenance=cut(self.provenance),
             embeddings=None if self.embeddings is None else self.embeddings[at],
             stage_scores={k: v[at] for k, v in self.stage_scores.items()}, metadata=cut(self.metadata),
-            threads=cut(self.threads), speakers=cut(self.speakers), **arrays,
+            threads=cut(self.threads), speakers=cut(self.speakers),
+            reranker=None if self.reranker is None else self.reranker[at], **arrays,
         )
 
 
@@ -163,6 +167,7 @@ class CandidateInput:
     thread: str = ""
     position: int | None = None
     speaker: str = ""
+    reranker_score: float | None = None
 
 
 def _opt(values: Sequence[float | None]) -> np.ndarray:
@@ -209,6 +214,8 @@ def batch_from_rows(rows: Sequence[CandidateInput]) -> Batch:
         threads=tuple(r.thread for r in rows),
         positions=_opt([r.position for r in rows]),
         speakers=tuple(r.speaker for r in rows),
+        reranker=_opt([r.reranker_score for r in rows]) if any(r.reranker_score is not None for r in rows)
+        else None,
     )
 
 

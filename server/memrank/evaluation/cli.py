@@ -50,6 +50,10 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
                    help="the row every other row is compared with by a paired bootstrap (default llamaindex)")
     p.add_argument("--per-question", type=Path, metavar="JSONL",
                    help="also write every question's metrics per row (to compare any two runs)")
+    p.add_argument("--candidate-scores", action="append", default=[], metavar="KIND=FILE",
+                   help="per-candidate scores of your own, sent with the requests: reranker=FILE, FILE JSON "
+                        "{question key: {turn id: score}} keyed as the embeddings file (a candidate without a "
+                        "score is sent without; the server scores it as the batch's lowest)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
 
 
@@ -68,10 +72,18 @@ def run(args: argparse.Namespace) -> int:
         print(f"memrank eval: unknown baseline(s) {', '.join(sorted(unknown))}; known: {', '.join(BASELINES)}",
               file=sys.stderr)
         return 2
+    from memrank.evaluation.candidate_scores import CandidateScoresError, load, parse_option
+
+    try:
+        scores = load(parse_option(args.candidate_scores))
+    except CandidateScoresError as exc:
+        print(f"memrank eval: {exc}", file=sys.stderr)
+        return 2
     opts = EvalOptions(data=args.data, embeddings=args.embeddings, target=args.target, config=args.config,
                        profiles=split_names(args.profiles), baselines=split_names(args.baselines),
                        explicit_lookup=not args.general_recall, limit=args.limit, workers=args.workers,
-                       progress=not args.no_progress, reference=args.reference, per_question=args.per_question)
+                       progress=not args.no_progress, reference=args.reference, per_question=args.per_question,
+                       candidate_scores=scores)
     try:
         doc = evaluate(opts)
         write_report(doc, args.out, args.plot, opts.baselines)
@@ -82,6 +94,10 @@ def run(args: argparse.Namespace) -> int:
         print(f"memrank eval: the sidecar refused a request: {exc}", file=sys.stderr)
         return 2
     print(table(doc))
+    if (rr := doc.get("candidate_scores", {}).get("reranker")) is not None:
+        print(f"reranker scores: {rr['candidates_with_score']} of {rr['candidates_sent']} candidates "
+              f"({100 * rr['share_with_score']:.1f} %), {rr['questions_with_scored_candidates']} questions "
+              f"with any ({rr['file']})")
     print(f"wrote {args.out}" + (f" and {args.plot}" if args.plot else "") + f" in {doc['seconds']} s")
     return 0
 

@@ -23,6 +23,11 @@ drop it for where the scaling put it, not for what it says (``default``'s own
 floor judges the batch and would drop nothing here either: the best score of
 a pool is at least 0.5).
 
+``reranker_score``: the caller's reranker score of the candidate, when
+``memrank eval --candidate-scores reranker=FILE`` holds one for this question
+and turn (``evaluation.candidate_scores``); a candidate without one is sent
+without (the server scores it as the batch's lowest).
+
 ``reference_time`` is one hour after the conversation's last session.
 ``explicit_lookup`` is true: a question about what was said is a lookup of a
 specific fact, so short replies ("Yes, in May!") must stay reachable; general
@@ -32,6 +37,7 @@ recall (no explicit lookup) would gate them as passing remarks.
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 
 import numpy as np
 
@@ -66,8 +72,10 @@ def reference_time(conv: Conversation) -> float:
 
 
 def build_request(conv: Conversation, q_index: int, pool: np.ndarray, bm25: np.ndarray, dense: np.ndarray | None,
-                  profile: str, explicit_lookup: bool = True) -> pb.RankRequest:
-    """The Rank request of one question over its candidate pool (turn indices)."""
+                  profile: str, explicit_lookup: bool = True,
+                  reranker: Mapping[str, float] | None = None) -> pb.RankRequest:
+    """The Rank request of one question over its candidate pool (turn indices); ``reranker``: turn id -> the
+    caller's reranker score, for the turns that have one."""
     question = conv.questions[q_index]
     b = bm25[pool]
     d = dense[pool] if dense is not None else None
@@ -81,6 +89,8 @@ def build_request(conv: Conversation, q_index: int, pool: np.ndarray, bm25: np.n
                          thread=f"session-{turn.session}", position=turn.number, speaker=turn.speaker)
         c.created_at.CopyFrom(seconds_to_ts(turn.time))
         c.last_accessed_at.CopyFrom(seconds_to_ts(turn.time))
+        if reranker is not None and turn.id in reranker:
+            c.reranker_score = reranker[turn.id]
         if conv.turn_emb is not None:
             c.embedding.extend(conv.turn_emb[i].tolist())
         candidates.append(c)

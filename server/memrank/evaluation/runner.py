@@ -21,6 +21,7 @@ from typing import Any
 from memrank.client import RankingClient
 from memrank.evaluation import report
 from memrank.evaluation._deps import require
+from memrank.evaluation.candidate_scores import CandidateScores
 from memrank.evaluation.data import Conversation, load_conversations
 from memrank.evaluation.embed import embed_all, load_encoder
 from memrank.evaluation.metrics import score_ranking
@@ -52,6 +53,7 @@ class EvalOptions:
     per_question: Path | None = None  # JSON lines of every question's metrics per row
     workers: int = 4
     progress: bool = True
+    candidate_scores: CandidateScores = field(default_factory=CandidateScores)  # --candidate-scores
     notes: list[str] = field(default_factory=list)
 
 
@@ -132,6 +134,7 @@ def evaluate(opts: EvalOptions) -> dict[str, Any]:
                  "recall": round(sum(pool_recall) / max(1, len(pool_recall)), 4)},
         "curves": {"k": list(range(1, 21)), **{n: report.curve(scored[n]) for n in names}},
         "targets": report.targets(rows, reference),
+        **({"candidate_scores": summary} if (summary := opts.candidate_scores.summary()) else {}),
         "notes": opts.notes,
         "seconds": round(time.monotonic() - started, 1),
     }
@@ -158,7 +161,10 @@ def _conversation(conv: Conversation, opts: EvalOptions, rank: Callable[[Any], A
             pool_sizes.append(len(candidates))
             in_pool = {ids[i] for i in candidates.tolist()}
             pool_recall.append(sum(1 for e in q.evidence if e in in_pool) / len(q.evidence))
-        base = build_request(conv, qi, candidates, bm25, dense, "", opts.explicit_lookup)
+        base = build_request(conv, qi, candidates, bm25, dense, "", opts.explicit_lookup,
+                             opts.candidate_scores.of(q.key))
+        if q.category in report.OVERALL_CATEGORIES:
+            opts.candidate_scores.count(q.key, [ids[i] for i in candidates.tolist()])
         requests = []
         for profile in opts.profiles:
             req = type(base)()

@@ -70,9 +70,10 @@ class CandidateReader:
         self.rules = [(fname, key, read, want, fname in keys.required) for fname, read, want in RULES
                       if (key := getattr(keys, fname)) is not None]
 
-    def candidate(self, name: str, ident: str, item: Item, score: float) -> dict[str, Any]:
+    def candidate(self, name: str, ident: str, item: Item, score: float,
+                  reranker_field: str = "reranker score") -> dict[str, Any]:
         """The candidate of one document (``name`` as errors name it, ``ident`` its id, ``score`` its
-        retrieval_score)."""
+        retrieval_score; ``reranker_field`` names ``item.reranker`` in errors)."""
         c: dict[str, Any] = {"id": ident, "content": item.content or "", "retrieval_score": score}
         meta = item.metadata
         for fname, key, read, want, required in self.rules:
@@ -85,7 +86,22 @@ class CandidateReader:
             if got is None:
                 raise MappingError(name, key_name(key), f"{want}, got {value!r}")
             c[fname] = got
+        self._reranker(name, item, c, reranker_field)
         return self._embedding(name, item, c)
+
+    def _reranker(self, name: str, item: Item, c: dict[str, Any], field: str) -> None:
+        """reranker_score: the framework's own reranker score, else ``metadata[keys.reranker_score]``."""
+        value, where = item.reranker, field
+        if value is None and self.keys.reranker_score is not None:
+            value, where = item.metadata.get(self.keys.reranker_score), key_name(self.keys.reranker_score)
+        if value is None:
+            if "reranker_score" in self.keys.required:
+                raise MappingError(name, where, "absent, and MetadataKeys.required lists 'reranker_score'")
+            return
+        number = real(value)
+        if number is None:
+            raise MappingError(name, where, f"a reranker score must be a finite number, got {value!r}")
+        c["reranker_score"] = number
 
     def _embedding(self, name: str, item: Item, c: dict[str, Any]) -> dict[str, Any]:
         keys, meta = self.keys, item.metadata

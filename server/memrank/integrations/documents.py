@@ -45,6 +45,9 @@ class MetadataKeys:
     thread: str | None = "thread"
     position: str | None = "position"
     speaker: str | None = "speaker"
+    # A reranker's score (any finite number, any scale), where LangChain's rerank compressors (Cohere, Jina,
+    # Flashrank, ...) leave it; read when the framework carries none of its own (``Item.reranker``).
+    reranker_score: str | None = "relevance_score"
     embedding: str | None = "embedding"
     # Fields (by their names above) a document must carry: absent is a MappingError, not a default.
     required: tuple[str, ...] = ()
@@ -88,6 +91,7 @@ class Item:
     id: str | None = None  # the framework's own id, when it has one
     score: Any = None  # the retriever's score, when the framework carries one outside metadata
     embedding: Any = None  # the framework's own embedding field
+    reranker: Any = None  # a reranker's score the framework carries outside metadata (``reranked=True``)
 
 
 def doc_name(i: int, ident: str | None) -> str:

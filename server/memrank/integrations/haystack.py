@@ -16,6 +16,15 @@ memrank's and whose ``meta["memrank"]`` holds the rank, score, breakdown and
 reasons. The retriever's score is ``Document.score`` (raw BM25 by default:
 ``scores="auto"`` min-maxes it within the batch); the rest of the mapping is
 ``memrank.integrations.mapping``'s.
+
+After a Haystack ranker (``TransformersSimilarityRanker``,
+``SentenceTransformersSimilarityRanker``, ...), ``Document.score`` is the
+ranker's: ``MemrankRanker(reranked=True)`` sends it as each candidate's
+``reranker_score`` (weighed by the ``with-reranker`` profile). The rankers
+keep no retriever score, so the retrieval_score then follows the documents'
+order (``scores="auto"`` with no score). Build the ranker with
+``scale_score=False``: its logits, not their sigmoid (the ``reranker`` signal
+is unchanged by an affine rescaling, not by a sigmoid).
 """
 
 # No `from __future__ import annotations`: older Haystack (2.12 does) reads run()'s annotations as they are
@@ -53,13 +62,15 @@ class MemrankRanker:
     def __init__(self, target: str | None = None, *, top_k: int | None = None, profile: str | None = None,
                  scores: str = "auto", keys: MetadataKeys | dict[str, Any] | None = None,
                  request: dict[str, Any] | None = None, timeout: float = 5.0, token: Secret | None = None,
-                 client: RankingClient | None = None, async_client: AsyncRankingClient | None = None) -> None:
+                 client: RankingClient | None = None, async_client: AsyncRankingClient | None = None,
+                 reranked: bool = False) -> None:
         if scores not in SCORE_MODES:
             raise ValueError(f"scores must be one of {list(SCORE_MODES)}, got {scores!r}")
         self.target = target
         self.top_k = top_k
         self.profile = profile
         self.scores = scores
+        self.reranked = reranked
         self.keys = MetadataKeys.of(keys)
         self.request = dict(request or {})
         self.timeout = timeout
@@ -74,7 +85,8 @@ class MemrankRanker:
             raise TypeError("a MemrankRanker built with a client object cannot be serialised; build it with target")
         return default_to_dict(self, target=self.target, top_k=self.top_k, profile=self.profile, scores=self.scores,
                                keys=self.keys.as_dict(), request=self.request, timeout=self.timeout,
-                               token=self.token.to_dict() if self.token is not None else None)
+                               token=self.token.to_dict() if self.token is not None else None,
+                               reranked=self.reranked)
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "MemrankRanker":
@@ -84,10 +96,13 @@ class MemrankRanker:
         return ranker
 
     def _request(self, query: str, documents: list[Document], top_k: int | None) -> pb.RankRequest:
-        items = [Item(d.content, d.meta, d.id, d.score, d.embedding) for d in documents]
+        if self.reranked:  # Document.score is the ranker's; the retriever's is gone
+            items = [Item(d.content, d.meta, d.id, None, d.embedding, reranker=d.score) for d in documents]
+        else:
+            items = [Item(d.content, d.meta, d.id, d.score, d.embedding) for d in documents]
         return build_request(query, items, keys=self.keys, scores=self.scores, score_field="Document.score",
                              top_k=self.top_k if top_k is None else top_k, profile=self.profile,
-                             request=self.request)
+                             request=self.request, reranker_field="Document.score")
 
     def _documents(self, documents: list[Document], request: pb.RankRequest,
                    response: pb.RankResponse) -> dict[str, list[Document]]:

@@ -14,6 +14,12 @@ metadata to candidate fields is ``memrank.integrations.mapping``'s; a LangChain
 ``Document`` has no score of its own, so the retriever's score is read from
 ``metadata[keys.score]`` (``"score"``), and with none at all the retriever's
 order gives it (``scores="auto"``).
+
+A rerank compressor that ran first (``CohereRerank``, ``JinaRerank``,
+``FlashrankRerank``, ... in a ``DocumentCompressorPipeline``) leaves its score
+in ``metadata["relevance_score"]``: it is sent as each candidate's
+``reranker_score`` (``keys.reranker_score``; weighed by the ``with-reranker``
+profile).
 """
 
 from __future__ import annotations

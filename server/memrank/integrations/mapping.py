@@ -33,6 +33,12 @@ token_count,        an integer >= 0                                            u
 access_count
 source, safety      an enum name (``"user_provided"``, ``"SOURCE_CHAT"``, any  unset (SOURCE_UNKNOWN, SAFE)
                     case) or its number
+reranker_score      a reranker's score, any finite number on any scale: the    unset (scored as the batch's
+                    framework's score with ``reranked=True`` (LlamaIndex       lowest when others have one;
+                    ``NodeWithScore.score`` after a reranking postprocessor,   with none, the ``reranker``
+                    Haystack ``Document.score`` after a ranker), else          signal is 0)
+                    ``metadata[keys.reranker_score]`` (``"relevance_score"``,
+                    where LangChain's rerank compressors put it)
 embedding           the framework's embedding (LlamaIndex ``node.embedding``,  unset (a row of zeros in the
                     Haystack ``Document.embedding``), else                     packed matrix, as the server reads
                     ``metadata[keys.embedding]``: a list or 1-D array of       a candidate without one)
@@ -130,14 +136,16 @@ def retrieval_scores(items: Sequence[Item], mode: str, score_field: str,
 
 def build_request(query: str | None, items: Sequence[Item], *, keys: MetadataKeys | None = None,
                   scores: str = "auto", score_field: str = "score", top_k: int | None = None,
-                  profile: str | None = None, request: Mapping[str, Any] | None = None) -> pb.RankRequest:
+                  profile: str | None = None, request: Mapping[str, Any] | None = None,
+                  reranker_field: str = "reranker score") -> pb.RankRequest:
     """The RankRequest for a query and a framework's documents, the documents as ``RankRequest.columns`` and
     their embeddings packed (``embeddings_f32``).
 
     ``request`` holds further RankRequest fields in protobuf JSON form (e.g.
     ``{"referenceTime": "2026-06-01T00:00:00Z", "placement": "PLACEMENT_EDGES",
     "budget": {"maxTokens": 2000}}``); it may not set ``query`` or the candidates.
-    ``top_k`` becomes ``budget.max_items``; ``score_field`` names the score in errors.
+    ``top_k`` becomes ``budget.max_items``; ``score_field`` names the score in errors, ``reranker_field``
+    the ``Item.reranker`` score.
     """
     keys = keys or MetadataKeys()
     extra = dict(request or {})
@@ -168,7 +176,7 @@ def build_request(query: str | None, items: Sequence[Item], *, keys: MetadataKey
     names = [doc_name(i, ident) for i, ident in enumerate(idents)]
     values, relative = retrieval_scores(items, scores, score_field, names)
     reader = CandidateReader(keys)
-    cands = [reader.candidate(names[i], idents[i], it, values[i]) for i, it in enumerate(items)]
+    cands = [reader.candidate(names[i], idents[i], it, values[i], reranker_field) for i, it in enumerate(items)]
     first: tuple[int, int] | None = None  # (document, dimension) of the first embedding
     for i, c in enumerate(cands):
         if (vector := c.get("embedding")) is not None:

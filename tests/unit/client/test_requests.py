@@ -18,10 +18,12 @@ SETTINGS = load_settings(env={})
 CANDIDATES = [
     {"id": "m1", "content": "The user prefers green tea, no sugar.", "retrievalScore": 0.82, "kind": "preference",
      "createdAt": "2026-05-30T09:00:00Z", "importance": 0.7, "facetScores": {"bm25": 7.5, "dense": 0.8},
-     "source": "SOURCE_USER_PROVIDED", "metadata": {"topic": "tea"}, "thread": "s1", "position": "3"},
+     "source": "SOURCE_USER_PROVIDED", "metadata": {"topic": "tea"}, "thread": "s1", "position": "3",
+     "rerankerScore": 3.25},
     {"id": "m2", "content": "thanks!", "retrievalScore": 0.40, "lastAccessedAt": "2026-05-31T10:00:00.5+02:00",
      "facetScores": {"dense": 0.1}, "safety": 2, "stageScores": {"cross": 0.3}, "validTo": "2027-01-01T00:00:00Z"},
-    {"id": "m3", "content": "Tea: oolong on weekends", "retrievalScore": 0.6, "speaker": "Ada", "tokenCount": 12},
+    {"id": "m3", "content": "Tea: oolong on weekends", "retrievalScore": 0.6, "speaker": "Ada", "tokenCount": 12,
+     "reranker_score": "-1.5"},
 ]
 REQUEST = {"requestId": "r", "query": "what tea does the user like?", "referenceTime": "2026-06-01T12:00:00Z",
            "budget": {"maxItems": 2}, "explain": "EXPLAIN_LEVEL_FULL", "candidates": CANDIDATES}
@@ -106,6 +108,7 @@ def test_times_as_protobuf_json_and_python_say_them(value: object, want: tuple[i
     ("columns.created_at[0]", "candidates[0].created_at"),
     ("duplicate of columns.ids[0] ('a')", "duplicate of candidates[0].id ('a')"),
     ("columns.positions[1]", "candidates[1].position"),
+    ("columns.reranker_scores[2]", "candidates[2].reranker_score"),
     ("columns.ids", "candidates"),
     ("columns.facet_names", "candidates.facet_scores"),
     ("query", "query"),
@@ -120,3 +123,16 @@ def test_what_columns_cannot_say_goes_per_candidate(scores: dict[str, object]) -
     candidate, so the server refuses it there."""
     req = rank_request({"candidates": [{"id": "a"}, {"id": "b", "facetScores": scores}]})
     assert not req.HasField("columns") and [c.id for c in req.candidates] == ["a", "b"]
+
+
+def test_a_reranker_score_is_a_column_nan_where_unsent() -> None:
+    cols = rank_request(REQUEST).columns
+    assert cols.reranker_scores[0] == 3.25 and cols.reranker_scores[2] == -1.5
+    assert np.isnan(cols.reranker_scores[1])  # m2 sent none: NaN, "no score" (the proto's columns comment)
+    assert not len(rank_request({"candidates": [{"id": "a"}]}).columns.reranker_scores)
+
+
+@pytest.mark.parametrize("score", ["NaN", float("nan")])
+def test_a_nan_reranker_score_goes_per_candidate_for_the_server_to_refuse(score: object) -> None:
+    req = rank_request({"candidates": [{"id": "a", "rerankerScore": 1.0}, {"id": "b", "rerankerScore": score}]})
+    assert not req.HasField("columns") and req.candidates[1].HasField("reranker_score")

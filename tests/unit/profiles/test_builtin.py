@@ -8,8 +8,8 @@ from memrank.core.types import Placement
 from memrank.profiles.builtin import BUILTIN_PROFILES
 from memrank.profiles.model import profile_from_mapping
 
-NAMES = {"default", "agent-observer", "generative-agents", "lians-recall", "lians-admission", "support", "assistant",
-         "research"}
+NAMES = {"default", "with-reranker", "agent-observer", "generative-agents", "lians-recall", "lians-admission",
+         "support", "assistant", "research"}
 
 
 def test_every_builtin_profile_exists_and_uses_known_signals():
@@ -20,7 +20,7 @@ def test_every_builtin_profile_exists_and_uses_known_signals():
         assert len(names) == len(set(names)) and set(names) <= set(SIGNALS)
 
 
-@pytest.mark.parametrize("name", ["default", "support", "assistant", "research", "lians-admission"])
+@pytest.mark.parametrize("name", ["default", "with-reranker", "support", "assistant", "research", "lians-admission"])
 def test_weights_add_up_to_one(name):
     assert math.fsum(s.weight for s in BUILTIN_PROFILES[name].signals) == pytest.approx(1.0, abs=1e-12)
 

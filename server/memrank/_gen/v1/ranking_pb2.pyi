@@ -106,7 +106,7 @@ ADMISSION_DECISION_HOLD: AdmissionDecision
 ADMISSION_DECISION_REJECT: AdmissionDecision
 
 class Candidate(_message.Message):
-    __slots__ = ("id", "layer", "kind", "content", "retrieval_score", "facet_scores", "importance", "access_count", "token_count", "created_at", "last_accessed_at", "event_time", "ingested_at", "valid_from", "valid_to", "source", "provenance", "safety", "embedding", "stage_scores", "metadata", "thread", "position", "speaker")
+    __slots__ = ("id", "layer", "kind", "content", "retrieval_score", "facet_scores", "importance", "access_count", "token_count", "created_at", "last_accessed_at", "event_time", "ingested_at", "valid_from", "valid_to", "source", "provenance", "safety", "embedding", "stage_scores", "metadata", "thread", "position", "speaker", "reranker_score")
     class FacetScoresEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -152,6 +152,7 @@ class Candidate(_message.Message):
     THREAD_FIELD_NUMBER: _ClassVar[int]
     POSITION_FIELD_NUMBER: _ClassVar[int]
     SPEAKER_FIELD_NUMBER: _ClassVar[int]
+    RERANKER_SCORE_FIELD_NUMBER: _ClassVar[int]
     id: str
     layer: str
     kind: str
@@ -176,7 +177,8 @@ class Candidate(_message.Message):
     thread: str
     position: int
     speaker: str
-    def __init__(self, id: _Optional[str] = ..., layer: _Optional[str] = ..., kind: _Optional[str] = ..., content: _Optional[str] = ..., retrieval_score: _Optional[float] = ..., facet_scores: _Optional[_Mapping[str, float]] = ..., importance: _Optional[float] = ..., access_count: _Optional[int] = ..., token_count: _Optional[int] = ..., created_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., last_accessed_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., event_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., ingested_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., valid_from: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., valid_to: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., source: _Optional[_Union[Source, str]] = ..., provenance: _Optional[str] = ..., safety: _Optional[_Union[SafetyStatus, str]] = ..., embedding: _Optional[_Iterable[float]] = ..., stage_scores: _Optional[_Mapping[str, float]] = ..., metadata: _Optional[_Mapping[str, str]] = ..., thread: _Optional[str] = ..., position: _Optional[int] = ..., speaker: _Optional[str] = ...) -> None: ...
+    reranker_score: float
+    def __init__(self, id: _Optional[str] = ..., layer: _Optional[str] = ..., kind: _Optional[str] = ..., content: _Optional[str] = ..., retrieval_score: _Optional[float] = ..., facet_scores: _Optional[_Mapping[str, float]] = ..., importance: _Optional[float] = ..., access_count: _Optional[int] = ..., token_count: _Optional[int] = ..., created_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., last_accessed_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., event_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., ingested_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., valid_from: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., valid_to: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., source: _Optional[_Union[Source, str]] = ..., provenance: _Optional[str] = ..., safety: _Optional[_Union[SafetyStatus, str]] = ..., embedding: _Optional[_Iterable[float]] = ..., stage_scores: _Optional[_Mapping[str, float]] = ..., metadata: _Optional[_Mapping[str, str]] = ..., thread: _Optional[str] = ..., position: _Optional[int] = ..., speaker: _Optional[str] = ..., reranker_score: _Optional[float] = ...) -> None: ...
 
 class LayerPolicy(_message.Message):
     __slots__ = ("name", "share", "floor_tokens", "max_items", "min_score")
@@ -271,7 +273,7 @@ class MetadataRow(_message.Message):
     def __init__(self, entries: _Optional[_Mapping[str, str]] = ...) -> None: ...
 
 class CandidateColumns(_message.Message):
-    __slots__ = ("ids", "layers", "kinds", "contents", "retrieval_scores", "facet_names", "facet_scores", "importance", "importance_present", "access_counts", "token_counts", "created_at", "last_accessed_at", "event_time", "ingested_at", "valid_from", "valid_to", "sources", "provenance", "safety", "stage_names", "stage_scores", "metadata", "threads", "positions", "positions_present", "speakers")
+    __slots__ = ("ids", "layers", "kinds", "contents", "retrieval_scores", "facet_names", "facet_scores", "importance", "importance_present", "access_counts", "token_counts", "created_at", "last_accessed_at", "event_time", "ingested_at", "valid_from", "valid_to", "sources", "provenance", "safety", "stage_names", "stage_scores", "metadata", "threads", "positions", "positions_present", "speakers", "reranker_scores")
     IDS_FIELD_NUMBER: _ClassVar[int]
     LAYERS_FIELD_NUMBER: _ClassVar[int]
     KINDS_FIELD_NUMBER: _ClassVar[int]
@@ -299,6 +301,7 @@ class CandidateColumns(_message.Message):
     POSITIONS_FIELD_NUMBER: _ClassVar[int]
     POSITIONS_PRESENT_FIELD_NUMBER: _ClassVar[int]
     SPEAKERS_FIELD_NUMBER: _ClassVar[int]
+    RERANKER_SCORES_FIELD_NUMBER: _ClassVar[int]
     ids: _containers.RepeatedScalarFieldContainer[str]
     layers: _containers.RepeatedScalarFieldContainer[str]
     kinds: _containers.RepeatedScalarFieldContainer[str]
@@ -326,7 +329,8 @@ class CandidateColumns(_message.Message):
     positions: _containers.RepeatedScalarFieldContainer[int]
     positions_present: _containers.RepeatedScalarFieldContainer[bool]
     speakers: _containers.RepeatedScalarFieldContainer[str]
-    def __init__(self, ids: _Optional[_Iterable[str]] = ..., layers: _Optional[_Iterable[str]] = ..., kinds: _Optional[_Iterable[str]] = ..., contents: _Optional[_Iterable[str]] = ..., retrieval_scores: _Optional[_Iterable[float]] = ..., facet_names: _Optional[_Iterable[str]] = ..., facet_scores: _Optional[_Iterable[float]] = ..., importance: _Optional[_Iterable[float]] = ..., importance_present: _Optional[_Iterable[bool]] = ..., access_counts: _Optional[_Iterable[int]] = ..., token_counts: _Optional[_Iterable[int]] = ..., created_at: _Optional[_Union[TimeColumn, _Mapping]] = ..., last_accessed_at: _Optional[_Union[TimeColumn, _Mapping]] = ..., event_time: _Optional[_Union[TimeColumn, _Mapping]] = ..., ingested_at: _Optional[_Union[TimeColumn, _Mapping]] = ..., valid_from: _Optional[_Union[TimeColumn, _Mapping]] = ..., valid_to: _Optional[_Union[TimeColumn, _Mapping]] = ..., sources: _Optional[_Iterable[_Union[Source, str]]] = ..., provenance: _Optional[_Iterable[str]] = ..., safety: _Optional[_Iterable[_Union[SafetyStatus, str]]] = ..., stage_names: _Optional[_Iterable[str]] = ..., stage_scores: _Optional[_Iterable[float]] = ..., metadata: _Optional[_Iterable[_Union[MetadataRow, _Mapping]]] = ..., threads: _Optional[_Iterable[str]] = ..., positions: _Optional[_Iterable[int]] = ..., positions_present: _Optional[_Iterable[bool]] = ..., speakers: _Optional[_Iterable[str]] = ...) -> None: ...
+    reranker_scores: _containers.RepeatedScalarFieldContainer[float]
+    def __init__(self, ids: _Optional[_Iterable[str]] = ..., layers: _Optional[_Iterable[str]] = ..., kinds: _Optional[_Iterable[str]] = ..., contents: _Optional[_Iterable[str]] = ..., retrieval_scores: _Optional[_Iterable[float]] = ..., facet_names: _Optional[_Iterable[str]] = ..., facet_scores: _Optional[_Iterable[float]] = ..., importance: _Optional[_Iterable[float]] = ..., importance_present: _Optional[_Iterable[bool]] = ..., access_counts: _Optional[_Iterable[int]] = ..., token_counts: _Optional[_Iterable[int]] = ..., created_at: _Optional[_Union[TimeColumn, _Mapping]] = ..., last_accessed_at: _Optional[_Union[TimeColumn, _Mapping]] = ..., event_time: _Optional[_Union[TimeColumn, _Mapping]] = ..., ingested_at: _Optional[_Union[TimeColumn, _Mapping]] = ..., valid_from: _Optional[_Union[TimeColumn, _Mapping]] = ..., valid_to: _Optional[_Union[TimeColumn, _Mapping]] = ..., sources: _Optional[_Iterable[_Union[Source, str]]] = ..., provenance: _Optional[_Iterable[str]] = ..., safety: _Optional[_Iterable[_Union[SafetyStatus, str]]] = ..., stage_names: _Optional[_Iterable[str]] = ..., stage_scores: _Optional[_Iterable[float]] = ..., metadata: _Optional[_Iterable[_Union[MetadataRow, _Mapping]]] = ..., threads: _Optional[_Iterable[str]] = ..., positions: _Optional[_Iterable[int]] = ..., positions_present: _Optional[_Iterable[bool]] = ..., speakers: _Optional[_Iterable[str]] = ..., reranker_scores: _Optional[_Iterable[float]] = ...) -> None: ...
 
 class SignalScore(_message.Message):
     __slots__ = ("name", "raw", "normalized", "weight", "contribution", "reasons")

@@ -24,6 +24,7 @@ from memrank.core.signals import (
     lexical,
     recency,
     relevance,
+    reranker,
     safety,
     speaker,
     speaker_crowd,
@@ -40,6 +41,7 @@ __all__ = ["SIGNALS", "RawSignal", "SignalFn", "get_signal"]
 SIGNALS: Mapping[str, SignalFn] = MappingProxyType({
     "relevance": relevance.relevance,
     "retrieval": relevance.retrieval,
+    "reranker": reranker.reranker,
     "lexical": lexical.lexical,
     "context": context.context,
     "speaker": speaker.speaker,

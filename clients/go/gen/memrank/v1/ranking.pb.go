@@ -514,7 +514,18 @@ type Candidate struct {
 	// Who said the memory or who it is about: a person's or an agent's name
 	// (e.g. "Caroline"), any Unicode. At most 128 bytes by default
 	// (limits.max_speaker_bytes). Unset (empty): unknown.
-	Speaker       string `protobuf:"bytes,24,opt,name=speaker,proto3" json:"speaker,omitempty"`
+	Speaker string `protobuf:"bytes,24,opt,name=speaker,proto3" json:"speaker,omitempty"`
+	// The score the caller's own reranker gave this memory for the query (a
+	// cross-encoder's logit, a rerank API's relevance score, a graded label):
+	// any finite value, any scale, higher = more relevant; non-finite values
+	// are refused (INVALID_ARGUMENT naming the field). The `reranker` signal
+	// standardises it within the batch: the logistic of its z-score among the
+	// batch's scores, in (0, 1), so an affine rescaling (a x score + b, a > 0)
+	// changes nothing; send the rawest score you have (a logit rather than its
+	// sigmoid). Unset: scored as the batch's lowest score; when no candidate
+	// sets it, the `reranker` signal is 0 for every candidate (and profiles
+	// that do not weigh it are unaffected).
+	RerankerScore *float64 `protobuf:"fixed64,25,opt,name=reranker_score,json=rerankerScore,proto3,oneof" json:"reranker_score,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -715,6 +726,13 @@ func (x *Candidate) GetSpeaker() string {
 		return x.Speaker
 	}
 	return ""
+}
+
+func (x *Candidate) GetRerankerScore() float64 {
+	if x != nil && x.RerankerScore != nil {
+		return *x.RerankerScore
+	}
+	return 0
 }
 
 // Token allocation policy of one budget layer.
@@ -1289,9 +1307,13 @@ type CandidateColumns struct {
 	// position), its positions value ignored.
 	PositionsPresent []bool `protobuf:"varint,26,rep,packed,name=positions_present,json=positionsPresent,proto3" json:"positions_present,omitempty"`
 	// Candidate.speaker.
-	Speakers      []string `protobuf:"bytes,27,rep,name=speakers,proto3" json:"speakers,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Speakers []string `protobuf:"bytes,27,rep,name=speakers,proto3" json:"speakers,omitempty"`
+	// Candidate.reranker_score. NaN: the row has no score (as an unset field,
+	// and as a missing facet in facet_scores); infinities are refused. Empty:
+	// no candidate has a reranker score.
+	RerankerScores []float64 `protobuf:"fixed64,28,rep,packed,name=reranker_scores,json=rerankerScores,proto3" json:"reranker_scores,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *CandidateColumns) Reset() {
@@ -1509,6 +1531,13 @@ func (x *CandidateColumns) GetPositionsPresent() []bool {
 func (x *CandidateColumns) GetSpeakers() []string {
 	if x != nil {
 		return x.Speakers
+	}
+	return nil
+}
+
+func (x *CandidateColumns) GetRerankerScores() []float64 {
+	if x != nil {
+		return x.RerankerScores
 	}
 	return nil
 }
@@ -3239,7 +3268,8 @@ var File_memrank_v1_ranking_proto protoreflect.FileDescriptor
 const file_memrank_v1_ranking_proto_rawDesc = "" +
 	"\n" +
 	"\x18memrank/v1/ranking.proto\x12\n" +
-	"memrank.v1\x1a\x1fgoogle/protobuf/timestamp.proto\"\xfb\t\n" +
+	"memrank.v1\x1a\x1fgoogle/protobuf/timestamp.proto\"\xba\n" +
+	"\n" +
 	"\tCandidate\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x14\n" +
 	"\x05layer\x18\x02 \x01(\tR\x05layer\x12\x12\n" +
@@ -3274,7 +3304,8 @@ const file_memrank_v1_ranking_proto_rawDesc = "" +
 	"\bmetadata\x18\x15 \x03(\v2#.memrank.v1.Candidate.MetadataEntryR\bmetadata\x12\x16\n" +
 	"\x06thread\x18\x16 \x01(\tR\x06thread\x12\x1f\n" +
 	"\bposition\x18\x17 \x01(\x03H\x01R\bposition\x88\x01\x01\x12\x18\n" +
-	"\aspeaker\x18\x18 \x01(\tR\aspeaker\x1a>\n" +
+	"\aspeaker\x18\x18 \x01(\tR\aspeaker\x12*\n" +
+	"\x0ereranker_score\x18\x19 \x01(\x01H\x02R\rrerankerScore\x88\x01\x01\x1a>\n" +
 	"\x10FacetScoresEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\x01R\x05value:\x028\x01\x1a>\n" +
@@ -3285,7 +3316,8 @@ const file_memrank_v1_ranking_proto_rawDesc = "" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01B\r\n" +
 	"\v_importanceB\v\n" +
-	"\t_position\"\xa7\x01\n" +
+	"\t_positionB\x11\n" +
+	"\x0f_reranker_score\"\xa7\x01\n" +
 	"\vLayerPolicy\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x14\n" +
 	"\x05share\x18\x02 \x01(\x01R\x05share\x12!\n" +
@@ -3336,7 +3368,7 @@ const file_memrank_v1_ranking_proto_rawDesc = "" +
 	"\aentries\x18\x01 \x03(\v2$.memrank.v1.MetadataRow.EntriesEntryR\aentries\x1a:\n" +
 	"\fEntriesEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xc1\b\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xea\b\n" +
 	"\x10CandidateColumns\x12\x10\n" +
 	"\x03ids\x18\x01 \x03(\tR\x03ids\x12\x16\n" +
 	"\x06layers\x18\x02 \x03(\tR\x06layers\x12\x14\n" +
@@ -3375,7 +3407,8 @@ const file_memrank_v1_ranking_proto_rawDesc = "" +
 	"\athreads\x18\x18 \x03(\tR\athreads\x12\x1c\n" +
 	"\tpositions\x18\x19 \x03(\x03R\tpositions\x12+\n" +
 	"\x11positions_present\x18\x1a \x03(\bR\x10positionsPresent\x12\x1a\n" +
-	"\bspeakers\x18\x1b \x03(\tR\bspeakers\"\xa9\x01\n" +
+	"\bspeakers\x18\x1b \x03(\tR\bspeakers\x12'\n" +
+	"\x0freranker_scores\x18\x1c \x03(\x01R\x0ererankerScores\"\xa9\x01\n" +
 	"\vSignalScore\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x10\n" +
 	"\x03raw\x18\x02 \x01(\x01R\x03raw\x12\x1e\n" +
