@@ -27,7 +27,7 @@ func CandidatesOf(req *RankRequest) []*Candidate {
 			CreatedAt: timeAt(c.CreatedAt, i), LastAccessedAt: timeAt(c.LastAccessedAt, i),
 			EventTime: timeAt(c.EventTime, i), IngestedAt: timeAt(c.IngestedAt, i), ValidFrom: timeAt(c.ValidFrom, i),
 			ValidTo: timeAt(c.ValidTo, i), FacetScores: rowAt(c.FacetNames, c.FacetScores, i),
-			StageScores: rowAt(c.StageNames, c.StageScores, i)}
+			StageScores: rowAt(c.StageNames, c.StageScores, i), RerankerScore: scoreAt(c.RerankerScores, i)}
 		if i < len(c.Metadata) && len(c.Metadata[i].GetEntries()) > 0 {
 			out[i].Metadata = c.Metadata[i].GetEntries()
 		}
@@ -47,6 +47,15 @@ func at[T any](values []T, i int) T {
 // setAt is row i of an optional column: nil when the column is empty or its presence column says unset.
 func setAt[T any](values []T, present []bool, i int) *T {
 	if i >= len(values) || (len(present) > 0 && !at(present, i)) {
+		return nil
+	}
+	v := values[i]
+	return &v
+}
+
+// scoreAt is row i of a column where NaN means unset: nil past the end or at NaN.
+func scoreAt(values []float64, i int) *float64 {
+	if i >= len(values) || math.IsNaN(values[i]) {
 		return nil
 	}
 	v := values[i]
@@ -81,7 +90,8 @@ var columnPath = regexp.MustCompile(`columns\.(\w+)\[(\d+)\]`)
 // fieldOf is the Candidate field of a CandidateColumns column where their names differ.
 var fieldOf = map[string]string{"ids": "id", "layers": "layer", "kinds": "kind", "contents": "content",
 	"retrieval_scores": "retrieval_score", "access_counts": "access_count", "token_counts": "token_count",
-	"sources": "source", "threads": "thread", "positions": "position", "speakers": "speaker"}
+	"sources": "source", "threads": "thread", "positions": "position", "speakers": "speaker",
+	"reranker_scores": "reranker_score"}
 
 // inCandidateWords says a path of a request Rank sent as columns in the words of the candidates it was given:
 // columns.retrieval_scores[3] is candidates[3].retrieval_score.

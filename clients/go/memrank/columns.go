@@ -24,7 +24,7 @@ const candidatesField protoreflect.FieldNumber = 5
 //
 // It returns req itself and false when there is nothing to convert (no candidates, or columns already) or
 // when the columns cannot say what the candidates do, so the server's refusal names the candidate: a NaN
-// facet or stage score, an empty or overlong (> 128 bytes) facet or stage name, embeddings of several
+// facet, stage or reranker score, an empty or overlong (> 128 bytes) facet or stage name, embeddings of several
 // dimensions or holding NaN or infinity, Candidate.embedding beside packed embeddings.
 func Columnar(req *RankRequest) (*RankRequest, bool) {
 	cands := req.GetCandidates()
@@ -82,7 +82,8 @@ func columnsOf(cs []*Candidate) (*CandidateColumns, bool) {
 	}
 	cols.Importance, cols.ImportancePresent = optional(cs, func(c *Candidate) *float64 { return c.Importance })
 	cols.Positions, cols.PositionsPresent = optional(cs, func(c *Candidate) *int64 { return c.Position })
-	var okF, okS bool
+	var okF, okS, okR bool
+	cols.RerankerScores, okR = rerankerScores(cs)
 	cols.FacetNames, cols.FacetScores, okF = matrix(cs, (*Candidate).GetFacetScores)
 	cols.StageNames, cols.StageScores, okS = matrix(cs, (*Candidate).GetStageScores)
 	for i, c := range cs {
@@ -97,7 +98,30 @@ func columnsOf(cs []*Candidate) (*CandidateColumns, bool) {
 		}
 		cols.Metadata[i].Entries = c.GetMetadata()
 	}
-	return cols, okF && okS
+	return cols, okF && okS && okR
+}
+
+// rerankerScores is Candidate.reranker_score as a column, NaN where a candidate has none (as the server reads
+// it), nil when none has one; false when a candidate sends NaN, which the column would read as "no score":
+// such a request goes as given and the server's refusal names the candidate.
+func rerankerScores(cs []*Candidate) ([]float64, bool) {
+	var out []float64
+	for i, c := range cs {
+		if c.RerankerScore == nil {
+			continue
+		}
+		if math.IsNaN(*c.RerankerScore) {
+			return nil, false
+		}
+		if out == nil {
+			out = make([]float64, len(cs))
+			for j := range out {
+				out[j] = math.NaN()
+			}
+		}
+		out[i] = *c.RerankerScore
+	}
+	return out, true
 }
 
 // column is get of every candidate, or nil when every value is the zero value (an empty column: the field

@@ -147,8 +147,10 @@ func TestColumnarLeavesWhatColumnsCannotSay(t *testing.T) {
 	facets := func(m map[string]float64) CandidateOption { return func(c *Candidate) { c.FacetScores = m } }
 	embedding := func(e ...float32) CandidateOption { return func(c *Candidate) { c.Embedding = e } }
 	cases := map[string]*RankRequest{
-		"no candidates":    {Query: "q"},
-		"NaN facet score":  {Candidates: []*Candidate{NewCandidate("a", "x", facets(map[string]float64{"f": math.NaN()}))}},
+		"no candidates":   {Query: "q"},
+		"NaN facet score": {Candidates: []*Candidate{NewCandidate("a", "x", facets(map[string]float64{"f": math.NaN()}))}},
+		"NaN reranker score": {Candidates: []*Candidate{NewCandidate("a", "x",
+			func(c *Candidate) { c.RerankerScore = proto.Float64(math.NaN()) })}},
 		"empty facet name": {Candidates: []*Candidate{NewCandidate("a", "x", facets(map[string]float64{"": 1}))}},
 		"long stage name": {Candidates: []*Candidate{NewCandidate("a", "x",
 			func(c *Candidate) { c.StageScores = map[string]float64{strings.Repeat("n", 129): 1} })}},
@@ -181,6 +183,7 @@ func TestInCandidateWords(t *testing.T) {
 	for in, want := range map[string]string{
 		"columns.retrieval_scores[3]":       "candidates[3].retrieval_score",
 		"columns.ids[0]":                    "candidates[0].id",
+		"columns.reranker_scores[5]":        "candidates[5].reranker_score",
 		"columns.created_at[12]":            "candidates[12].created_at",
 		`columns.facet_scores[2]["bm25"]`:   `candidates[2].facet_scores["bm25"]`,
 		"columns.ids":                       "candidates",

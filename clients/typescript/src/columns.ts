@@ -30,7 +30,7 @@ const MATRICES = [["facetScores", "facetNames"], ["stageScores", "stageNames"]] 
 const MAX_NAME_BYTES = 128;
 const utf8 = new TextEncoder();
 
-/** What the columnar form cannot say as sent (a NaN facet score is "no score" there, a bad name has no row,
+/** What the columnar form cannot say as sent (a NaN facet or reranker score is "no score" there, a bad name has no row,
  * embeddings of several dimensions no matrix): such candidates go as they are, and the server names the fault. */
 class PerCandidate extends Error {}
 
@@ -79,6 +79,11 @@ function columnsOf(cands: readonly CandidateInit[]): CandidateColumns {
   }
   const importance = optional(cands.map((c) => c.importance), 0);
   if (importance) [cols.importance, cols.importancePresent] = [importance.values, importance.present];
+  const reranker = cands.map((c) => c.rerankerScore);
+  if (reranker.some((v) => v !== undefined)) {
+    if (reranker.some((v) => v !== undefined && Number.isNaN(v))) throw new PerCandidate();
+    cols.rerankerScores = reranker.map((v) => v ?? Number.NaN); // NaN: this row has no score
+  }
   const positions = optional(cands.map((c) => (c.position === undefined ? undefined : BigInt(c.position))), 0n);
   if (positions) [cols.positions, cols.positionsPresent] = [positions.values, positions.present];
   for (const field of TIMES) cols[field] = timeColumn(cands, field);
@@ -120,7 +125,7 @@ export interface SentRequest {
 /**
  * The RankRequest rank() sends for `request`: a RankRequest message as it is; an init object (a plain object,
  * the README's form) with its candidates as RankRequest.columns and their embeddings packed in embeddingsF32,
- * unless they cannot be said that way (a NaN facet or stage score, an empty or overlong facet or stage name,
+ * unless they cannot be said that way (a NaN facet, stage or reranker score, an empty or overlong facet or stage name,
  * embeddings of several dimensions, embeddings both packed and per candidate): then per candidate, as given.
  */
 export function rankRequest(request: RankRequest | MessageInitShape<typeof RankRequestSchema>): SentRequest {
@@ -160,6 +165,7 @@ const FIELD_OF: Record<string, string> = {
   ids: "id", layers: "layer", kinds: "kind", contents: "content", provenance: "provenance", threads: "thread",
   speakers: "speaker", retrieval_scores: "retrieval_score", access_counts: "access_count",
   token_counts: "token_count", sources: "source", safety: "safety", importance: "importance", positions: "position",
+  reranker_scores: "reranker_score",
 };
 const COLUMN_PATH = /columns\.(\w+)\[(\d+)\]/g;
 const TOTALS: Record<string, string> = { "columns.ids": "candidates", "columns.facet_names": "candidates.facet_scores" };
@@ -211,6 +217,9 @@ export function candidatesOf(req: RankRequest): Candidate[] {
       });
     });
   }
+  c.rerankerScores.forEach((v, i) => {
+    if (i < n && !Number.isNaN(v)) out[i]!.rerankerScore = v;
+  });
   c.metadata.forEach((row, i) => {
     if (i < n) Object.assign(out[i]!.metadata, row.entries);
   });

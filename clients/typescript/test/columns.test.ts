@@ -40,7 +40,7 @@ test("rank() sends a plain object's candidates as columns: each column as writte
     query: "q",
     candidates: [
       candidate("a", "alpha", { kind: "fact", retrievalScore: 0.5, importance: 0.25, createdAt: t0,
-        facetScores: { bm25: 2 }, metadata: { k: "v" }, source: Source.CHAT, embedding: [1, 2] }),
+        facetScores: { bm25: 2 }, metadata: { k: "v" }, source: Source.CHAT, embedding: [1, 2], rerankerScore: 2.5 }),
       { id: "b", content: "beta", retrievalScore: 0.75, position: 3n, safety: SafetyStatus.QUARANTINED,
         facetScores: { dense: 0.5 } },
     ],
@@ -57,6 +57,7 @@ test("rank() sends a plain object's candidates as columns: each column as writte
   assert.deepEqual([c.sources, c.safety], [[Source.CHAT, 0], [0, SafetyStatus.QUARANTINED]]);
   assert.deepEqual([c.facetNames, c.facetScores.map(String)], [["bm25", "dense"], ["2", "NaN", "NaN", "0.5"]]);
   assert.deepEqual(c.metadata.map((r) => r.entries), [{ k: "v" }, {}]);
+  assert.deepEqual(c.rerankerScores.map(String), ["2.5", "NaN"]); // NaN: b has no reranker score
   // Columns no candidate sets stay empty (unset for every row).
   assert.deepEqual([c.layers, c.accessCounts, c.threads, c.stageNames, c.lastAccessedAt], [[], [], [], [], undefined]);
   // Candidate a's own embedding packed, b's a row of zeros (what the server reads for a missing one).
@@ -66,7 +67,7 @@ test("rank() sends a plain object's candidates as columns: each column as writte
 test("candidatesOf reads the columns back into the candidates they came from", () => {
   const cands = [
     candidate("a", "alpha", { kind: "fact", retrievalScore: 0.5, importance: 0, createdAt: t0, validTo: t0,
-      stageScores: { ce: 0.25 }, metadata: { k: "v" }, thread: "t", speaker: "s", tokenCount: 7, accessCount: 2 }),
+      stageScores: { ce: 0.25 }, metadata: { k: "v" }, thread: "t", speaker: "s", tokenCount: 7, accessCount: 2, rerankerScore: -1.25 }),
     candidate("b", "beta", { layer: "episodic", position: 0n, provenance: "p", safety: SafetyStatus.UNSAFE }),
   ];
   const sent = rankRequest({ candidates: cands });
@@ -84,6 +85,7 @@ test("what the columns cannot carry goes per candidate; a message goes as it is"
     assert.equal(sent.message.candidates.length, candidates.length);
   };
   perCandidate([{ id: "a", facetScores: { bm25: Number.NaN } }]); // NaN: "no score" in the matrix
+  perCandidate([{ id: "a", rerankerScore: Number.NaN }]); // NaN: "no score" in the column, refused per candidate
   perCandidate([{ id: "a", stageScores: { "": 1 } }]); // the server names the empty name on its candidate
   perCandidate([{ id: "a", embedding: [1, 2] }, { id: "b", embedding: [1] }]); // two dimensions: no matrix
   perCandidate([{ id: "a", embedding: [1] }], packEmbeddings([[1]])); // packed and per candidate at once
@@ -96,6 +98,7 @@ test("what the columns cannot carry goes per candidate; a message goes as it is"
 test("errors of a columnar request are said in the candidates' words", () => {
   assert.equal(inCandidateWords("columns.retrieval_scores[3]"), "candidates[3].retrieval_score");
   assert.equal(inCandidateWords("columns.ids[2]"), "candidates[2].id");
+  assert.equal(inCandidateWords("columns.reranker_scores[5]"), "candidates[5].reranker_score");
   assert.equal(inCandidateWords("columns.ids"), "candidates");
   assert.equal(inCandidateWords("columns.positions[0]"), "candidates[0].position");
   assert.equal(inCandidateWords("columns.created_at[1]"), "candidates[1].created_at");

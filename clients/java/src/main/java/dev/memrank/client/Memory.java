@@ -39,6 +39,7 @@ public final class Memory {
   private final String thread;
   private final Long position;
   private final String speaker;
+  private final Double rerankerScore;
 
   private Memory(Builder b) {
     id = b.id;
@@ -65,6 +66,7 @@ public final class Memory {
     thread = b.thread;
     position = b.position;
     speaker = b.speaker;
+    rerankerScore = b.rerankerScore;
   }
 
   /** A builder of the memory with this id (Candidate.id: non-empty, unique in a request). */
@@ -88,6 +90,7 @@ public final class Memory {
         .embedding(floats(c))
         .stageScores(c.getStageScoresMap()).metadata(c.getMetadataMap()).thread(c.getThread())
         .position(c.hasPosition() ? c.getPosition() : null).speaker(c.getSpeaker())
+        .rerankerScore(c.hasRerankerScore() ? c.getRerankerScore() : null)
         .build();
   }
 
@@ -115,6 +118,9 @@ public final class Memory {
     }
     if (position != null) {
       c.setPosition(position);
+    }
+    if (rerankerScore != null) {
+      c.setRerankerScore(rerankerScore);
     }
     for (float v : embedding) {
       c.addEmbedding(v);
@@ -169,6 +175,8 @@ public final class Memory {
   /** {@code null}: unset (no position). */
   public Long position() { return position; }
   public String speaker() { return speaker; }
+  /** {@code null}: unset (scored as the batch's lowest reranker score). */
+  public Double rerankerScore() { return rerankerScore; }
 
   @Override
   public String toString() {
@@ -201,6 +209,7 @@ public final class Memory {
     private String thread = "";
     private Long position;
     private String speaker = "";
+    private Double rerankerScore;
 
     private Builder(String id) {
       this.id = Objects.requireNonNull(id, "id");
@@ -263,6 +272,11 @@ public final class Memory {
     public Builder position(Long v) { position = v; return this; }
     /** Candidate.speaker. */
     public Builder speaker(String v) { speaker = text(v); return this; }
+    /**
+     * Candidate.reranker_score: your own reranker's score for the query (a cross-encoder's logit, a rerank
+     * API's relevance), any finite value on any scale; {@code null}: unset.
+     */
+    public Builder rerankerScore(Double v) { rerankerScore = v; return this; }
 
     /** The memory. */
     public Memory build() {

@@ -12,7 +12,7 @@ import memrank.v1.Ranking.TimeColumn;
 /**
  * A request's candidates as Candidate messages, whichever form it sent them in: {@code candidates} as they
  * are, {@code columns} read back row by row (an empty column: the field unset in every row; a false presence
- * value: unset in that row; a NaN facet or stage score: no score). Receipts and accounting read this.
+ * value: unset in that row; a NaN facet, stage or reranker score: no score). Receipts and accounting read this.
  */
 public final class RequestCandidates {
   private RequestCandidates() {}
@@ -49,6 +49,11 @@ public final class RequestCandidates {
     time(out, c.getValidTo(), Candidate.Builder::setValidTo);
     scores(out, c.getFacetNamesList(), c.getFacetScoresList(), Candidate.Builder::putFacetScores);
     scores(out, c.getStageNamesList(), c.getStageScoresList(), Candidate.Builder::putStageScores);
+    column(out, c.getRerankerScoresList(), (b, v) -> {
+      if (!v.isNaN()) {
+        b.setRerankerScore(v);
+      }
+    });
     column(out, c.getMetadataList(), (b, row) -> b.putAllMetadata(row.getEntriesMap()));
     return out.stream().map(Candidate.Builder::build).toList();
   }

@@ -32,8 +32,8 @@ public final class Requests {
    * with {@code memories} as its candidates, in the columnar form, and {@code embeddings} (one row per memory,
    * in order, all of one dimension; {@code null}: the memories' own embeddings, if any) packed.
    *
-   * <p>Sent one Candidate message each instead, where the columns cannot say it as given: a NaN facet or stage
-   * score (a NaN in those columns means "no score") or an empty or overlong facet or stage name, or the
+   * <p>Sent one Candidate message each instead, where the columns cannot say it as given: a NaN facet, stage
+   * or reranker score (a NaN in those columns means "no score") or an empty or overlong facet or stage name, or the
    * memories' own embeddings of several dimensions; the server then names the memory at fault as
    * {@code candidates[i]}. In the columnar form a refusal names the column and the row, e.g.
    * {@code columns.retrieval_scores[3]} for {@code memories.get(3)}.
@@ -80,9 +80,12 @@ public final class Requests {
     return rows;
   }
 
-  /** Whether the columns can carry every score map as given (no NaN score, no empty or overlong name). */
+  /** Whether the columns can carry every score as given (no NaN score, no empty or overlong name). */
   static boolean columnar(List<Memory> memories) {
     for (Memory m : memories) {
+      if (m.rerankerScore() != null && m.rerankerScore().isNaN()) {
+        return false;
+      }
       for (Map<String, Double> scores : List.of(m.facetScores(), m.stageScores())) {
         for (Map.Entry<String, Double> e : scores.entrySet()) {
           String k = e.getKey();
@@ -144,6 +147,9 @@ public final class Requests {
     List<String> stages = names(memories, Memory::stageScores);
     c.addAllStageNames(stages);
     matrix(memories, Memory::stageScores, stages, c::addStageScores);
+    if (memories.stream().anyMatch(m -> m.rerankerScore() != null)) { // NaN: this row has no score
+      memories.forEach(m -> c.addRerankerScores(m.rerankerScore() == null ? Double.NaN : m.rerankerScore()));
+    }
     if (memories.stream().anyMatch(m -> !m.metadata().isEmpty())) {
       memories.forEach(m -> c.addMetadata(MetadataRow.newBuilder().putAllEntries(m.metadata())));
     }

@@ -29,7 +29,7 @@ class RequestsTest {
         Memory.builder("a").content("x").retrievalScore(0.5).importance(0.25).createdAt(NEW_YEAR)
             .facetScores(Map.of("bm25", 1.0)).source(Source.SOURCE_CHAT).metadata(Map.of("k", "v")).build(),
         Memory.builder("b").kind("fact").importance(null).createdAt(NEW_YEAR.plusMillis(500))
-            .facetScores(Map.of("dense", 0.5, "bm25", 2.0)).position(3L).build(),
+            .facetScores(Map.of("dense", 0.5, "bm25", 2.0)).position(3L).rerankerScore(-1.5).build(),
         Memory.builder("c").build());
   }
 
@@ -50,8 +50,11 @@ class RequestsTest {
         .addAllFacetScores(List.of(1.0, Double.NaN, 2.0, 0.5, Double.NaN, Double.NaN))
         .addMetadata(MetadataRow.newBuilder().putEntries("k", "v")).addMetadata(MetadataRow.getDefaultInstance())
         .addMetadata(MetadataRow.getDefaultInstance())
+        .addAllRerankerScores(List.of(Double.NaN, -1.5, Double.NaN)) // NaN: no reranker score in that row
         .build();
     assertEquals(want, Requests.columns(three()));
+    assertEquals(three().stream().map(Memory::toCandidate).toList(),
+        RequestCandidates.of(Requests.rankRequest(RankRequest.newBuilder(), three(), null)));
   }
 
   @Test
@@ -101,6 +104,7 @@ class RequestsTest {
     List<List<Memory>> cases = List.of(
         List.of(Memory.builder("a").facetScores(Map.of("bm25", Double.NaN)).build()),
         List.of(Memory.builder("a").stageScores(Map.of("", 1.0)).build()),
+        List.of(Memory.builder("a").rerankerScore(Double.NaN).build()),
         List.of(Memory.builder("a").facetScores(Map.of("n".repeat(129), 1.0)).build()),
         List.of(Memory.builder("a").embedding(new float[] {1}).build(),
             Memory.builder("b").embedding(new float[] {1, 2}).build()));
