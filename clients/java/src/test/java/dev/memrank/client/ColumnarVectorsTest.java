@@ -36,7 +36,7 @@ class ColumnarVectorsTest {
   private static RankingClient client;
   // candidates[i].field -> columns.<column>[i]: the server's column names (proto CandidateColumns).
   private static final Map<String, String> COLUMN = Map.of("id", "ids", "retrieval_score", "retrieval_scores",
-      "importance", "importance", "content", "contents");
+      "importance", "importance", "content", "contents", "reranker_score", "reranker_scores");
   private static final Pattern ROW = Pattern.compile("candidates\\[(\\d+)\\]\\.(\\w+)");
 
   /** The vector's request with its candidates as Memory objects, sent as a user of the client sends them. */
