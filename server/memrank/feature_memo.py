@@ -11,6 +11,7 @@ lookup and store of a batch takes one lock.
 
 from __future__ import annotations
 
+import os
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
@@ -34,6 +35,8 @@ class FeatureMemo:
         self._counted = counted
         self.hits = 0
         self.misses = 0
+        # The keys' salt (``core.features``): random per memo, so no caller can aim two contents at one key.
+        self.salt = os.urandom(16)
 
     @classmethod
     def of(cls, max_bytes: int, counted: Counted | None = None) -> FeatureMemo | None:

@@ -72,14 +72,21 @@ class Call:
     features: FeatureStore | None = None
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class RankInput:
     """A Rank request as parsed: the message, and its packed embeddings when the runtime split them off the wire
     before parsing (``memrank.api.wire.split_embeddings``: a view of the request bytes; the message then carries
-    none), else None."""
+    none), else None. ``single_use``: the runtime parsed the message for this one call, so ``handle_rank`` may
+    swap it for its header (``request_id``, ``query``, ``log_decision``) once the candidates are converted."""
 
     request: pb.RankRequest
     embeddings_f32: bytes | memoryview | None = None
+    single_use: bool = False
+
+
+def _header(request: pb.RankRequest) -> pb.RankRequest:
+    """What the call reads of its request after conversion: the id, the query and the decision log flag."""
+    return pb.RankRequest(request_id=request.request_id, query=request.query, log_decision=request.log_decision)
 
 
 @dataclass(frozen=True, slots=True)
@@ -129,6 +136,8 @@ def handle_rank(parsed: RankInput, policy: Policy, call: Call) -> pb.RankRespons
     # The columns hold a wrapper per candidate, and each wrapper the stubs of the map fields read on it (a upb
     # table per candidate): the batch has everything it needs, so they go before scoring, not after the call.
     del columns
+    if parsed.single_use:  # and so does the message (the contents again, beside the batch's: 61 MiB at the largest)
+        parsed.request = request = _header(request)
     _still_wanted(call.alive, "converted")
     # The server's shadow, when the call's outcome goes anywhere (metrics, decision log): ranked beside the answer,
     # left out of the response (``answered``), which is the one without it.

@@ -151,8 +151,8 @@ def split_embeddings(data: bytes) -> tuple[bytes, memoryview] | None:
 
 def parse_rank(data: bytes) -> RankInput:
     """A Rank request's bytes as the servicer takes them: the packed embeddings are split off the wire before
-    parsing (``split_embeddings``), so the matrix is never copied."""
+    parsing (``split_embeddings``), so the matrix is never copied; the message is the call's alone (``single_use``)."""
     parts = split_embeddings(data)
     if parts is None:
-        return RankInput(pb.RankRequest.FromString(data))
-    return RankInput(pb.RankRequest.FromString(parts[0]), parts[1])
+        return RankInput(pb.RankRequest.FromString(data), single_use=True)
+    return RankInput(pb.RankRequest.FromString(parts[0]), parts[1], single_use=True)

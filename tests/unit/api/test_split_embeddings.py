@@ -112,3 +112,27 @@ def test_a_split_request_gets_the_same_answer_bytes() -> None:
     assert parsed.embeddings_f32 == parts[1] and not parsed.request.embeddings_f32  # the split took the matrix
     split = handle_rank(parsed, policy, call).SerializeToString()
     assert split == direct
+
+
+def test_the_runtime_message_is_let_go_after_conversion() -> None:
+    """The runtime's parse lends the message to one call: after conversion handle_rank keeps only its header, the
+    decision hook still reads the id and flag, and the answer is the one of a message that stays whole."""
+    s = load_settings(env={})
+    data = _packed(12, 8).SerializeToString()
+    seen: list[pb.RankRequest] = []
+
+    def decide(request: pb.RankRequest, *_rest: object) -> bool:
+        seen.append(request)
+        return request.log_decision
+
+    call, policy = Call(1.767e9, None, b"k", decide=decide), Policy.of(s)
+    kept = RankInput(pb.RankRequest.FromString(data))
+    whole = handle_rank(kept, policy, call).SerializeToString()
+    assert kept.request == pb.RankRequest.FromString(data)  # a caller's own input is left as it was
+    parsed = parse_rank(data)
+    assert parsed.single_use
+    lent = handle_rank(parsed, policy, call).SerializeToString()
+    assert lent == whole
+    header = pb.RankRequest(request_id="r", query="kafka retry", log_decision=True)
+    assert parsed.request == header and seen[-1] == header
+    assert pb.RankResponse.FromString(lent).decision_logged

@@ -73,6 +73,10 @@ REQUESTS: dict[str, dict[str, Any]] = {
                    "explain": "EXPLAIN_LEVEL_FULL"},
     "no-reference-time": {"query": "ledger", "profile": "agent-observer", "candidates": RICH[1:]},
     "empty": {"referenceTime": REF, "candidates": []},
+    # A content column of 1.9 MB (the server hashes it in pieces of 1 MiB of text; the verifier whole).
+    "large-contents": {"query": "ledger", "referenceTime": REF,
+                       "candidates": [cand("big-1", "ledger é " * 100_000, 0.5), cand("big-2", "x" * 900_000, 0.4),
+                                      cand("big-3", "Postgres ledger. " * 2_000, 0.3)]},
 }
 
 

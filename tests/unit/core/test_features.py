@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
+import xxhash
 from google.protobuf import json_format
 
 from bench.data import workload
@@ -24,6 +25,8 @@ VECTORS = Path(__file__).resolve().parents[2] / "vectors"
 
 class DictStore:
     """A store that keeps everything and remembers what it was asked."""
+
+    salt = b"test salt"
 
     def __init__(self) -> None:
         self.held: dict[bytes, int] = {}
@@ -41,11 +44,20 @@ def _batch(*memories: tuple[str, str]) -> object:
     return batch_from_rows([CandidateInput(id=f"m{i}", kind=k, content=c) for i, (k, c) in enumerate(memories)])
 
 
-def test_the_key_is_blake2b_of_the_rule_version_the_kind_and_the_content() -> None:
-    batch = _batch(("fact", "I live in Berlin"), ("", "caf\u00e9?"))
-    want = [hashlib.blake2b(b"memrank.features.1\x00fact\x00I live in Berlin", digest_size=16).digest(),
-            hashlib.blake2b(b"memrank.features.1\x00\x00caf\xc3\xa9?", digest_size=16).digest()]
-    assert keys(batch) == want  # type: ignore[arg-type]
+def test_the_key_is_xxh3_of_the_content_seeded_by_the_rule_version_the_kind_and_the_salt() -> None:
+    batch = _batch(("fact", "I live in Berlin"), ("", "caf\u00e9?"), ("fact", "caf\u00e9?"))
+
+    def seed(prefix: bytes) -> int:
+        return int.from_bytes(hashlib.blake2b(prefix, digest_size=8, key=b"salt").digest(), "little")
+
+    fact, plain = seed(b"memrank.features.2\x00fact\x00"), seed(b"memrank.features.2\x00\x00")
+    want = [xxhash.xxh3_128(b"I live in Berlin", seed=fact).digest(),
+            xxhash.xxh3_128(b"caf\xc3\xa9?", seed=plain).digest(), xxhash.xxh3_128(b"caf\xc3\xa9?", seed=fact).digest()]
+    assert keys(batch, b"salt") == want  # type: ignore[arg-type]
+    assert len(set(want)) == 3 and keys(batch, b"other salt") != want  # type: ignore[arg-type]
+    lone = _batch(("", "half \ud800 a pair"))  # the in-process API may carry a lone surrogate
+    surrogate = xxhash.xxh3_128(b"half \xed\xa0\x80 a pair", seed=plain).digest()
+    assert keys(lone, b"salt") == [surrogate]  # type: ignore[arg-type]
 
 
 def test_features_are_the_rules_results_and_a_second_batch_reads_them() -> None:
@@ -69,7 +81,7 @@ def test_what_the_store_holds_is_what_the_signals_read() -> None:
     """A memory found in the store is not recomputed: a planted entry (a question mark that is not there) wins."""
     batch = _batch(("", "A plain statement."))
     store = DictStore()
-    store.held[keys(batch)[0]] = 0  # type: ignore[arg-type]  # statement 0 = "ends with a question mark"
+    store.held[keys(batch, store.salt)[0]] = 0  # type: ignore[arg-type]  # statement 0 = "ends with a question mark"
     assert memory_features(batch, store).statement.tolist() == [0]  # type: ignore[arg-type]
 
 

@@ -40,6 +40,38 @@ def strings(values: Sequence[str]) -> bytes:
     return lengths + text.encode()
 
 
+# Characters of a string column joined and encoded at a time by ``strings_sha256``: a column of large contents
+# (1,600 x 40 KB) is hashed in pieces, never held whole as one string and its UTF-8 copy (three copies of it with S's
+# concatenation: the largest request's peak); a column of ordinary ids or contents is one piece.
+_PIECE = 1 << 20
+
+
+def strings_sha256(values: Sequence[str]) -> str:
+    """h(S(values)): the SHA-256 hex of S's bytes, fed to the hash a piece at a time (at most ``_PIECE``
+    characters of text, a longer value alone) instead of made whole."""
+    digest = hashlib.sha256()
+    ascii_only = all(map(str.isascii, values))  # one byte per character: lengths without encoding each value
+    sizes = list(map(len, values)) if ascii_only else [len(s.encode()) for s in values]
+    digest.update(np.array(sizes, dtype=">u4").tobytes())
+    for piece in _pieces(values, sizes):
+        digest.update("".join(piece).encode())
+    return digest.hexdigest()
+
+
+def _pieces(values: Sequence[str], sizes: list[int]) -> list[Sequence[str]]:
+    """Runs of consecutive values of at most ``_PIECE`` bytes each (a larger value alone); one run when all fit."""
+    if sum(sizes) <= _PIECE:
+        return [values]
+    runs, start, held = [], 0, 0
+    for i, size in enumerate(sizes):
+        if held and held + size > _PIECE:
+            runs.append(values[start:i])
+            start, held = i, 0
+        held += size
+    runs.append(values[start:])
+    return runs
+
+
 def numbers(col: np.ndarray) -> bytes:
     """F: each value as its big-endian IEEE-754 float64 bytes."""
     data: bytes = np.ascontiguousarray(col, dtype=">f8").tobytes()

@@ -74,7 +74,18 @@ from itertools import compress
 import numpy as np
 
 from memrank.core.batch import Batch, RankParams
-from memrank.core.explain.canonical_values import f, key_sets, keyed, numbers, opt, optional, q, sha, strings
+from memrank.core.explain.canonical_values import (
+    f,
+    key_sets,
+    keyed,
+    numbers,
+    opt,
+    optional,
+    q,
+    sha,
+    strings,
+    strings_sha256,
+)
 from memrank.core.explain.outcome import RankOutcome
 
 SCHEMA = "memrank.receipt.v3"
@@ -86,17 +97,18 @@ def _h(data: bytes | memoryview) -> str:
 
 
 def _candidates(b: Batch) -> list[str]:
-    """The candidate column lines: one SHA-256 over each column's bytes."""
-    columns = [("id", strings(b.ids)), ("layer", strings(b.layers)), ("kind", strings(b.kinds)),
-               ("content", strings(b.contents)), ("retrieval_score", numbers(b.retrieval)),
-               ("importance", optional(b.importance)), ("access_count", numbers(b.access_count)),
-               ("token_count", numbers(b.token_count)), ("source", numbers(b.source)),
-               ("safety", numbers(b.safety)), ("provenance", strings(b.provenance)),
-               ("thread", strings(b.threads)), ("position", optional(b.positions)), ("speaker", strings(b.speakers)),
-               *((name, optional(getattr(b, name))) for name in TIMES),
-               ("facet_scores", keyed(b.facets)), ("stage_scores", keyed(b.stage_scores)),
-               ("metadata", key_sets(b.metadata))]
-    return [f"candidate {name} {_h(data)}" for name, data in columns]
+    """The candidate column lines: one SHA-256 over each column's bytes (a string column's streamed, so the
+    contents are never copied whole)."""
+    s = strings_sha256
+    columns = [("id", s(b.ids)), ("layer", s(b.layers)), ("kind", s(b.kinds)), ("content", s(b.contents)),
+               ("retrieval_score", _h(numbers(b.retrieval))), ("importance", _h(optional(b.importance))),
+               ("access_count", _h(numbers(b.access_count))), ("token_count", _h(numbers(b.token_count))),
+               ("source", _h(numbers(b.source))), ("safety", _h(numbers(b.safety))),
+               ("provenance", s(b.provenance)), ("thread", s(b.threads)), ("position", _h(optional(b.positions))),
+               ("speaker", s(b.speakers)), *((name, _h(optional(getattr(b, name)))) for name in TIMES),
+               ("facet_scores", _h(keyed(b.facets))), ("stage_scores", _h(keyed(b.stage_scores))),
+               ("metadata", _h(key_sets(b.metadata)))]
+    return [f"candidate {name} {digest}" for name, digest in columns]
 
 
 def _dropped(b: Batch, o: RankOutcome) -> list[str]:
