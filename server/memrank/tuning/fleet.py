@@ -102,14 +102,21 @@ def summary(report: ReadReport) -> str:
 def read(arguments: list[str], base: Profile, budget: int | None, seed: int) -> tuple[Dataset, list[str]]:
     """`tune --log`: the Dataset and the lines saying what was read. Without the fleet extra, plain local files
     (no glob, directory, .gz or s3://) are read in memory by ``tuning.logs``, as before the extra existed."""
-    import importlib.util
     from pathlib import Path
 
     plain = all(not sources.is_s3(a) and not a.endswith(".gz") and Path(a).is_file() for a in arguments)
-    if importlib.util.find_spec("duckdb") is None and plain and budget is None:
+    if plain and budget is None and not _have_duckdb():
         from memrank.tuning.logs import load_logs
 
         dataset, stats = load_logs([Path(a) for a in arguments], base)
         return dataset, [describe(stats)]
     dataset, stats, report = load(arguments, base, budget, seed)
     return dataset, [describe(stats), summary(report)]
+
+
+def _have_duckdb() -> bool:
+    try:
+        import duckdb  # noqa: F401
+    except ImportError:
+        return False
+    return True
