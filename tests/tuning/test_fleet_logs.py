@@ -14,13 +14,11 @@ import numpy as np
 import pytest
 
 from memrank.config import load_settings
-from memrank.tuning import Metric, Settings, TuningError, cross_validate
+from memrank.tuning import Metric, Settings, TuningError, cross_validate, fleet
 from memrank.tuning.logs import load_logs
 from memrank.tuning.queries import base_profile
 
 pytest.importorskip("duckdb", reason="the fleet extra is not installed")
-
-from memrank.tuning import fleet  # noqa: E402
 
 DEFAULT = base_profile(load_settings(env={}).profiles, "default")
 BASE = np.array([s.weight for s in DEFAULT.signals])
