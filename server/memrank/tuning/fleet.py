@@ -12,6 +12,7 @@ merged in ``server_time`` order.
 from __future__ import annotations
 
 import tempfile
+import time
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -34,6 +35,7 @@ class ReadReport:
     usable: int = 0  # labelled decisions with the base's signals and a relevant label, before sampling
     sampled: int = 0  # of them, kept
     budget: int | None = None
+    seconds: float = 0.0  # both passes, wall time
 
 
 def load(arguments: list[str], base: Profile, budget: int | None = None, seed: int = 0,
@@ -45,6 +47,7 @@ def load(arguments: list[str], base: Profile, budget: int | None = None, seed: i
     fs = sources.s3_filesystem() if any(sources.is_s3(a) for a in arguments) else None
     files = sources.expand(arguments, fs)
     report, stats = ReadReport(files=len(files), budget=budget), LogStats()
+    started = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="memrank-tune-") as spill:
         con = duckdb.connect(config={"memory_limit": f"{engine_memory_mb}MB", "temp_directory": spill,
                                      "threads": 2, "preserve_insertion_order": False})
@@ -57,7 +60,7 @@ def load(arguments: list[str], base: Profile, budget: int | None = None, seed: i
             raise TuningError(f"reading --log: {exc}") from None
         finally:
             con.close()
-    report.sampled = len(queries)
+    report.sampled, report.seconds = len(queries), time.monotonic() - started
     if not queries:
         raise TuningError(f"no labelled decision to tune on in {', '.join(arguments)}: {describe(stats)}")
     return Dataset(base.name, tuple(s.name for s in base.signals), tuple(queries), stats.nothing_relevant), \
@@ -85,7 +88,7 @@ def _fetch(con: Any, files: list[str], base: Profile, stats: LogStats) -> list[Q
 
 def summary(report: ReadReport) -> str:
     """One line: files read, lines skipped (where), duplicates dropped, the sample against its budget."""
-    parts = [f"read {report.files} file{'s' if report.files != 1 else ''}"]
+    parts = [f"read {report.files} file{'s' if report.files != 1 else ''} in {report.seconds:.1f} s"]
     skipped = len(report.bad) + report.unlocated
     if skipped:
         shown = "; ".join(report.bad[:5]) + ("; ..." if len(report.bad) > 5 else "")
