@@ -9,6 +9,7 @@ import pytest
 
 from memrank.grpc.running import Running
 from memrank.grpc.server import create_server
+from tests.support.s3server import S3Server
 from tests.support.servers import loopback_settings
 
 
@@ -18,6 +19,15 @@ def live_server() -> Iterator[Running]:
     running = create_server(loopback_settings())
     yield running
     running.stop(0)
+
+
+@pytest.fixture(scope="session")
+def s3_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[S3Server]:
+    """A real S3-compatible server (SeaweedFS) on loopback with one bucket, shared by the session: see
+    tests/support/s3server.py (built on first use; give each test a key prefix of its own)."""
+    server = S3Server.launch(tmp_path_factory.mktemp("s3server"))
+    yield server
+    server.close()
 
 
 # The fast lane (`pytest -m "not slow"`, docs/development/contributing.md) leaves out whole folders of
@@ -33,7 +43,7 @@ SLOW_MODULES = frozenset({
     "unit/core/selection/test_run_phase.py", "unit/api/test_convert_columns.py",
     "unit/core/signals/test_safety_prescan.py", "unit/core/scoring/test_compat.py",
     "unit/core/signals/test_substring_columns.py", "unit/core/signals/test_text_signals_batch.py",
-    "tuning/test_cli.py", "eval/test_eval_cli.py",
+    "tuning/test_cli.py", "eval/test_eval_cli.py", "server/test_s3_server_fixture.py",
 })
 TESTS = Path(__file__).resolve().parents[1]
 
