@@ -91,7 +91,10 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     p.add_argument("--sample-queries", type=int, metavar="N",
                    help="with --log: tune on at most N labelled decisions, the same N for the same --seed "
                         "(smallest md5 of seed:decision_id); memory is then bounded by N, not by the logs "
-                        "(default: every one; about 0.8 KB per candidate per query while fitting)")
+                        "(default: every one)")
+    p.add_argument("--s3-endpoint", metavar="URL",
+                   help="with s3:// --log: an S3-compatible server (path-style), e.g. http://minio:9000; "
+                        "credentials and region come from the usual AWS settings (AWS_ACCESS_KEY_ID, ...)")
 
 
 class _NoBar:
@@ -234,7 +237,7 @@ def _load(args: argparse.Namespace, base: Profile, limits: Limits) -> Dataset:
     if args.log:
         from memrank.tuning.fleet import read
 
-        dataset, lines = read(args.log, base, args.sample_queries, args.seed)
+        dataset, lines = read(args.log, base, args.sample_queries, args.seed, args.s3_endpoint)
         for line in lines:
             print(f"memrank tune: {line}")
         return dataset

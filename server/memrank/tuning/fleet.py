@@ -39,12 +39,13 @@ class ReadReport:
 
 
 def load(arguments: list[str], base: Profile, budget: int | None = None, seed: int = 0,
-         engine_memory_mb: int = ENGINE_MEMORY_MB) -> tuple[Dataset, LogStats, ReadReport]:
+         engine_memory_mb: int = ENGINE_MEMORY_MB, s3_endpoint: str | None = None
+         ) -> tuple[Dataset, LogStats, ReadReport]:
     """The labelled decisions of the logs as a (sampled) Dataset over the base's signals, and what was found."""
     duckdb = sources.require("duckdb")
     if budget is not None and budget < 1:
         raise TuningError(f"--sample-queries {budget}: expected 1 or more")
-    fs = sources.s3_filesystem() if any(sources.is_s3(a) for a in arguments) else None
+    fs = sources.s3_filesystem(s3_endpoint) if any(sources.is_s3(a) for a in arguments) else None
     files = sources.expand(arguments, fs)
     report, stats = ReadReport(files=len(files), budget=budget), LogStats()
     started = time.monotonic()
@@ -102,7 +103,8 @@ def summary(report: ReadReport) -> str:
     return ", ".join(parts)
 
 
-def read(arguments: list[str], base: Profile, budget: int | None, seed: int) -> tuple[Dataset, list[str]]:
+def read(arguments: list[str], base: Profile, budget: int | None, seed: int,
+         s3_endpoint: str | None = None) -> tuple[Dataset, list[str]]:
     """`tune --log`: the Dataset and the lines saying what was read. Without the fleet extra, plain local files
     (no glob, directory, .gz or s3://) are read in memory by ``tuning.logs``, as before the extra existed."""
     from pathlib import Path
@@ -113,7 +115,7 @@ def read(arguments: list[str], base: Profile, budget: int | None, seed: int) -> 
 
         dataset, stats = load_logs([Path(a) for a in arguments], base)
         return dataset, [describe(stats)]
-    dataset, stats, report = load(arguments, base, budget, seed)
+    dataset, stats, report = load(arguments, base, budget, seed, s3_endpoint=s3_endpoint)
     return dataset, [describe(stats), summary(report)]
 
 

@@ -5,8 +5,8 @@ A file is read as it is named; a directory or an ``s3://bucket/prefix/`` is ever
 (``logs/**/*.jsonl.gz``, ``s3://bucket/logs/dt=2026-12-*/**``) is what it matches. Files are read in
 the order of the arguments, each argument's files sorted by name (so partitions read oldest first);
 a file named twice is read once. gzip is told by the ``.gz`` suffix. S3 is reached through s3fs
-(credentials and endpoint from the usual AWS settings, e.g. ``AWS_ENDPOINT_URL`` for an
-S3-compatible server); an argument that matches nothing is an error naming it.
+(credentials from the usual AWS settings; ``--s3-endpoint`` for an S3-compatible server); an argument
+that matches nothing is an error naming it.
 """
 
 from __future__ import annotations
@@ -44,10 +44,14 @@ def is_s3(name: str) -> bool:
     return name.startswith("s3://")
 
 
-def s3_filesystem() -> Any:
-    """An s3fs filesystem configured from the usual AWS settings (environment, ~/.aws)."""
+def s3_filesystem(endpoint: str | None = None) -> Any:
+    """An s3fs filesystem with credentials and region from the usual AWS settings (environment, ~/.aws); at
+    ``endpoint`` (an S3-compatible server, path-style addressing) when given."""
     s3fs = require("s3fs")
-    return s3fs.S3FileSystem(anon=False, use_listings_cache=False)
+    if endpoint is None:
+        return s3fs.S3FileSystem(anon=False, use_listings_cache=False)
+    return s3fs.S3FileSystem(anon=False, use_listings_cache=False, endpoint_url=endpoint,
+                             config_kwargs={"s3": {"addressing_style": "path"}})
 
 
 def expand(arguments: list[str], fs: Any = None) -> list[str]:
