@@ -92,13 +92,17 @@ def feedback(rng: np.random.Generator, did: str, rid: str, ids: list[str], outco
 
 
 def write_file(path: Path, seed: int, first_id: int) -> tuple[int, int]:
-    """One partition of about FILE_BYTES compressed; (decisions, bytes)."""
+    """One partition of about FILE_BYTES compressed (written aside, then renamed); (decisions, bytes). A file
+    already there is kept: an interrupted run resumes."""
+    if path.exists():
+        return 0, path.stat().st_size
+    part = path.with_name(path.name + ".part")
     rng = np.random.default_rng(seed)
     profile = _default()
     bodies = [body(rng, profile) for _ in range(POOL)]
     path.parent.mkdir(parents=True, exist_ok=True)
     n = 0
-    with gzip.open(path, "wt", compresslevel=1, encoding="utf-8") as out:
+    with gzip.open(part, "wt", compresslevel=1, encoding="utf-8") as out:
         raw = out.buffer.fileobj  # type: ignore[attr-defined]
         while raw.tell() < FILE_BYTES:
             candidates, ids, outcome = bodies[int(rng.integers(0, POOL))]
@@ -111,6 +115,7 @@ def write_file(path: Path, seed: int, first_id: int) -> tuple[int, int]:
                 if rng.random() < 0.01:
                     out.write(text + "\n")  # a retried upload: the same record again
             n += 1
+    part.replace(path)
     return n, path.stat().st_size
 
 

@@ -41,7 +41,7 @@ def ensure(data: Path, gb: float) -> list[Path]:
     """The partitions under ``data``, writing more until there are about ``gb`` GB of them."""
     want = max(1, round(gb * 1e9 / FILE_BYTES))
     have = _files(data)
-    if len(have) < want:
+    if len(have) < want:  # writes the missing files only
         started = time.monotonic()
         generate(data, gb)
         print(f"generated {gb} GB under {data} in {time.monotonic() - started:.0f} s", flush=True)

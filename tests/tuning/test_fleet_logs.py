@@ -153,7 +153,9 @@ def test_cli_says_what_it_read_skipped_deduplicated_and_sampled(tmp_path: Path) 
                          capture_output=True, text=True)
     # two usable queries in one group cannot be cross-validated: the error comes after what was read
     assert run.returncode == 2 and "cross-validation needs at least 2" in run.stderr, run.stderr
-    assert "read 3 files in " in run.stdout and "s, skipped 2 unreadable lines" in run.stdout
+    assert f"1 torn record line skipped ({tmp_path / 'logs' / 'dt=2026-12-06' / 'hour=10' / 'pod-b-0.jsonl.gz'}:3)" \
+        in run.stdout
+    assert "read 3 files in " in run.stdout and "s, skipped 1 other unreadable line" in run.stdout
     assert "pod-a-1.jsonl.gz:6: not JSON" in run.stdout
     assert "dropped 1 duplicate decision record, sampled 2 of 2 usable labelled decisions (--sample-queries 5)" \
         in run.stdout

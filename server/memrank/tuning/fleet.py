@@ -75,6 +75,8 @@ def _passes(con: Any, files: list[str], base: Profile, budget: int | None, seed:
         found = badlines.locate(name, fs)
         report.bad.extend(found)
         report.unlocated += max(0, count - len(found))
+    torn = " torn record (cut short)"
+    stats.torn = [b.removesuffix(":" + torn) for b in report.bad if b.endswith(torn)]  # describe() names them
     (copies,), = con.execute("SELECT coalesce(sum(copies), 0) FROM d").fetchall()
     index.join(con, base, stats)
     report.duplicate_decisions = int(copies) - stats.decisions
@@ -90,11 +92,12 @@ def _fetch(con: Any, files: list[str], base: Profile, stats: LogStats) -> list[Q
 def summary(report: ReadReport) -> str:
     """One line: files read, lines skipped (where), duplicates dropped, the sample against its budget."""
     parts = [f"read {report.files} file{'s' if report.files != 1 else ''} in {report.seconds:.1f} s"]
-    skipped = len(report.bad) + report.unlocated
+    other = [b for b in report.bad if not b.endswith("torn record (cut short)")]  # torn: in describe()'s line
+    skipped = len(other) + report.unlocated
     if skipped:
-        shown = "; ".join(report.bad[:5]) + ("; ..." if len(report.bad) > 5 else "")
+        shown = "; ".join(other[:5]) + ("; ..." if len(other) > 5 else "")
         extra = f"{report.unlocated} with fields of the wrong type" if report.unlocated else ""
-        parts.append(f"skipped {skipped} unreadable line{'s' if skipped != 1 else ''} "
+        parts.append(f"skipped {skipped} other unreadable line{'s' if skipped != 1 else ''} "
                      f"({'; '.join(p for p in (shown, extra) if p)})")
     parts.append(f"dropped {report.duplicate_decisions} duplicate decision record"
                  f"{'s' if report.duplicate_decisions != 1 else ''}")
