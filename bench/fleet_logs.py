@@ -91,7 +91,7 @@ def feedback(rng: np.random.Generator, did: str, rid: str, ids: list[str], outco
                        "labels": labels}, separators=(",", ":"))
 
 
-def write_file(path: Path, seed: int, first_id: int) -> tuple[int, int]:
+def write_file(path: Path, seed: int, first_id: int, size: int = FILE_BYTES) -> tuple[int, int]:
     """One partition of about FILE_BYTES compressed (written aside, then renamed); (decisions, bytes). A file
     already there is kept: an interrupted run resumes."""
     if path.exists():
@@ -104,7 +104,7 @@ def write_file(path: Path, seed: int, first_id: int) -> tuple[int, int]:
     n = 0
     with gzip.open(part, "wt", compresslevel=1, encoding="utf-8") as out:
         raw = out.buffer.fileobj  # type: ignore[attr-defined]
-        while raw.tell() < FILE_BYTES:
+        while raw.tell() < size:
             candidates, ids, outcome = bodies[int(rng.integers(0, POOL))]
             line, did, rid = decision(rng, first_id + n, profile, candidates)
             lines = [line]
