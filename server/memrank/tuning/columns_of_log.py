@@ -33,6 +33,7 @@ def fetch(con: Any, files: list[str], base: Profile) -> tuple[list[Query], int]:
     cols = {"schema": "VARCHAR", "decision_id": "VARCHAR", "candidates": CANDIDATES}
     pick = ", ".join(f"c.signals[$s{i}].normalized AS s{i}" for i in range(len(names)))
     params: dict[str, Any] = {"f": files, **{f"s{i}": n for i, n in enumerate(names)}}
+    con.execute("SET threads = 1")  # each thread holds its own buffers of whole candidate columns: one fits 1 GB
     con.execute(f"""
         CREATE TEMP TABLE picked AS
         SELECT ch.ord, r.decision_id, r.candidates.id AS ids, r.candidates.outcome AS outcome,

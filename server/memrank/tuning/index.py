@@ -31,8 +31,9 @@ COLUMNS = {
     "weights": "STRUCT(signal VARCHAR, normalization VARCHAR)[]",
     "labels": "STRUCT(candidate_id VARCHAR, relevance BIGINT)[]",
 }
-# Fits one decision of 10 signals x 5,000 candidates (about 3 MB of JSON) with room to spare.
-MAX_OBJECT = 64 * 1024 * 1024
+# Fits one decision of 10 signals x 20,000 candidates (about 13 MB of JSON); DuckDB sizes its read buffers by it
+# (at 64 MB the second pass outgrew a 1 GB limit on 30 files of 32 MB).
+MAX_OBJECT = 16 * 1024 * 1024
 
 
 def read_json(files_param: str, columns: dict[str, str]) -> str:
