@@ -116,6 +116,13 @@ def targets(r: dict[str, Any]) -> list[dict[str, Any]]:
             add(f"e2e through the {name} client {key} / in-process LangChain (ratio)", m["ratio"] if m else None,
                 "<=", threshold, f"client p50 {_f(m['client_p50_ms'])} ms vs LangChain p50 "
                 f"{_f(m['langchain_p50_ms'])} ms, called alternately" if m else sizes.get("skipped", f"{key} not run"))
+    issue = 44
+    scale = r.get("tune_scale") or []
+    top = max(scale, key=lambda x: x["compressed_gb"]) if scale else None
+    add("tune --log peak RSS at the largest input measured (GiB)", top["peak_rss_mib"] / 1024 if top else None,
+        "<", 4.0, f"{top['compressed_gb']:.2f} GB of gzip logs, {top['decisions']:,} decisions, "
+        f"{top['sampled']:,} sampled ({r.get('tune_scale_run', {}).get('command')})" if top
+        else "not run: python -m bench.tune_scale --into bench/results.json")
     return out
 
 

@@ -390,6 +390,27 @@ def _bench_clients(data: dict[str, Any]) -> str:
             + table(("client", "candidates × dims", "client p50 ms", "LangChain p50 ms", "ratio"), rows))
 
 
+def _bench_tune_scale(data: dict[str, Any]) -> str:
+    """`memrank tune --log` over growing gzip fleet logs (``bench.tune_scale``): time and peak RSS per size."""
+    rows_in = data.get("tune_scale")
+    if not rows_in:
+        return "Not in this run (`python -m bench.tune_scale --into bench/results.json`).\n"
+    run = data.get("tune_scale_run", {})
+    rows = [(f"{r['compressed_gb']:.2f}", str(r["files"]), f"{r['decisions']:,}", f"{r['sampled']:,}",
+             f"{r['read_s']:.0f}", f"{r['wall_s']:.0f}", f"{r['read_s'] / r['compressed_gb']:.0f}",
+             f"{r['peak_rss_mib']:,.0f}") for r in rows_in]
+    load = ", ".join(f"{x:.1f}" for x in run.get("load_average_at_start", []))
+    return ("`memrank tune --log DIR --model linear --sample-queries "
+            f"{run.get('sample_queries', '?')}` in a fresh process over growing prefixes of synthetic fleet logs "
+            "(`bench/fleet_logs.py`: gzip JSON lines as a live server writes them, ~65 KB a decision), "
+            "peak RSS of that process from `wait4`; read = both DuckDB passes, wall = the whole command "
+            "(fit included)."
+            + (f" Measured apart from the rest of the run: `{run['command']}`, started {run['started_utc']}, "
+               f"load average at start {load}." if run else "") + "\n\n"
+            + table(("compressed GB", "files", "decisions", "sampled", "read s", "wall s", "read s / GB",
+                     "peak RSS MiB"), rows))
+
+
 def bench_page() -> str:
     data = json.loads((ROOT / "bench" / "results.json").read_text(encoding="utf-8"))
     mach = data["machine"]
@@ -418,6 +439,7 @@ def bench_page() -> str:
               f"{rss['workers_2']:.0f} MiB with 2 (per process: [Sizing, Memory](sizing.md#memory)).\n"
             + "\n## Through each client\n\n" + _bench_clients(data)
             + "\n## Memory per call\n\n" + _bench_memory(data)
+            + "\n## Tune at scale\n\n" + _bench_tune_scale(data)
             + "\n## Targets\n\nThe targets of issues 8, 31 and 45 as `python -m bench` prints them "
               "(`bench/report.py`), worked out from this run's numbers; \"not run\" where the run lacks the "
               "measurement.\n\n"

