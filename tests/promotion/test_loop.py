@@ -29,7 +29,7 @@ from tests.support import fleet_log
 from tests.support.helm import CHART, find_helm, run_helm, template_args
 from tests.support.servers import start_serve, stop
 
-SUPPORT = {"relevance": 0.3, "lexical": 0.2, "context": 0.1, "speaker": 0.1, "importance": 0.02, "thread": 0.1,
+SUPPORT = {"relevance": 0.3, "lexical": 0.2, "context": 0.1, "speaker_pair": 0.1, "importance": 0.02, "thread": 0.1,
            "length": 0.08, "hop": 0.05, "statement": 0.02, "date": 0.03}
 USERS, TURNS, CANDIDATES = 24, 6, 16
 CONFIGMAP_WRITE = '--configmap "$MEMRANK_PROMOTE_CONFIGMAP"'

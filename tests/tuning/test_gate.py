@@ -18,7 +18,7 @@ import yaml
 from tests.support import fleet_log
 
 SEED = 20261202  # the bootstrap's fixed seed (memrank.evaluation.bootstrap.SEED), part of the gate's contract
-SUPPORT = {"relevance": 0.3, "lexical": 0.2, "context": 0.1, "speaker": 0.1, "importance": 0.02, "thread": 0.1,
+SUPPORT = {"relevance": 0.3, "lexical": 0.2, "context": 0.1, "speaker_pair": 0.1, "importance": 0.02, "thread": 0.1,
            "length": 0.08, "hop": 0.05, "statement": 0.02, "date": 0.03}
 
 
