@@ -23,7 +23,7 @@ def live_server() -> Iterator[Running]:
 
 @pytest.fixture(scope="session")
 def s3_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[S3Server]:
-    """A real S3-compatible server (SeaweedFS) on loopback with one bucket, shared by the session: see
+    """A real S3-compatible server (gofakes3) on loopback with one bucket, shared by the session: see
     tests/support/s3server.py (built on first use; give each test a key prefix of its own)."""
     server = S3Server.launch(tmp_path_factory.mktemp("s3server"))
     yield server
@@ -44,7 +44,8 @@ SLOW_MODULES = frozenset({
     "unit/core/signals/test_safety_prescan.py", "unit/core/scoring/test_compat.py",
     "unit/core/signals/test_substring_columns.py", "unit/core/signals/test_text_signals_batch.py",
     "tuning/test_cli.py", "eval/test_eval_cli.py", "server/test_s3_server_fixture.py",
-    "server/test_decision_log_s3.py", "server/test_shadow_report.py",
+    "server/test_decision_log_s3.py", "server/test_shadow_report.py", "tuning/test_fleet_s3.py",
+    "promotion/test_loop.py",
 })
 TESTS = Path(__file__).resolve().parents[1]
 
