@@ -11,7 +11,6 @@ ConfigMap write against a stand-in).
 from __future__ import annotations
 
 import gzip
-import importlib.util
 import json
 import os
 import subprocess
@@ -27,6 +26,7 @@ import yaml
 from memrank.client import RankingClient
 from tests.support import fleet_log
 from tests.support.helm import CHART, find_helm, run_helm, template_args
+from tests.support.s3server import S3Server
 from tests.support.servers import start_serve, stop
 
 SUPPORT = {"relevance": 0.3, "lexical": 0.2, "context": 0.1, "speaker_pair": 0.1, "importance": 0.02, "thread": 0.1,
@@ -152,33 +152,29 @@ def test_a_gate_that_does_not_pass_ends_the_job_quietly_and_writes_nothing(tmp_p
 
 
 def test_two_servers_to_s3_to_one_promotion_that_both_serve(tmp_path: Path) -> None:
-    """The issue's end-to-end: two servers log decisions and feedback, the records reach a real S3-compatible
-    server, the job's command tunes from s3://, the gate passes, the served file changes, both servers reload."""
-    s3server = pytest.importorskip("tests.support.s3server", reason="the S3 test server (fleet-s3) is not here")
-    if importlib.util.find_spec("memrank.tuning.sources") is None:
-        pytest.skip("tune --log s3:// (fleet-tune) is not on this branch")
-    s3 = s3server.S3Server.launch(tmp_path / "s3")
+    """The issue's end-to-end: two servers log decisions and feedback through their S3 sink (`decision_log.sink:
+    s3`) into a real S3-compatible server, the job's command tunes from s3://, the gate passes, the served file
+    changes, both servers reload."""
+    s3 = S3Server.launch(tmp_path / "s3")
     config = served_config(tmp_path)
     key = tmp_path / "decision-log.key"
     key.write_bytes(os.urandom(32))
     procs = []
     try:
-        for pod in ("a", "b"):
+        for _ in ("a", "b"):
             procs.append(start_serve(tmp_path, "--config", str(config), "--address", "127.0.0.1:0",
-                                     "--metrics-port", "0", env={
+                                     "--metrics-port", "0", env=s3.env() | {
                                          "MEMRANK_CONFIG_POLL_SECONDS": "0.2",
                                          "MEMRANK_DECISION_LOG_HASH_KEY_FILE": str(key),
-                                         "MEMRANK_DECISION_LOG_PATH": str(tmp_path / f"pod-{pod}.jsonl")}))
+                                         "MEMRANK_DECISION_LOG_SINK": "s3",
+                                         "MEMRANK_DECISION_LOG_S3_URL": f"s3://{s3.bucket}/fleet/",
+                                         "MEMRANK_DECISION_LOG_S3_ENDPOINT": s3.endpoint,
+                                         "MEMRANK_DECISION_LOG_S3_BATCH_SECONDS": "0.5"}))
         halves = (range(0, USERS // 2), range(USERS // 2, USERS))
         clients = [RankingClient(f"127.0.0.1:{p.port}", timeout=10) for p in procs]
         try:
             first = [traffic(c, i + 1, users)[0] for i, (c, users) in enumerate(zip(clients, halves, strict=True))]
-            for pod, users in zip("ab", halves, strict=True):
-                log = tmp_path / f"pod-{pod}.jsonl"
-                wait_for_records(log, 2 * len(users) * TURNS)
-                # where the S3 sink puts a pod's records: date and hour partitions, gzip
-                s3.client().put_object(Bucket=s3.bucket, Key=f"fleet/dt=2026-12-06/hour=11/pod-{pod}.jsonl.gz",
-                                       Body=gzip.compress(log.read_bytes()))
+            wait_for_objects(s3, "fleet/", 2 * USERS * TURNS)  # every decision and feedback record, both pods
             env = s3.env() | {"AWS_ENDPOINT_URL": s3.endpoint}
             job = run_job(tmp_path, job_command(tmp_path, f"s3://{s3.bucket}/fleet/", config), config, env)
             assert job.returncode == 0, job.stdout + job.stderr
@@ -200,3 +196,18 @@ def test_two_servers_to_s3_to_one_promotion_that_both_serve(tmp_path: Path) -> N
         for p in procs:
             assert stop(p) == 0
         s3.close()
+
+
+def wait_for_objects(s3: S3Server, prefix: str, records: int, seconds: float = 30) -> None:
+    """Until the gzipped JSON-lines objects under ``prefix`` hold ``records`` lines, from more than one writer."""
+    deadline = time.monotonic() + seconds
+    while True:
+        keys = s3.keys(prefix)
+        lines = sum(gzip.decompress(s3.get(k)).count(b"\n") for k in keys)
+        writers = {k.rsplit("/", 1)[1].rsplit("-", 1)[0] for k in keys}
+        if lines >= records and len(writers) >= 2:
+            assert lines == records, f"{lines} records under {prefix}, expected {records}"
+            assert all("/dt=" in k and "/hour=" in k and k.endswith(".jsonl.gz") for k in keys), keys
+            return
+        assert time.monotonic() < deadline, f"{lines} of {records} records reached S3 from {len(writers)} writers"
+        time.sleep(0.2)
