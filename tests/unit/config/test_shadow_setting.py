@@ -32,7 +32,7 @@ def test_the_shadow_does_not_change_the_policy_version() -> None:
 @pytest.mark.parametrize(("env", "message"), [
     ({"MEMRANK_SHADOW_PROFILE": "nope"}, "shadow.profile: unknown profile 'nope' (known: agent-observer, assistant, "
                                          "default, generative-agents, lians-admission, lians-recall, research, "
-                                         "support)"),
+                                         "support, with-reranker)"),
     ({"MEMRANK_SHADOW_PROFILE": "  "}, "shadow.profile (set by MEMRANK_SHADOW_PROFILE): '  ' is blank (null = no "
                                        "shadow)"),
     ({"MEMRANK_SHADOW_SAMPLE_RATE": "1.5"}, "shadow.sample_rate (set by MEMRANK_SHADOW_SAMPLE_RATE): 1.5 is outside "

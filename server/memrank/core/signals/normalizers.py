@@ -72,7 +72,8 @@ def z_score(values: np.ndarray, population: np.ndarray) -> np.ndarray:
         return out
     pop = v[population]
     std = float(pop.std())
-    if not std > 0.0 or not math.isfinite(std):
+    # Equal values have no spread, though the mean's rounding can leave std a few ulps above 0 (24 + 659.53 thrice).
+    if pop.max() == pop.min() or not std > 0.0 or not math.isfinite(std):
         out[population] = 0.5
         return out
     z = ((pop - pop.mean()) / std).clip(-_Z_CLIP, _Z_CLIP)
