@@ -35,7 +35,7 @@ def summary(r: dict[str, Any]) -> dict[str, Any]:
 
 
 def targets(r: dict[str, Any]) -> list[dict[str, Any]]:
-    """Each target of issues 8, 31 and 45: measured value, threshold, met (None: not run)."""
+    """Each target of issues 8, 31, 44 and 45: measured value, threshold, met (None: not run)."""
     w, lv = r["workloads"], r.get("live", {})
     out: list[dict[str, Any]] = []
     issue = 8
