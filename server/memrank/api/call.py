@@ -77,7 +77,8 @@ class RankInput:
     """A Rank request as parsed: the message, and its packed embeddings when the runtime split them off the wire
     before parsing (``memrank.api.wire.split_embeddings``: a view of the request bytes; the message then carries
     none), else None. ``single_use``: the runtime parsed the message for this one call, so ``handle_rank`` may
-    swap it for its header (``request_id``, ``query``, ``log_decision``) once the candidates are converted."""
+    swap it for its header (``request_id``, ``query``, ``log_decision``, ``profile``, ``shadow_profile``) once the
+    candidates are converted."""
 
     request: pb.RankRequest
     embeddings_f32: bytes | memoryview | None = None
@@ -85,8 +86,10 @@ class RankInput:
 
 
 def _header(request: pb.RankRequest) -> pb.RankRequest:
-    """What the call reads of its request after conversion: the id, the query and the decision log flag."""
-    return pb.RankRequest(request_id=request.request_id, query=request.query, log_decision=request.log_decision)
+    """What the call reads of its request after conversion: the id, the query, the decision log flag, and the
+    profile and shadow profile the server's shadow is drawn against."""
+    return pb.RankRequest(request_id=request.request_id, query=request.query, log_decision=request.log_decision,
+                          profile=request.profile, shadow_profile=request.shadow_profile)
 
 
 @dataclass(frozen=True, slots=True)

@@ -133,6 +133,6 @@ def test_the_runtime_message_is_let_go_after_conversion() -> None:
     assert parsed.single_use
     lent = handle_rank(parsed, policy, call).SerializeToString()
     assert lent == whole
-    header = pb.RankRequest(request_id="r", query="kafka retry", log_decision=True)
+    header = pb.RankRequest(request_id="r", query="kafka retry", log_decision=True, profile="default")
     assert parsed.request == header and seen[-1] == header
     assert pb.RankResponse.FromString(lent).decision_logged
