@@ -440,7 +440,7 @@ def bench_page() -> str:
             + "\n## Through each client\n\n" + _bench_clients(data)
             + "\n## Memory per call\n\n" + _bench_memory(data)
             + "\n## Tune at scale\n\n" + _bench_tune_scale(data)
-            + "\n## Targets\n\nThe targets of issues 8, 31 and 45 as `python -m bench` prints them "
+            + "\n## Targets\n\nThe targets of issues 8, 31, 44 and 45 as `python -m bench` prints them "
               "(`bench/report.py`), worked out from this run's numbers; \"not run\" where the run lacks the "
               "measurement.\n\n"
             + _bench_targets(data))
