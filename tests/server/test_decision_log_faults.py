@@ -3,11 +3,13 @@ Live servers on loopback, real files, real writer processes."""
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from dataclasses import replace
 from pathlib import Path
@@ -20,6 +22,7 @@ from memrank._gen.v1 import ranking_pb2 as pb
 from memrank.client import RankingClient, RankingError
 from memrank.config import DecisionLogSettings, Settings
 from memrank.core.errors import ConfigError
+from memrank.decisions.sink import FileSink
 from memrank.decisions.writer import DecisionLog
 from memrank.grpc.server import create_server
 from tests.support.servers import free_port, loopback_settings, process_alive, refused
@@ -155,6 +158,29 @@ def test_a_new_writer_starts_after_a_torn_line_on_a_line_of_its_own(tmp_path: Pa
     lines = path.read_text().splitlines()
     assert lines[0] == '{"schema":"memrank.decision.v1","decision_id":"ab' and len(lines) == 2
     assert json.loads(lines[1])["request_id"] == "after/1"
+
+
+def test_a_writer_starting_while_another_is_in_mid_line_waits_for_its_lock(tmp_path: Path) -> None:
+    """A second worker's writer starting while the first holds the lock in mid-line must not take the line for a
+    torn one: it waits for the lock (it once read the last byte without it and put a newline into the line)."""
+    path = tmp_path / "decisions.jsonl"
+    lock = os.open(f"{path}.lock", os.O_WRONLY | os.O_CREAT, 0o600)
+    fcntl.flock(lock, fcntl.LOCK_EX)
+    with path.open("ab") as f:
+        f.write(b'{"request_id":"first","part":')  # the first writer, in mid-line
+    opened: list[FileSink] = []
+    second = threading.Thread(target=lambda: opened.append(FileSink(str(path), 1 << 20, 0)))
+    second.start()
+    second.join(0.5)
+    assert second.is_alive()  # waiting for the lock
+    with path.open("ab") as f:
+        f.write(b'"whole"}\n')
+    fcntl.flock(lock, fcntl.LOCK_UN)
+    os.close(lock)
+    second.join(5)
+    opened[0].write(b'{"request_id":"second"}\n')
+    opened[0].close()
+    assert [json.loads(line)["request_id"] for line in path.read_text().splitlines()] == ["first", "second"]
 
 
 # ---------------------------------------------------------------- a writer that dies, a writer that stalls

@@ -102,7 +102,8 @@ class FileSink:
         self._end = 0  # the file's size after this writer's last line: smaller later means truncated under it
         self.truncations = 0  # times the file was found shorter than this writer left it
         try:
-            self._fd: int | None = self._open()
+            with self._lock:  # another worker's writer may be in mid-line: its last byte is not a torn line's
+                self._fd: int | None = self._open()
         except OSError:
             self._lock.close()  # a writer retrying its start once a second must not leak a descriptor a try
             raise
