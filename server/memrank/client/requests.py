@@ -63,6 +63,42 @@ def time_of(value: Any) -> tuple[int, int]:
     raise TypeError(f"a time must be an RFC 3339 string, a datetime or epoch seconds, got {type(value).__name__}")
 
 
+# RFC 3339 in UTC, as protobuf JSON writes a Timestamp: what one numpy parse of a column reads (_utc_strings)
+_UTC = re.compile(r"(?:\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?Z)+")
+_YEAR_1 = -62_135_596_800  # 0001-01-01T00:00:00Z: numpy reads year 0, datetime (time_of) refuses it
+
+
+def time_column(values: Sequence[Any]) -> tuple[list[int], list[int]]:
+    """Seconds and nanos of each value as ``time_of`` reads it ((0, 0) where _MISSING), a column at a time."""
+    sent = [v for v in values if v is not _MISSING]
+    parsed = _utc_strings(sent)
+    if parsed is None:
+        stamps = [time_of(v) for v in sent]
+        parsed = [s for s, _ in stamps], [ns for _, ns in stamps]
+    seconds, nanos = parsed
+    if len(sent) == len(values):
+        return seconds, nanos
+    at = iter(range(len(sent)))
+    rows = [None if v is _MISSING else next(at) for v in values]
+    return [0 if i is None else seconds[i] for i in rows], [0 if i is None else nanos[i] for i in rows]
+
+
+def _utc_strings(values: list[Any]) -> tuple[list[int], list[int]] | None:
+    """Seconds and nanos of strings of protobuf JSON's own form ("2026-01-01T12:00:00.5Z"), the seconds parsed
+    by numpy as one column; None for anything else, which ``time_of`` then reads one value at a time (and names
+    what is wrong). Pays: building the bench's dict request (bench.drivers.request_dict), p50 at 100 / 400 / 1,600
+    candidates 1.50 / 7.36 / 29.3 ms -> 0.83 / 2.56 / 13.9 ms."""
+    if not values or not all(type(v) is str for v in values) or not _UTC.fullmatch("".join(values)):
+        return None
+    try:
+        seconds = np.array([v[:19] for v in values], dtype="datetime64[s]").astype(np.int64)
+    except ValueError:  # a day, hour, minute or second out of range: time_of says which
+        return None
+    if seconds.min() < _YEAR_1:
+        return None
+    return seconds.tolist(), [int(v[20:-1][:9].ljust(9, "0")) if len(v) > 20 else 0 for v in values]
+
+
 def _whole_seconds(moment: datetime.datetime) -> int:
     """Epoch seconds of a datetime without microseconds (naive: UTC)."""
     seconds: int = ((moment if moment.tzinfo is not None else moment.replace(tzinfo=datetime.UTC)) - _EPOCH) // _SECOND
@@ -196,10 +232,10 @@ def columns_of(cands: Sequence[Mapping[str, Any]]) -> tuple[pb.CandidateColumns,
     for field in _TIMES:
         if field in by:
             values, target = by.pop(field), getattr(cols, field)
-            stamps = [(0, 0) if v is _MISSING else time_of(v) for v in values]
-            target.seconds.extend(s for s, _ in stamps)
-            if any(ns for _, ns in stamps):
-                target.nanos.extend(ns for _, ns in stamps)
+            seconds, nanos = time_column(values)
+            target.seconds.extend(seconds)
+            if any(nanos):
+                target.nanos.extend(nanos)
             if _MISSING in values:
                 target.present.extend(v is not _MISSING for v in values)
     for field, names in _MATRICES.items():

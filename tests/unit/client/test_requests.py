@@ -8,10 +8,11 @@ import datetime
 import numpy as np
 import pytest
 from google.protobuf import json_format
+from google.protobuf.timestamp_pb2 import Timestamp
 
 from memrank._gen.v1 import ranking_pb2 as pb
 from memrank.api.call import Call, Policy, RankInput, handle_rank
-from memrank.client.requests import candidates_of, in_candidate_words, rank_request, time_of
+from memrank.client.requests import candidates_of, in_candidate_words, rank_request, time_column, time_of
 from memrank.config import load_settings
 
 SETTINGS = load_settings(env={})
@@ -100,6 +101,46 @@ def test_an_unknown_key_is_named() -> None:
 ])
 def test_times_as_protobuf_json_and_python_say_them(value: object, want: tuple[int, int]) -> None:
     assert time_of(value) == want
+
+
+def _protobuf_json(value: str) -> tuple[int, int]:
+    stamp = Timestamp()
+    stamp.FromJsonString(value)  # protobuf's own reading of its JSON form: the reference
+    return stamp.seconds, stamp.nanos
+
+
+def test_a_column_of_utc_times_reads_as_protobuf_reads_each() -> None:
+    rng = np.random.default_rng(7)
+    seconds = rng.integers(-62_135_596_800, 253_402_300_800, 500)
+    values = []
+    for i, s in enumerate(seconds.tolist()):
+        text = (datetime.datetime(1970, 1, 1) + datetime.timedelta(seconds=s)).isoformat(timespec="seconds")
+        digits = (0, 3, 6, 9)[i % 4]
+        values.append(f"{text}{'.' if digits else ''}{str(rng.integers(10 ** 9)).zfill(9)[:digits]}Z")
+    values[:3] = ["0001-01-01T00:00:00Z", "9999-12-31T23:59:59.999999999Z", "1970-01-01T00:00:00.5Z"]
+    got = time_column(values)
+    assert list(zip(*got, strict=True)) == [_protobuf_json(v) for v in values]
+
+
+@pytest.mark.parametrize("odd", [
+    "2026-01-01T01:00:00+01:00",  # an offset
+    "2026-01-01T00:00:00.123456789123Z",  # more digits than nanoseconds: cut, as time_of cuts them
+    None,  # a candidate that sent no time
+])
+def test_a_column_with_any_other_value_reads_as_time_of_reads_each(odd: str | None) -> None:
+    from memrank.client.requests import _MISSING
+    column = ["2026-01-01T00:00:00.25Z", _MISSING if odd is None else odd, "2025-12-31T23:59:59Z"]
+    want = [(0, 0) if v is _MISSING else time_of(v) for v in column]
+    assert list(zip(*time_column(column), strict=True)) == want
+    assert want[0] == (1_767_225_600, 250_000_000) and want[2] == (1_767_225_599, 0)
+
+
+@pytest.mark.parametrize("bad", ["2026-02-30T00:00:00Z", "0000-01-01T00:00:00Z", "2026-01-01T24:00:00Z"])
+def test_a_column_with_an_impossible_time_is_refused_by_the_value(bad: str) -> None:
+    with pytest.raises(ValueError):
+        time_column(["2026-01-01T00:00:00Z", bad])
+    with pytest.raises(ValueError):
+        time_of(bad)
 
 
 @pytest.mark.parametrize(("sent", "written"), [
