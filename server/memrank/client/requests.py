@@ -64,7 +64,7 @@ def time_of(value: Any) -> tuple[int, int]:
 
 
 # RFC 3339 in UTC, as protobuf JSON writes a Timestamp: what one numpy parse of a column reads (_utc_strings)
-_UTC = re.compile(r"(?:\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?Z)+")
+_UTC = re.compile(r"(?:[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(?:\.[0-9]+)?Z)+")  # [0-9]: 2x \d
 _YEAR_1 = -62_135_596_800  # 0001-01-01T00:00:00Z: numpy reads year 0, datetime (time_of) refuses it
 
 
