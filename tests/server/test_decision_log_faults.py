@@ -22,8 +22,8 @@ from memrank._gen.v1 import ranking_pb2 as pb
 from memrank.client import RankingClient, RankingError
 from memrank.config import DecisionLogSettings, Settings
 from memrank.core.errors import ConfigError
+from memrank.decisions.log import DecisionLog
 from memrank.decisions.sink import FileSink
-from memrank.decisions.writer import DecisionLog
 from memrank.grpc.server import create_server
 from tests.support.servers import free_port, loopback_settings, process_alive, refused
 

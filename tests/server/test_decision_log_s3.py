@@ -263,7 +263,7 @@ def test_without_boto3_the_start_is_refused_naming_the_extra() -> None:
     """A writer process cannot upload without boto3: the server says so at start, naming the extra."""
     code = ("import sys; sys.modules['boto3'] = None\n"
             "from memrank.config import DecisionLogSettings\n"
-            "from memrank.decisions.writer import DecisionLog\n"
+            "from memrank.decisions.log import DecisionLog\n"
             "DecisionLog(DecisionLogSettings(enabled=True, sink='s3', s3_url='s3://logs/x/'))\n")
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=False)
     assert proc.returncode == 1

@@ -20,7 +20,7 @@ from memrank.core.batch import Batch, RankParams
 from memrank.core.errors import MemrankError
 from memrank.core.explain.outcome import RankOutcome
 from memrank.decisions.capture import capture_decision, capture_feedback
-from memrank.decisions.writer import DecisionLog
+from memrank.decisions.log import DecisionLog
 from memrank.feature_memo import FeatureMemo
 from memrank.grpc.errors import Abandoned, Internal, NotEnabled, Overloaded, Refusal, abort_with, code_of
 from memrank.grpc.tracing import Tracing
