@@ -33,7 +33,7 @@ def logging_settings(path: Path, **log: Any) -> Settings:
     return replace(s, decision_log=DecisionLogSettings(enabled=True, sink="file", path=str(path), **log))
 
 
-def wait_for_lines(path: Path, n: int, timeout: float = 5.0) -> list[dict[str, Any]]:
+def wait_for_lines(path: Path, n: int, timeout: float = 20.0) -> list[dict[str, Any]]:
     """The file's records once it holds ``n`` (AssertionError naming what it holds after ``timeout``)."""
     deadline = time.monotonic() + timeout
     while True:
