@@ -50,9 +50,10 @@ CLIENTS = ("python", *DRIVERS)
 
 
 def measure(sizes: Sequence[int], reps: int, names: Sequence[str] = CLIENTS,
-            log: Callable[[str], object] = print) -> dict[str, dict[str, Any]]:
+            log: Callable[[str], object] = print, warm: int = 5) -> dict[str, dict[str, Any]]:
     """{client: {"NxD": {client_p50_ms, langchain_p50_ms, ratio}}} for each client whose toolchain is here (the
-    others: {"skipped": why}), one 1-worker server for all, each client alternated with LangChain."""
+    others: {"skipped": why}), one 1-worker server for all, each client alternated with LangChain after ``warm``
+    untimed calls per size."""
     out: dict[str, dict[str, Any]] = {}
     with serve(1) as server, RankingClient(f"127.0.0.1:{server.port}", timeout=30) as client, \
             tempfile.TemporaryDirectory() as tmp:
@@ -71,7 +72,7 @@ def measure(sizes: Sequence[int], reps: int, names: Sequence[str] = CLIENTS,
                     else:
                         driver.load(workload_file(w, Path(tmp) / f"{n}.json"))
                         ours = driver.rank
-                    for _ in range(5):  # a fresh size: the first calls (and a JIT's warm-up) are not the ones timed
+                    for _ in range(warm):  # a fresh size: the first calls (and a JIT's warm-up) are not the ones timed
                         ours()
                         lc()
                     a, b = _alternate(ours, lc, reps)
@@ -88,6 +89,8 @@ def main() -> None:
     parser.add_argument("--sizes", default="100,400,1600")
     parser.add_argument("--reps", type=int, default=40)
     parser.add_argument("--clients", default="python", help=f"comma-separated, of {','.join(CLIENTS)}")
+    parser.add_argument("--warm", type=int, default=5,
+                        help="untimed calls per client and size first (a fresh JVM compiles for several hundred)")
     args = parser.parse_args()
     if not langchain_available():
         raise SystemExit("LangChain is not installed (pip install -e '.[bench]')")
@@ -96,7 +99,7 @@ def main() -> None:
         raise SystemExit(f"unknown clients {sorted(unknown)}; known: {','.join(CLIENTS)}")
     print(f"{'client':>7} {'size':>10} {'client p50 ms':>14} {'LangChain p50 ms':>17} {'ratio':>6}")
     for name, rows in measure([int(s) for s in args.sizes.split(",")], args.reps, names,
-                              lambda line: print(line, flush=True)).items():
+                              lambda line: print(line, flush=True), args.warm).items():
         if "skipped" in rows:
             print(f"{name:>7}: skipped ({rows['skipped']})")
 
