@@ -38,6 +38,7 @@ class RankingService(pb_grpc.RankingServiceServicer):
     def __init__(self, settings: Settings, metrics: Metrics, clock: Callable[[], float] = time.time,
                  after_reply: bool = False, tracing: Tracing | None = None) -> None:
         self._settings = settings
+        self._policy = Policy.of(settings)  # what calls are ranked under, made once per settings, not per call
         self._tracing = tracing  # None: tracing off
         self._metrics = metrics
         self._clock = clock
@@ -80,8 +81,9 @@ class RankingService(pb_grpc.RankingServiceServicer):
 
     def use(self, settings: Settings) -> None:
         """Serve with these settings from the next call on (a reload's new profiles); calls in flight keep
-        the ones they started with (each reads ``self._settings`` once)."""
+        the ones they started with (each reads ``self._policy`` once)."""
         self._recorder.profiles = frozenset(settings.profiles)
+        self._policy = Policy.of(settings)
         self._settings = settings
 
     def close(self) -> None:
@@ -125,17 +127,15 @@ class RankingService(pb_grpc.RankingServiceServicer):
     def Rank(self, parsed: RankInput, context: grpc.ServicerContext) -> pb.RankResponse:
         """Rank candidate memories (``parsed``: the request as the server's parse step left it)."""
         return self._call("Rank", parsed.request.request_id, context, lambda: handle_rank(
-            parsed, Policy.of(self._settings), Call(self._clock(), self._provenance_key, self._receipt_key,
-                                                    self._record, context.is_active, self._decide, self._tracing,
-                                                    self.features)))
+            parsed, self._policy, Call(self._clock(), self._provenance_key, self._receipt_key, self._record,
+                                       context.is_active, self._decide, self._tracing, self.features)))
 
     def ScoreAdmission(
         self, request: pb.ScoreAdmissionRequest, context: grpc.ServicerContext
     ) -> pb.ScoreAdmissionResponse:
         """Score one memory for admission."""
         return self._call("ScoreAdmission", request.request_id, context,
-                          lambda: handle_admission(request, Policy.of(self._settings),
-                                                   Call(self._clock(), self._provenance_key)))
+                          lambda: handle_admission(request, self._policy, Call(self._clock(), self._provenance_key)))
 
     def ListProfiles(
         self, request: pb.ListProfilesRequest, context: grpc.ServicerContext
