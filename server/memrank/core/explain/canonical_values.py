@@ -85,6 +85,28 @@ def optional(col: np.ndarray) -> bytes:
     return present + numbers(np.where(unset, 0.0, col))
 
 
+def numbers_sha256(cols: Sequence[np.ndarray]) -> list[str]:
+    """h(F(col)) of each column (all of one length): the columns as one float64 matrix, converted at once."""
+    n = len(cols[0])
+    data = memoryview(np.array(cols, dtype=">f8").tobytes())
+    return [hashlib.sha256(data[k * 8 * n:(k + 1) * 8 * n]).hexdigest() for k in range(len(cols))]
+
+
+def optional_sha256(cols: Sequence[np.ndarray]) -> list[str]:
+    """h(O(col)) of each column (all of one length): presence and values of every column in one pass each."""
+    n = len(cols[0])
+    matrix = np.array(cols, dtype=np.float64)
+    unset = np.isnan(matrix)
+    present = memoryview((~unset).tobytes())  # a bool is one byte, 0 or 1: O's presence bytes
+    values = memoryview(np.where(unset, 0.0, matrix).astype(">f8").tobytes())
+    out = []
+    for k in range(len(cols)):
+        digest = hashlib.sha256(present[k * n:(k + 1) * n])
+        digest.update(values[k * 8 * n:(k + 1) * 8 * n])
+        out.append(digest.hexdigest())
+    return out
+
+
 def keyed(columns: Mapping[str, np.ndarray]) -> bytes:
     """M: per name carried by any candidate, in UTF-8 byte order (code point order): S of the name, then O of its
     column (a column that is NaN throughout names no candidate's value)."""
