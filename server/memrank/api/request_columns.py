@@ -274,7 +274,8 @@ class CandidateColumns:
         metadata: list[Mapping[str, str]] = [_NO_METADATA] * self.n
         for i, entries in self.metadata:
             metadata[i] = MappingProxyType(entries)
-        times = {name: (_nans(self.n) if t is None else t.epoch()) for name, t in self.times.items()}
+        unset = _nans(self.n)  # every time no candidate sets is this one column (read-only in the batch)
+        times = {name: (unset if t is None else t.epoch()) for name, t in self.times.items()}
         return Batch(
             ids=tuple(self.ids),
             layers=tuple(self.layers),
