@@ -7,7 +7,8 @@ with a run without it, it shows the memo changes no byte (most calls find their 
 The calls: every conformance vector (tests/vectors), bench's workloads (1 to 1,600 candidates; no, 16- and 384-dim
 embeddings, packed and per candidate), each at every explain level, under four profiles and with a shadow profile,
 layers, facet and stage scores, metadata, times, positions, threads, speakers, token counts, weight overrides and a
-minimum score, plus invalid requests; each with and without a receipt key.
+minimum score, plus invalid requests; each again in the columnar form where it can be said there, and the workloads
+as the Python client sends them; each with and without a receipt key.
 """
 
 from __future__ import annotations
@@ -22,9 +23,12 @@ from google.protobuf import json_format  # type: ignore[import-untyped]
 
 from bench.calls import call_of, rank_handler
 from bench.data import workload
+from bench.drivers import request_dict
 from memrank._gen.v1 import ranking_pb2 as pb
+from memrank.client.requests import rank_request
 from memrank.config import load_settings
 from memrank.core.errors import MemrankError
+from tests.support.columnar import representable, to_columnar
 
 VECTORS = Path(__file__).resolve().parents[1] / "tests" / "vectors"
 NOW = 1_767_225_600.5
@@ -98,7 +102,27 @@ def requests() -> dict[str, pb.RankRequest]:
     q = _copy(reqs["w100x384"])
     q.embeddings_f32 = q.embeddings_f32[:-4] + b"\x00\x00\xc0\x7f"  # a NaN
     reqs["w100x384:nan"] = q
+    reqs.update(_columnar(reqs))
     return reqs
+
+
+def _columnar(reqs: dict[str, pb.RankRequest]) -> dict[str, pb.RankRequest]:
+    """Each request the columnar form can carry, in it (every column sent), the workloads as the Python client
+    sends them (only the columns it sets), and columnar requests of a bad shape."""
+    out = {f"{name}:columns": to_columnar(r) for name, r in reqs.items() if representable(r)}
+    for n in (1, 10, 100, 400):
+        w = workload(n, 384, seed=n + 384)
+        out[f"w{n}x384:client"] = rank_request(request_dict(w), w.embeddings)
+    q = _copy(out["w10x384:client"])
+    q.columns.layers.append("extra")
+    q.columns.created_at.nanos.append(3)
+    q.columns.facet_names.extend(["a", "a", ""])
+    out["w10x384:client:bad-shape"] = q
+    q = _copy(out["w10x384:client"])
+    q.columns.stage_names.append("s")
+    q.columns.stage_scores.extend([0.5] * 9)
+    out["w10x384:client:bad-matrix"] = q
+    return out
 
 
 def digests(feature_memo: bool = False) -> dict[str, str]:

@@ -12,6 +12,12 @@ and imports cancelled out. Slow (valgrind runs Python ~50x slower): about a minu
 ``--shadow PROFILE`` (or ``off``): each call is observed (a no-op metrics hook, as the server's) with the server's
 shadow on that profile (``shadow.profile``), or off: the two runs give the shadow's cost per call.
 
+``--form columns``: the request as the shipped clients send it (``memrank.client.requests.rank_request`` of the
+workload's dict candidates and embedding matrix: candidates as columns), instead of one message per candidate.
+
+Under valgrind OpenSSL's SHA-256 runs without the CPU's SHA extensions: the receipt's hashing (the embeddings'
+bytes most of it) counts at its software cost, 6.2 of 29.2 M instructions at 100 x 384 (callgrind).
+
 Fewer instructions is not the same as less time (cache misses, branch mispredictions, system calls are not in it),
 so a change that matters is confirmed by ``bench.ab_trees`` or ``python -m bench`` as well.
 """
@@ -33,7 +39,7 @@ from bench.data import workload
 from bench.calls import call_of, rank_handler
 from memrank.config import load_settings
 settings = load_settings()
-n, dim, calls, memo, shadow = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3]), sys.argv[4], sys.argv[5]
+n, dim, calls, memo, shadow, form = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3]), *sys.argv[4:7]
 if shadow:  # the server's shadow runs on observed calls: both runs observe, one shadows
     from dataclasses import replace
     from memrank.config import ShadowSettings
@@ -41,7 +47,13 @@ if shadow:  # the server's shadow runs on observed calls: both runs observe, one
     hooks = {"observe": lambda outcome: None}
 else:
     hooks = {}
-data = workload(n, dim).request.SerializeToString()
+w = workload(n, dim)
+if form == "columns":  # as the shipped clients send it: candidates as columns, embeddings packed
+    from bench.drivers import request_dict
+    from memrank.client.requests import rank_request
+    data = rank_request(request_dict(w), w.embeddings).SerializeToString()
+else:
+    data = w.request.SerializeToString()
 handle = rank_handler(settings)
 if memo == "off":
     lend = lambda: dict(hooks)
@@ -56,16 +68,18 @@ for _ in range(calls):
 """
 
 
-def instructions(tree: str, n: int, dim: int, calls: int, memo: str = "off", shadow: str = "") -> int:
+def instructions(tree: str, n: int, dim: int, calls: int, memo: str = "off", shadow: str = "",
+                 form: str = "candidates") -> int:
     """Instructions (Ir) of a child process that makes ``calls`` calls after one warm-up call (``memo``: off, or a
     feature memo new for each call, "cold", or one for all of them, "warm": every memory found; ``shadow``: "" as
-    before, else observed calls with the server's shadow on this profile, or "off")."""
+    before, else observed calls with the server's shadow on this profile, or "off"; ``form``: "candidates", one
+    message per candidate, or "columns", the request as the shipped clients build it from dicts)."""
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(Path(tree).resolve()), str(Path.cwd())]),
                OPENBLAS_NUM_THREADS="1", PYTHONHASHSEED="0")
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "cg.out"
         run = subprocess.run(["valgrind", "--tool=cachegrind", "--cache-sim=no", f"--cachegrind-out-file={out}",
-                              sys.executable, "-c", _CHILD, str(n), str(dim), str(calls), memo, shadow],
+                              sys.executable, "-c", _CHILD, str(n), str(dim), str(calls), memo, shadow, form],
                              capture_output=True, text=True, env=env, check=False)
         if run.returncode:
             raise SystemExit(f"valgrind failed for {tree} ({n}x{dim}):\n{run.stderr[-2000:]}")
@@ -86,20 +100,22 @@ def main(argv: list[str] | None = None) -> int:
                     help="lend each call a new feature memo (cold) or one for all (warm); default off")
     ap.add_argument("--shadow", default="", metavar="PROFILE",
                     help="observed calls with the server's shadow on PROFILE, or off (default: neither, unobserved)")
+    ap.add_argument("--form", choices=("candidates", "columns"), default="candidates",
+                    help="the request's candidates one message each (default) or as columns, as the clients send")
     opts = ap.parse_args(argv)
     if shutil.which("valgrind") is None:
         raise SystemExit("valgrind is not installed (Debian: apt-get install valgrind)")
     base: dict[int, float] = {}
     for tree in opts.trees:
         for n in (int(s) for s in opts.sizes.split(",")):
-            few = instructions(tree, n, opts.dim, opts.few, opts.feature_memo, opts.shadow)
-            many = instructions(tree, n, opts.dim, opts.many, opts.feature_memo, opts.shadow)
+            few = instructions(tree, n, opts.dim, opts.few, opts.feature_memo, opts.shadow, opts.form)
+            many = instructions(tree, n, opts.dim, opts.many, opts.feature_memo, opts.shadow, opts.form)
             per = (many - few) / (opts.many - opts.few)
             ratio = f", x{per / base[n]:.3f} the first tree" if n in base else ""
             base.setdefault(n, per)
             shadow = f" shadow {opts.shadow}" if opts.shadow else ""
-            print(f"{tree} {n}x{opts.dim} memo {opts.feature_memo}{shadow}: {per / 1e6:.2f} M instructions per "
-                  f"call{ratio}", flush=True)
+            print(f"{tree} {n}x{opts.dim} {opts.form} memo {opts.feature_memo}{shadow}: {per / 1e6:.2f} M "
+                  f"instructions per call{ratio}", flush=True)
     return 0
 
 

@@ -9,18 +9,38 @@ Every column is read on first use and kept; ``paths`` names a row's field in the
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from functools import cached_property
 from itertools import compress
 from operator import attrgetter
 from types import MappingProxyType
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 import numpy as np
 
 from memrank._gen.v1 import ranking_pb2 as pb
 from memrank.core.batch import Batch
+
+T = TypeVar("T")
+
+
+class _Once(Generic[T]):
+    """``functools.cached_property`` without its lock (on Python 3.11 each first read of a column took an RLock,
+    ~28 a call): the value goes into the instance's ``__dict__``, which shadows this non-data descriptor (one
+    call's columns are read by one thread)."""
+
+    def __init__(self, read: Callable[[Any], T]) -> None:
+        self.read, self.name = read, read.__name__
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.name = name
+
+    def __get__(self, obj: Any, owner: type | None = None) -> T:
+        if obj is None:
+            return self  # type: ignore[return-value]  # read on the class: the descriptor
+        value = obj.__dict__[self.name] = self.read(obj)
+        return value
+
 
 TIME_FIELDS = ("created_at", "last_accessed_at", "event_time", "ingested_at", "valid_from", "valid_to")
 _NO_METADATA: Mapping[str, str] = MappingProxyType({})
@@ -101,12 +121,12 @@ COLUMN_TOTALS = {"facet_scores": "facet_names", "stage_scores": "stage_names"}
 PER_CANDIDATE, COLUMNAR = Paths("candidates"), Paths("columns", columnar=True)
 
 
-def _field(name: str) -> cached_property[list[Any]]:
+def _field(name: str) -> _Once[list[Any]]:
     """A scalar Candidate field of every candidate, in order (``attrgetter`` over the wrappers: no Python frame
     per candidate)."""
     def read(self: CandidateColumns) -> list[Any]:
         return list(map(attrgetter(name), self.cands))
-    return cached_property(read)
+    return _Once(read)
 
 
 class CandidateColumns:
@@ -139,55 +159,55 @@ class CandidateColumns:
             return ColumnarCandidates(req.columns, data, req.embedding_dim)
         return CandidateColumns(req.candidates, data, req.embedding_dim)
 
-    @cached_property
+    @_Once
     def retrieval(self) -> np.ndarray:
         return np.array([c.retrieval_score for c in self.cands], dtype=np.float64)
 
-    @cached_property
+    @_Once
     def importance_set(self) -> list[bool]:
         return ["importance" in c for c in self.cands]
 
-    @cached_property
+    @_Once
     def importance_values(self) -> np.ndarray:
         """The importance of the candidates that set one, in candidate order."""
         return np.array([c.importance for c in compress(self.cands, self.importance_set)], dtype=np.float64)
 
-    @cached_property
+    @_Once
     def importance(self) -> np.ndarray:
         """Float64 importance, NaN where unset."""
         return _spread(self.importance_set, self.importance_values, self.n)
 
-    @cached_property
+    @_Once
     def reranker_set(self) -> list[bool]:
         return ["reranker_score" in c for c in self.cands]
 
-    @cached_property
+    @_Once
     def reranker_values(self) -> np.ndarray:
         """The reranker_score of the candidates that set one, in candidate order."""
         return np.array([c.reranker_score for c in compress(self.cands, self.reranker_set)], dtype=np.float64)
 
-    @cached_property
+    @_Once
     def reranker(self) -> np.ndarray | None:
         """Float64 reranker scores, NaN where unset; None when no candidate sets one."""
         if not any(self.reranker_set):
             return None
         return _spread(self.reranker_set, self.reranker_values, self.n)
 
-    @cached_property
+    @_Once
     def position_set(self) -> list[bool]:
         return ["position" in c for c in self.cands]
 
-    @cached_property
+    @_Once
     def position_values(self) -> np.ndarray:
         """The int64 position of the candidates that set one, in candidate order (exact, for validation)."""
         return np.array([c.position for c in compress(self.cands, self.position_set)], dtype=np.int64)
 
-    @cached_property
+    @_Once
     def positions(self) -> np.ndarray:
         """Float64 positions, NaN where unset (exact for the valid range, [0, 2^53])."""
         return _spread(self.position_set, self.position_values, self.n)
 
-    @cached_property
+    @_Once
     def times(self) -> dict[str, TimeColumn | None]:
         """Every Timestamp field; None for a field no candidate sets."""
         return {name: self._time(name) for name in TIME_FIELDS}
@@ -206,12 +226,12 @@ class CandidateColumns:
         nanos[mask] = [t.nanos for t in stamps]
         return TimeColumn(mask, seconds, nanos)
 
-    @cached_property
+    @_Once
     def facets(self) -> dict[str, ScoreColumn]:
         """Candidate.facet_scores, one column per name set by any candidate (sorted)."""
         return self._scores("facet_scores")
 
-    @cached_property
+    @_Once
     def stages(self) -> dict[str, ScoreColumn]:
         """Candidate.stage_scores, one column per name set by any candidate (sorted)."""
         return self._scores("stage_scores")
@@ -226,16 +246,16 @@ class CandidateColumns:
                 columns[k].values[i] = v
         return columns
 
-    @cached_property
+    @_Once
     def metadata(self) -> list[tuple[int, dict[str, str]]]:
         """(row, Candidate.metadata) of the candidates that have any."""
         return [(i, dict(c.metadata)) for i, c in enumerate(self.cands) if len(c.metadata)]
 
-    @cached_property
+    @_Once
     def embedding_lengths(self) -> list[int]:
         return [len(c.embedding) for c in self.cands]
 
-    @cached_property
+    @_Once
     def embeddings(self) -> np.ndarray | None:
         """Float32 (n, dim): the packed matrix viewed in place, else the candidates' embeddings (zero rows
         where one is missing), or None when no candidate has one."""
@@ -253,7 +273,7 @@ class CandidateColumns:
         return [i for i, c in enumerate(self.cands)
                 if 0 < lengths[i] <= limit and not np.isfinite(np.asarray(c.embedding, dtype=np.float64)).all()]
 
-    @cached_property
+    @_Once
     def row_embeddings(self) -> np.ndarray | None:
         """The candidates' own embeddings (packed ones aside) as ``embeddings`` describes them."""
         lengths = self.embedding_lengths
@@ -274,7 +294,8 @@ class CandidateColumns:
         metadata: list[Mapping[str, str]] = [_NO_METADATA] * self.n
         for i, entries in self.metadata:
             metadata[i] = MappingProxyType(entries)
-        times = {name: (_nans(self.n) if t is None else t.epoch()) for name, t in self.times.items()}
+        unset = _nans(self.n)  # every time no candidate sets is this one column (read-only in the batch)
+        times = {name: (unset if t is None else t.epoch()) for name, t in self.times.items()}
         return Batch(
             ids=tuple(self.ids),
             layers=tuple(self.layers),
@@ -299,12 +320,12 @@ class CandidateColumns:
         )
 
 
-def _column(name: str, default: object) -> cached_property[list[Any]]:
+def _column(name: str, default: object) -> _Once[list[Any]]:
     """A column of CandidateColumns (the message) as a list: its values, or ``default`` for every row when empty."""
     def read(self: ColumnarCandidates) -> list[Any]:
         column = getattr(self.message, name)
         return list(column) if len(column) else [default] * self.n
-    return cached_property(read)
+    return _Once(read)
 
 
 class ColumnarCandidates(CandidateColumns):
@@ -323,39 +344,39 @@ class ColumnarCandidates(CandidateColumns):
     access_count, token_count = _column("access_counts", 0), _column("token_counts", 0)
     source, safety = _column("sources", 0), _column("safety", 0)
 
-    @cached_property
+    @_Once
     def retrieval(self) -> np.ndarray:
         values = self.message.retrieval_scores
         return np.array(values, dtype=np.float64) if len(values) else np.zeros(self.n)
 
-    @cached_property
+    @_Once
     def importance_set(self) -> list[bool]:
         return _present(self.message.importance, self.message.importance_present, self.n)
 
-    @cached_property
+    @_Once
     def importance_values(self) -> np.ndarray:
         values = np.array(self.message.importance, dtype=np.float64)
         return values[np.array(self.importance_set, dtype=bool)] if len(values) else values
 
-    @cached_property
+    @_Once
     def reranker_set(self) -> list[bool]:
         return (~np.isnan(self._reranker_column)).tolist()  # NaN: the row has no score, as in facet_scores
 
-    @cached_property
+    @_Once
     def reranker_values(self) -> np.ndarray:
         column = self._reranker_column
         return column[~np.isnan(column)]
 
-    @cached_property
+    @_Once
     def _reranker_column(self) -> np.ndarray:
         values = self.message.reranker_scores
         return np.array(values, dtype=np.float64) if len(values) else _nans(self.n)
 
-    @cached_property
+    @_Once
     def position_set(self) -> list[bool]:
         return _present(self.message.positions, self.message.positions_present, self.n)
 
-    @cached_property
+    @_Once
     def position_values(self) -> np.ndarray:
         values = np.array(self.message.positions, dtype=np.int64)
         return values[np.array(self.position_set, dtype=bool)] if len(values) else values
@@ -380,15 +401,15 @@ class ColumnarCandidates(CandidateColumns):
         return {key: ScoreColumn(present[:, j].copy(), matrix[:, j].copy())
                 for key, j in sorted((key, j) for j, key in enumerate(names)) if present[:, j].any()}
 
-    @cached_property
+    @_Once
     def metadata(self) -> list[tuple[int, dict[str, str]]]:
         return [(i, dict(row.entries)) for i, row in enumerate(self.message.metadata) if len(row.entries)]
 
-    @cached_property
+    @_Once
     def embedding_lengths(self) -> list[int]:
         return [0] * self.n  # the columnar form's embeddings are the packed matrix only
 
-    @cached_property
+    @_Once
     def row_embeddings(self) -> np.ndarray | None:
         return None
 

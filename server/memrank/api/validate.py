@@ -108,9 +108,9 @@ def _check_request(req: pb.RankRequest, limits: Limits, cols: CandidateColumns |
 
 
 # The columns of one value per id (the names of the two matrices and the matrices aside).
-_COLUMNS = [f.name for f in pb.CandidateColumns.DESCRIPTOR.fields if f.is_repeated
-            and f.name not in ("ids", "facet_names", "facet_scores", "stage_names", "stage_scores")]
-_TIMES = [f.name for f in pb.CandidateColumns.DESCRIPTOR.fields if f.message_type is pb.TimeColumn.DESCRIPTOR]
+_COLUMNS = frozenset(f.name for f in pb.CandidateColumns.DESCRIPTOR.fields if f.is_repeated
+                     and f.name not in ("ids", "facet_names", "facet_scores", "stage_names", "stage_scores"))
+_TIME = pb.TimeColumn.DESCRIPTOR
 
 
 def _check_shape(req: pb.RankRequest, limits: Limits) -> Iterator[FieldViolation]:
@@ -122,16 +122,20 @@ def _check_shape(req: pb.RankRequest, limits: Limits) -> Iterator[FieldViolation
         yield from (FieldViolation("candidates", said), FieldViolation("columns", said))
         return
     c = req.columns
-    n = len(c.ids)
-    paths = [(f"columns.{name}", getattr(c, name)) for name in _COLUMNS]
-    paths += [(f"columns.{t}.{name}", getattr(getattr(c, t), name)) for t in _TIMES
-              for name in ("seconds", "nanos", "present")]
+    # Only the columns the request sets (``ListFields``, in field-number order: the message's order): an
+    # unset column is empty, which every shape allows (a wrapper per column read was most of this check).
+    present = c.ListFields()
+    given = {fd.name: value for fd, value in present}
+    n = len(given.get("ids", ()))
+    paths = [(f"columns.{fd.name}", column) for fd, column in present if fd.name in _COLUMNS]
+    paths += [(f"columns.{fd.name}.{part.name}", column) for fd, t in present if fd.message_type is _TIME
+              for part, column in t.ListFields()]
     for path, column in paths:
         if len(column) not in (0, n):
             yield FieldViolation(path, f"{len(column)} values; one per id ({n}) or none")
     for names, matrix in (("facet_names", "facet_scores"), ("stage_names", "stage_scores")):
         seen: dict[str, int] = {}
-        for j, name in enumerate(getattr(c, names)):
+        for j, name in enumerate(given.get(names, ())):
             if (problem := name_problem(name)) is not None:
                 yield FieldViolation(f"columns.{names}[{j}]", problem)
             elif name in seen:
@@ -140,7 +144,7 @@ def _check_shape(req: pb.RankRequest, limits: Limits) -> Iterator[FieldViolation
         if names == "facet_names" and len(seen) > limits.max_facets:  # before a column is read per name
             yield FieldViolation("columns.facet_names", f"{len(seen)} distinct facets; at most {limits.max_facets} "
                                                         "(limits.max_facets)")
-        size, expected = len(getattr(c, matrix)), n * len(getattr(c, names))
+        size, expected = len(given.get(matrix, ())), n * len(given.get(names, ()))
         if size != expected:
             yield FieldViolation(f"columns.{matrix}", f"{size} values; len(ids) x len({names}) = {expected}")
 

@@ -79,8 +79,9 @@ from memrank.core.explain.canonical_values import (
     key_sets,
     keyed,
     numbers,
+    numbers_sha256,
     opt,
-    optional,
+    optional_sha256,
     q,
     sha,
     strings,
@@ -98,14 +99,16 @@ def _h(data: bytes | memoryview) -> str:
 
 def _candidates(b: Batch) -> list[str]:
     """The candidate column lines: one SHA-256 over each column's bytes (a string column's streamed, so the
-    contents are never copied whole)."""
+    contents are never copied whole; the number columns converted together, and the optional ones)."""
     s = strings_sha256
+    retrieval, access, tokens, source, safety = numbers_sha256(
+        (b.retrieval, b.access_count, b.token_count, b.source, b.safety))
+    importance, position, *times = optional_sha256((b.importance, b.positions, *(getattr(b, t) for t in TIMES)))
     columns = [("id", s(b.ids)), ("layer", s(b.layers)), ("kind", s(b.kinds)), ("content", s(b.contents)),
-               ("retrieval_score", _h(numbers(b.retrieval))), ("importance", _h(optional(b.importance))),
-               ("access_count", _h(numbers(b.access_count))), ("token_count", _h(numbers(b.token_count))),
-               ("source", _h(numbers(b.source))), ("safety", _h(numbers(b.safety))),
-               ("provenance", s(b.provenance)), ("thread", s(b.threads)), ("position", _h(optional(b.positions))),
-               ("speaker", s(b.speakers)), *((name, _h(optional(getattr(b, name)))) for name in TIMES),
+               ("retrieval_score", retrieval), ("importance", importance), ("access_count", access),
+               ("token_count", tokens), ("source", source), ("safety", safety), ("provenance", s(b.provenance)),
+               ("thread", s(b.threads)), ("position", position), ("speaker", s(b.speakers)),
+               *zip(TIMES, times, strict=True),
                ("facet_scores", _h(keyed(b.facets))), ("stage_scores", _h(keyed(b.stage_scores))),
                ("metadata", _h(key_sets(b.metadata)))]
     return [f"candidate {name} {digest}" for name, digest in columns]

@@ -48,8 +48,8 @@ class GateSet:
         self._gates: list[tuple[np.ndarray, Callable[[int], str]]] = []  # (mask, text) of each gate, in order
 
     def add(self, reason: DropReason, mask: np.ndarray, texts: Sequence[str] | Callable[[int], str]) -> None:
-        """Gate the masked candidates; texts holds one explanation per candidate, or makes candidate i's."""
-        mask = np.asarray(mask, dtype=bool)
+        """Gate the candidates of ``mask`` (a bool array); texts holds one explanation per candidate, or makes
+        candidate i's."""
         if not np.count_nonzero(mask):
             return
         self.codes[mask & (self.codes == _KEPT)] = int(reason)

@@ -116,10 +116,15 @@ def injections(batch: Batch, wanted: np.ndarray) -> dict[int, str]:
             if (name := injection_match(batch.contents[i])) is not None}
 
 
+# Plain ints: numpy compares an array with an IntEnum member through the enum class's slow attribute lookups.
+_UNSAFE, _QUARANTINED, _PENDING, _REVIEW_NEEDED = (int(s) for s in (Safety.UNSAFE, Safety.QUARANTINED, Safety.PENDING,
+                                                                    Safety.REVIEW_NEEDED))
+
+
 def safety(batch: Batch, ctx: ScoringContext, profile: Profile, population: np.ndarray) -> RawSignal:
     """1 safe, 0.5 review needed, 0 blocked status or injection-like content."""
     status = batch.safety
-    blocked = (status == Safety.UNSAFE) | (status == Safety.QUARANTINED) | (status == Safety.PENDING)
+    blocked = (status == _UNSAFE) | (status == _QUARANTINED) | (status == _PENDING)
     own = own_features(batch)
     if own is None:
         found = injections(batch, ~blocked)
@@ -127,7 +132,7 @@ def safety(batch: Batch, ctx: ScoringContext, profile: Profile, population: np.n
         pattern = own.injection
         names, codes = list(INJECTION_PATTERNS), pattern.tolist()
         found = {i: names[codes[i]] for i in np.flatnonzero((pattern >= 0) & ~blocked).tolist()}
-    values = np.where(status == Safety.REVIEW_NEEDED, 0.5, 1.0)
+    values = np.where(status == _REVIEW_NEEDED, 0.5, 1.0)
     values[blocked] = 0.0
     values[list(found)] = 0.0
     codes = status.tolist()
