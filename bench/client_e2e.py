@@ -12,7 +12,10 @@ and their ratio.
 from __future__ import annotations
 
 import argparse
+import json
+import os
 import statistics
+import sys
 import tempfile
 import time
 from collections.abc import Callable, Sequence
@@ -47,10 +50,12 @@ def _python(client: RankingClient, data: dict[str, Any], w: Workload) -> Callabl
 
 
 CLIENTS = ("python", *DRIVERS)
+WARM = 400  # untimed calls per client and size: the JVM's JIT settles after 400-800 calls at 100 x 384 (a client
+# in a long-lived service runs compiled); from 5 warm calls, Java's 100 x 384 p50 is 38 ms against 13 once settled
 
 
 def measure(sizes: Sequence[int], reps: int, names: Sequence[str] = CLIENTS,
-            log: Callable[[str], object] = print, warm: int = 5) -> dict[str, dict[str, Any]]:
+            log: Callable[[str], object] = print, warm: int = WARM) -> dict[str, dict[str, Any]]:
     """{client: {"NxD": {client_p50_ms, langchain_p50_ms, ratio}}} for each client whose toolchain is here (the
     others: {"skipped": why}), one 1-worker server for all, each client alternated with LangChain after ``warm``
     untimed calls per size."""
@@ -89,19 +94,30 @@ def main() -> None:
     parser.add_argument("--sizes", default="100,400,1600")
     parser.add_argument("--reps", type=int, default=40)
     parser.add_argument("--clients", default="python", help=f"comma-separated, of {','.join(CLIENTS)}")
-    parser.add_argument("--warm", type=int, default=5,
-                        help="untimed calls per client and size first (a fresh JVM compiles for several hundred)")
+    parser.add_argument("--warm", type=int, default=WARM,
+                        help=f"untimed calls per client and size first (default {WARM}: a fresh JVM compiles for "
+                             "several hundred calls; 5 shows a cold JVM)")
+    parser.add_argument("--into", type=Path, help="a results.json whose 'clients' this run replaces")
     args = parser.parse_args()
     if not langchain_available():
         raise SystemExit("LangChain is not installed (pip install -e '.[bench]')")
     names = args.clients.split(",")
     if unknown := set(names) - set(CLIENTS):
         raise SystemExit(f"unknown clients {sorted(unknown)}; known: {','.join(CLIENTS)}")
+    started, load = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), list(os.getloadavg())
     print(f"{'client':>7} {'size':>10} {'client p50 ms':>14} {'LangChain p50 ms':>17} {'ratio':>6}")
-    for name, rows in measure([int(s) for s in args.sizes.split(",")], args.reps, names,
-                              lambda line: print(line, flush=True), args.warm).items():
+    results = measure([int(s) for s in args.sizes.split(",")], args.reps, names,
+                      lambda line: print(line, flush=True), args.warm)
+    for name, rows in results.items():
         if "skipped" in rows:
             print(f"{name:>7}: skipped ({rows['skipped']})")
+    if args.into is not None:
+        data = json.loads(args.into.read_text())
+        data["clients"] = results
+        data["clients_run"] = {"started_utc": started, "load_average_at_start": load, "warm": args.warm,
+                               "reps": args.reps, "command": "python -m bench.client_e2e " + " ".join(sys.argv[1:])}
+        args.into.write_text(json.dumps(data, indent=1, sort_keys=False) + "\n")
+        print(f"wrote clients into {args.into}")
 
 
 if __name__ == "__main__":

@@ -264,6 +264,7 @@ def run(opts: Options, log: Any = print) -> dict[str, Any]:
         results["live"] = _live(opts, loads, log)
     if opts.live and opts.baselines and opts.clients:
         log(f"end to end through the clients {', '.join(opts.clients)}, each alternated with LangChain")
+        results["clients_run"] = {"warm": client_e2e.WARM}
         results["clients"] = client_e2e.measure([n for n in opts.sizes], max(15, opts.reps), opts.clients,
                                                 lambda line: log(line.strip()))
     if opts.live and opts.memory_repeats:

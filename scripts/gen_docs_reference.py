@@ -374,7 +374,7 @@ def _bench_clients(data: dict[str, Any]) -> str:
     clients = data.get("clients")
     if not clients:
         return "Not in this run (`python -m bench` without `--clients ''`, or `python -m bench.client_e2e`).\n"
-    rows = []
+    rows, run = [], data.get("clients_run", {})
     for name, sizes in clients.items():
         if "skipped" in sizes:
             rows.append((name, "skipped", sizes["skipped"], "", ""))
@@ -386,7 +386,10 @@ def _bench_clients(data: dict[str, Any]) -> str:
     return ("Rank end to end through each shipped client, called as its users call it (Python: a dict of "
             "protobuf-JSON candidates and a numpy matrix; Go, TypeScript and Java: their own types, through "
             "the drivers of `bench/drivers.py`), alternately with LangChain's in-process scoring + MMR on the "
-            "same batch; one 1-worker server on loopback; p50 of each.\n\n"
+            f"same batch; one 1-worker server on loopback; p50 of each, after {run.get('warm', 'a few')} untimed "
+            "calls per client and size (a JVM compiles for several hundred)."
+            + (f" Recorded by `{run['command']}` ({run['started_utc']}, load average "
+               f"{run['load_average_at_start'][0]:.1f} at its start)." if "command" in run else "") + "\n\n"
             + table(("client", "candidates × dims", "client p50 ms", "LangChain p50 ms", "ratio"), rows))
 
 
