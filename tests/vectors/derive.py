@@ -150,10 +150,10 @@ DEFAULT_SHARE = True  # share_constant_weight: a signal constant over the eligib
 DEFAULT_FLOOR = 0.1  # batch relevance floor on retrieval_score (the request's relevanceThreshold replaces it)
 # The built-in `with-reranker` profile (profiles/builtin.py): default's gates, floor, sharing and covering set with
 # these weights and lambda, the caller's reranker_score among the signals.
-WITH_RERANKER_WEIGHTS = (("relevance", 0.129), ("lexical", 0.109), ("context", 0.09), ("speaker_pair", 0.082),
-                         ("importance", 0.016), ("thread", 0.12), ("length", 0.113), ("hop", 0.045),
-                         ("statement", 0.019), ("date", 0.157), ("reranker", 0.12))
-WITH_RERANKER_LAMBDA = 0.95
+WITH_RERANKER_WEIGHTS = (("relevance", 0.118), ("lexical", 0.11), ("context", 0.098), ("speaker_pair", 0.08),
+                         ("importance", 0.016), ("thread", 0.108), ("length", 0.104), ("hop", 0.034),
+                         ("statement", 0.017), ("date", 0.15), ("reranker", 0.165))
+WITH_RERANKER_LAMBDA = 0.9
 PROFILE_WEIGHTS = {"default": DEFAULT_WEIGHTS, "with-reranker": WITH_RERANKER_WEIGHTS}
 PROFILE_LAMBDA = {"default": DEFAULT_LAMBDA, "with-reranker": WITH_RERANKER_LAMBDA}
 DEDUPE = 0.92

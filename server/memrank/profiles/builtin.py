@@ -82,13 +82,13 @@ questions:
 ``with-reranker`` is ``default`` (floor, covering set, sharing) with the caller's ``reranker_score`` among its
 signals, fitted by the same procedure with ``reranker`` among the learned signals (``eval/cv_reranker.py``):
 listwise on LoCoMo dev (883 questions) and LongMemEval_S dev (177), each dataset half the loss, scores of
-ms-marco-MiniLM-L-12-v2 (``eval/rerank_scores.py``, INT8 ONNX) over each question's 30-turn shortlist of the
-relative-score fusion (the rest of the pool sent without a score). Out of fold (folds by conversation) it is
-level with ``default`` on LoCoMo (recall@5 .709 against .711, -.002 [-.016, +.011]) and ahead on LongMemEval
-(.933 against .923, +.010 [-.009, +.028]), and ahead of the cross-encoder alone (+.053 [+.035, +.071] on LoCoMo,
-+.010 [-.023, +.044] on LongMemEval): the reranker adds little to ``default``'s signals on these data. Weights:
-relevance .129, lexical .109, context .090, speaker_pair .082, importance .016, thread .120, length .113, hop .045,
-statement .019, date .157, reranker .120; lambda 0.95.
+ms-marco-MiniLM-L-12-v2 (``eval/rerank_scores.py``, INT8 ONNX) for every candidate of each question's pool, as a
+caller that scores what it sends. Out of fold (folds by conversation) it is ahead of ``default`` on LoCoMo
+(recall@5 .733 against .711, +.022 [+.011, +.034]) and level on LongMemEval (.929 against .923, +.006 [-.012,
++.023]), and ahead of the cross-encoder alone (+.039 [+.017, +.061] on LoCoMo, +.013 [-.023, +.047] on
+LongMemEval). With scores over a 30-turn shortlist only (FriendsQA, not in the fit) it is level with ``default``
+(+.007 [-.008, +.022]). Weights: relevance .118, lexical .110, context .098, speaker_pair .080, importance .016,
+thread .108, length .104, hop .034, statement .017, date .150, reranker .165; lambda 0.9.
 
 Callers that send no ``thread``/``position``/``speaker`` get 0 from those two
 signals for every candidate; with share_constant_weight the ranking is then
@@ -132,11 +132,11 @@ _WITH_RERANKER = replace(
     description="default's signals plus the caller's reranker_score (the reranker signal: its logistic z-score in "
                 "the batch), fitted listwise with it by default's procedure; without reranker scores its weight "
                 "goes to the others",
-    signals=(SignalSpec("relevance", 0.129, "min_max"), SignalSpec("lexical", 0.109), SignalSpec("context", 0.09),
-             SignalSpec("speaker_pair", 0.082), SignalSpec("importance", 0.016), SignalSpec("thread", 0.12),
-             SignalSpec("length", 0.113), SignalSpec("hop", 0.045), SignalSpec("statement", 0.019),
-             SignalSpec("date", 0.157), SignalSpec("reranker", 0.12)),
-    diversity_lambda=0.95,
+    signals=(SignalSpec("relevance", 0.118, "min_max"), SignalSpec("lexical", 0.11), SignalSpec("context", 0.098),
+             SignalSpec("speaker_pair", 0.08), SignalSpec("importance", 0.016), SignalSpec("thread", 0.108),
+             SignalSpec("length", 0.104), SignalSpec("hop", 0.034), SignalSpec("statement", 0.017),
+             SignalSpec("date", 0.15), SignalSpec("reranker", 0.165)),
+    diversity_lambda=0.9,
 )
 
 _PROFILES = (
