@@ -14,7 +14,9 @@ from memrank.core.reasons import Same
 
 # Up to this many memories, importance, lexical and safety read each memory in Python rather than column-wise:
 # the column-wise passes cost a few dozen to ~150 numpy calls whatever the batch size. Each use names what
-# reading column-wise instead costs at 1 x 384 (``python -m bench.instructions``, the only bench size <= 8).
+# reading column-wise instead costs at 1 x 384, the only bench size <= 8, in both request forms (2026-12-06:
+# ``python -m bench.instructions MAIN/server WITHOUT/server --sizes 1,100,400 [--form columns]``; 100 and 400
+# move < 0.1 %). A use stays only while that cost is >= 3 % at some size (issue #45, decision 6).
 SMALL_BATCH = 8
 
 # The batch's memo key of its memories' own features when the runtime lent a store (``core.features``).

@@ -203,7 +203,9 @@ def importance(batch: Batch, ctx: ScoringContext, profile: Profile, population: 
     if found is not None:
         rule, how, detail = (np.where(given, blank, code) for code, blank in
                              ((found.rule, -1), (found.how, 0), (found.detail, -1)))
-    elif n <= SMALL_BATCH:  # the column-wise rules instead: +21 % instructions per call at 1 x 384 (4.35 -> 5.26 M)
+    elif n <= SMALL_BATCH:
+        # the column-wise rules instead: +18.8 % instructions per call at 1 x 384 (5.14 -> 6.11 M), columns
+        # +18.1 % (5.34 -> 6.31 M); 100 and 400 within 0.2 % (``bench.instructions``, see SMALL_BATCH)
         return _one_by_one(batch, given, values)
     else:
         rule, how, detail = rule_codes(batch, ~given)

@@ -98,7 +98,8 @@ def _hits(batch: Batch, query_terms: list[str], stemmer: str | None) -> tuple[np
 
 def _find_hits(batch: Batch, query_terms: list[str], stemmer: str | None) -> tuple[np.ndarray, list[str]]:
     if batch.n <= SMALL_BATCH and sum(map(len, batch.contents)) <= SMALL_CHARS:
-        # the word index instead: +9.8 % instructions per call at 1 x 384 (4.35 -> 4.77 M)
+        # the word index instead: +8.4 % instructions per call at 1 x 384 (5.14 -> 5.57 M), columns +11.4 %
+        # (5.34 -> 5.95 M); 100 and 400 unchanged (``bench.instructions``, see SMALL_BATCH)
         found = _small_presence(query_terms, batch.contents, stemmer)
     elif stemmer:
         found = _stemmed_presence(query_terms, token_index(batch), stemmer)

@@ -24,8 +24,9 @@ from memrank.core.text.index import WordIndex
 
 # first_found follows this many candidate phrases or fewer one at a time, more all at once. Measured on
 # 400 candidates (the bench batch: 10 candidate rule phrases; 400 LoCoMo turns: 69), one at a time costs
-# less up to about two dozen phrases. Always all at once instead: +3.3 % instructions per call at 400 x 384
-# (81.64 -> 84.36 M), +2.2 % at 100 x 384 (python -m bench.instructions).
+# less up to about two dozen phrases. Always all at once instead, instructions per call (2026-12-06,
+# ``python -m bench.instructions MAIN/server WITHOUT/server --sizes 1,100,400 [--form columns]``): +3.2 % at
+# 400 x 384 (80.41 -> 83.00 M), columns +4.0 % (65.80 -> 68.44 M); +2.2 % / +2.4 % at 100; -1.4 % / +0.1 % at 1.
 FEW_PHRASES = 24
 
 
