@@ -120,10 +120,6 @@ class Profile:
                 raise ValueError(f"profile {self.name!r}: {name} {getattr(self, name)!r} is not one of "
                                  f"{', '.join(known)}")
 
-    def weight_of(self, signal: str) -> float:
-        """The weight of a signal, 0 when the profile does not use it."""
-        return next((s.weight for s in self.signals if s.name == signal), 0.0)
-
     def with_overrides(self, overrides: Mapping[str, float]) -> Profile:
         """A copy with some signal weights replaced (names must exist)."""
         if not overrides:

@@ -33,7 +33,7 @@ from memrank.core.batch import Batch
 from memrank.core.profile import Profile
 from memrank.core.reasons import Lazy, Same
 from memrank.core.signals.base import SMALL_BATCH, RawSignal, ScoringContext
-from memrank.core.text.buffers import token_index, token_index_of
+from memrank.core.text.buffers import token_index
 from memrank.core.text.hashing import encode
 from memrank.core.text.index import WordIndex
 from memrank.core.text.stem import StemRule, matching, stem
@@ -42,11 +42,6 @@ from memrank.core.text.words import terms, tokens
 
 _SHOWN_TERMS = 5
 SMALL_CHARS = 2048  # with at most SMALL_BATCH memories, up to this many characters in all are read in Python
-
-
-def presence(query_terms: list[str], contents: tuple[str, ...]) -> np.ndarray:
-    """(n, terms) boolean matrix: does memory i contain query term j (among its ``text.words.tokens``)."""
-    return _presence(query_terms, token_index_of(contents))
 
 
 def _presence(query_terms: list[str], index: WordIndex) -> np.ndarray:
