@@ -39,7 +39,7 @@ from memrank.core.signals import importance, safety, statement
 from memrank.core.signals.base import OWN_FEATURES
 
 RULES_VERSION = b"memrank.features.2\0"
-_STATEMENT, _INJECTION, _HOW, _RULE, _DETAIL = 0, 1, 4, 7, 10  # bit offsets of the packed fields
+_STATEMENT, _INJECTION, _IMPORTANCE = 0, 1, 4  # bit offsets of the packed fields
 
 
 class FeatureStore(Protocol):
@@ -57,14 +57,12 @@ class FeatureStore(Protocol):
 @dataclass(frozen=True)
 class MemoryFeatures:
     """Per memory (int64 columns): ``statement`` 0 question / 1 statement; ``injection`` the index of the first
-    matching ``safety.INJECTION_PATTERNS`` entry, -1 none; ``rule``, ``how``, ``detail`` the importance codes of
-    ``importance.rule_codes`` as if the caller gave no importance."""
+    matching ``safety.INJECTION_PATTERNS`` entry, -1 none; ``importance`` the code of ``importance.rule_codes``
+    as if the caller gave no importance."""
 
     statement: np.ndarray
     injection: np.ndarray
-    rule: np.ndarray
-    how: np.ndarray
-    detail: np.ndarray
+    importance: np.ndarray
 
 
 def seed(kind: str, salt: bytes) -> int:
@@ -91,9 +89,8 @@ def _computed(batch: Batch) -> np.ndarray:
     injection = np.full(batch.n, -1, dtype=np.int64)
     for i, name in safety.injections(batch, everyone).items():
         injection[i] = names.index(name)
-    rule, how, detail = importance.rule_codes(batch, everyone)
     return (np.asarray(statement.codes(batch.contents), dtype=np.int64) << _STATEMENT | (injection + 1) << _INJECTION
-            | how << _HOW | (rule + 1) << _RULE | (detail + 1) << _DETAIL)
+            | importance.rule_codes(batch, everyone) << _IMPORTANCE)
 
 
 def _unpacked(packed: np.ndarray) -> MemoryFeatures:
@@ -101,8 +98,8 @@ def _unpacked(packed: np.ndarray) -> MemoryFeatures:
         shifted = packed >> at
         return shifted if bits is None else shifted & ((1 << bits) - 1)
 
-    return MemoryFeatures(statement=field(_STATEMENT, 1), injection=field(_INJECTION, 3) - 1, how=field(_HOW, 3),
-                          rule=field(_RULE, 3) - 1, detail=field(_DETAIL, None) - 1)
+    return MemoryFeatures(statement=field(_STATEMENT, 1), injection=field(_INJECTION, 3) - 1,
+                          importance=field(_IMPORTANCE, None))
 
 
 def memory_features(batch: Batch, store: FeatureStore) -> MemoryFeatures:

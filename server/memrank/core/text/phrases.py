@@ -80,11 +80,6 @@ class Phrases:
         return Phrases(self.items + other.items)
 
 
-def starts_with(padded: str, phrase: str) -> bool:
-    """True when the padded words open with the phrase."""
-    return padded.startswith(f" {phrase} ")
-
-
 @dataclass(frozen=True)
 class Cue:
     """A case-insensitive pattern and literals of which every match contains one."""
@@ -200,3 +195,12 @@ class PhraseSets:
         rank = self._matcher.first(index, rows)
         found = rank >= 0
         return np.where(found, rank // self._stride, -1), np.where(found, rank % self._stride, -1)
+
+    def first_in(self, padded: str) -> tuple[int, int]:
+        """``first_found`` of one candidate's padded words."""
+        words = frozenset(padded.split())
+        for k, phrases in enumerate(self.sets):
+            found = phrases.find(padded, words)
+            if found is not None:
+                return k, phrases.ordered.index(found)
+        return -1, -1
