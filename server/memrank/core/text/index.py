@@ -15,7 +15,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from memrank.core.text.hashing import P, WordTable, word_hash, word_key, word_table
+from memrank.core.text.hashing import P, WordTable, word_hash, word_key
 
 _VECTOR_CHUNKS = 8  # words of up to 64 bytes are hashed column-wise; longer ones (rare) in Python
 # _LOW[k] keeps the low k bytes of a little-endian 8-byte chunk (k = 0..8).
@@ -185,26 +185,6 @@ class WordIndex:
             at = at[(found[k] == nxt) & (self.owner[np.minimum(nxt, self.hashes.size - 1)] == self.owner[at])] \
                 if found.size else found
         return at
-
-    def word_ids(self, words: Sequence[str]) -> np.ndarray:
-        """Per word position, the index in ``words`` of the word found there, else -1 (one pass for all words).
-
-        ``words`` must be distinct. Each position's hash picks one slot of a small collision-free table
-        of the words' hashes (``hashing.WordTable``); a hit is exact when both words are at most 8 bytes and of one
-        length (``word_hash``), otherwise its bytes are compared, so a hash collision can never make a
-        false match.
-        """
-        out = np.full(self.hashes.size, -1, dtype=np.int64)
-        if not words or not self.hashes.size:
-            return out
-        table = word_table(tuple(words))
-        if table is None:  # two words share a hash: word by word
-            for j in reversed(range(len(words))):  # a word listed twice keeps its first index
-                out[self.positions(words[j])] = j
-            return out
-        at, k = self.listed_hits(table)
-        out[at] = k
-        return out
 
     def listed_hits(self, table: WordTable) -> tuple[np.ndarray, np.ndarray]:
         """(positions, listed word index) of every position holding a word of the table, exactly: each
