@@ -41,7 +41,7 @@ def stability(batch: Batch, ctx: ScoringContext, profile: Profile, population: n
     counts = np.minimum(tokens_index.counts, LONG_TOKENS)
     for i in np.flatnonzero(~plain).tolist():
         counts[i] = count_tokens(sample(batch.contents[i]), LONG_TOKENS)
-    pleasantry = np.fromiter((_maybe_pleasantry(c) for c in batch.contents), dtype=bool, count=n)
+    pleasantry = np.fromiter(map(is_pleasantry, batch.contents), dtype=bool, count=n)
     durable_kind = np.fromiter((k.lower() in DURABLE_KINDS for k in batch.kinds), dtype=bool, count=n)
     durable = np.where(durable_kind, -1, DURABLE.first_found(index, ~durable_kind))  # -1: by kind (or none)
     has_durable = durable_kind | (durable >= 0)
@@ -69,11 +69,3 @@ def stability(batch: Batch, ctx: ScoringContext, profile: Profile, population: n
         return tuple(reasons)
 
     return RawSignal(values, Lazy(n, why))
-
-
-def _maybe_pleasantry(content: str) -> bool:
-    """``is_pleasantry`` of the content, without the regex when the text cannot be one (over 200 characters
-    once stripped: only possible for a longer content when it starts or ends with white space)."""
-    if len(content) > 200 and not (content[:1].isspace() or content[-1:].isspace()):
-        return False
-    return is_pleasantry(sample(content))
