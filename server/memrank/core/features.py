@@ -2,26 +2,19 @@
 
 Three rules read nothing but a memory's kind and content: ``statement`` (a closing question mark),
 ``safety.injections`` (the injection patterns) and the category rules of ``importance`` (as if the caller sent no
-importance). An agent ranks the same memories again and again (replaying a LoCoMo conversation's questions in
-order, 98.8 % of the candidates of a question were sent by an earlier one), so the runtime may pass a
-``FeatureStore`` (``pipeline.rank``'s ``features``): each memory's three results, packed in one int, under a
-digest of everything they depend on::
+importance). The runtime may pass a ``FeatureStore`` (``pipeline.rank``'s ``features``; why and how large:
+docs/operations/sizing.md): each memory's three results, packed in one int, under a digest of everything they
+depend on::
 
     key = XXH3-128(content as UTF-8, seed = BLAKE2b-64(RULES_VERSION || kind || 0x00, key = the store's salt)
                                             as a little-endian integer)
 
-One hash call per memory over its content alone, in C (``map``): the kind and the rules version pick the seed,
-worked out once per distinct kind and call. The salt is the store's, random per process
-(``memrank.feature_memo``), so a caller who does not know it cannot pick two contents whose keys meet (XXH3 is
-no cryptographic hash; per memory it costs an eighth of the BLAKE2b-128 of the whole text that keyed it before:
-0.59 against 4.18 M instructions for 400 memories of ~250 characters).
-
-The pipeline looks a batch's memories up once (the signals read the result from the batch's memo,
-``signals.base.own_features``). A memory found there is a lookup; the others are computed as a batch of their
-own by the same rules and stored.
-Each result is a function of the key's inputs alone, so no response depends on what an earlier call stored
-(tests/unit/core/test_features.py replays calls cold, warm and without a store, byte for byte). Change any of
-the three rules and bump ``RULES_VERSION``: old entries then miss.
+One C hash call per memory over its content (the seed is worked out once per distinct kind and call): an eighth
+of the BLAKE2b-128 of the whole text that keyed it before (0.59 against 4.18 M instructions for 400 memories of
+~250 characters). The salt is random per process, so a caller cannot aim two contents at one key (XXH3 is no
+cryptographic hash). Each result is a function of the key's inputs alone, so no response depends on what an
+earlier call stored (tests/unit/core/test_features.py). Change any of the three rules and bump
+``RULES_VERSION``: old entries then miss.
 """
 
 from __future__ import annotations
