@@ -36,6 +36,10 @@ STOP_WORDS = frozenset((
 ))
 
 _WORD = re.compile(r"\w+")
+# For ASCII text, \w is [A-Za-z0-9_]: a bytes translation (every other byte a space) and split() give
+# exactly the tokens of _WORD.findall, 4x faster than the regex (the regex alone: +1.5 % instructions at 1 x 384,
+# 5.19 -> 5.27 M, ``bench.instructions``; 100 and 400 read the batch index instead).
+_ASCII_NON_WORD = bytes(b if chr(b).isascii() and (chr(b).isalnum() or b == ord("_")) else 32 for b in range(256))
 
 # Punctuation: a separator in padded words (so "that's" reads "that s" and "don't" "don t"). The one table:
 # the index buffers take its ASCII part as a bytes table.
@@ -69,11 +73,17 @@ def sample(content: str) -> str:
 
 def tokens(text: str) -> list[str]:
     """Lower-cased word tokens of a sample of the text, at most MAX_TOKENS (head and tail)."""
-    words = _WORD.findall(sample(text).lower())
+    lowered = sample(text).lower()
+    words = ascii_words(lowered) if lowered.isascii() else _WORD.findall(lowered)
     if len(words) <= MAX_TOKENS:
         return words
     half = MAX_TOKENS // 2
     return words[:half] + words[-half:]
+
+
+def ascii_words(text: str) -> list[str]:
+    """``_WORD.findall`` of an ASCII text, by translation instead of a regex scan."""
+    return text.encode("ascii").translate(_ASCII_NON_WORD).decode("ascii").split()
 
 
 def terms(text: str, extra_stop_words: frozenset[str] = frozenset()) -> list[str]:
