@@ -60,6 +60,22 @@ def _exact_ids(index: WordIndex) -> np.ndarray:
     return ids
 
 
+def _cosine_norms(batch: Batch) -> np.ndarray | None:
+    """The squared embedding norms when similarity is the cosine (every candidate has a non-zero embedding),
+    else None. Accumulated in float64 (a float32 sum of tiny values could underflow to 0; computed once per
+    batch, ``signals.vectors``, as ``hop`` reads them too)."""
+    if batch.embeddings is None or not batch.n:
+        return None
+    squares = squared_norms(batch)
+    return squares if np.count_nonzero(squares > 0) == squares.size else None
+
+
+def reads_text(batch: Batch, diversity_lambda: float) -> bool:
+    """Whether selection's similarity reads the batch's token index: a diversity pass, and the Jaccard of shingles
+    (some candidate without a non-zero embedding)."""
+    return diversity_lambda < 1.0 and _cosine_norms(batch) is None
+
+
 class Similarity:
     """Similarity rows over one batch, computed lazily per row."""
 
@@ -68,19 +84,16 @@ class Similarity:
         self.kind = "none"
         self._rows: dict[int, np.ndarray] = {}
         self._unit: np.ndarray | None = None
-        if batch.embeddings is not None and self.n:
+        squares = _cosine_norms(batch)
+        if squares is not None and batch.embeddings is not None:  # each row scaled in float32
             emb = batch.embeddings
-            # Squared norms accumulated in float64 (a float32 sum of tiny values could underflow to 0; computed
-            # once per batch, ``signals.vectors``, as ``hop`` reads them too), then each row scaled in float32.
-            squares = squared_norms(batch)
-            if np.count_nonzero(squares > 0) == squares.size:
-                with np.errstate(over="ignore"):
-                    scale = (1.0 / np.sqrt(squares)).astype(np.float32)
-                if np.count_nonzero(np.isfinite(scale)) == scale.size:
-                    self._unit = emb * scale[:, None]
-                else:  # rows so small that 1 / norm overflows float32: divide in float64
-                    self._unit = (emb / np.sqrt(squares)[:, None]).astype(np.float32)
-                self.kind = "cosine"
+            with np.errstate(over="ignore"):
+                scale = (1.0 / np.sqrt(squares)).astype(np.float32)
+            if np.count_nonzero(np.isfinite(scale)) == scale.size:
+                self._unit = emb * scale[:, None]
+            else:  # rows so small that 1 / norm overflows float32: divide in float64
+                self._unit = (emb / np.sqrt(squares)[:, None]).astype(np.float32)
+            self.kind = "cosine"
         if self._unit is None:
             self.kind = "shingle_jaccard"
             self._index_shingles(token_index(batch))  # every candidate's sample tokens (``text.words.tokens``)
