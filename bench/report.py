@@ -85,12 +85,19 @@ def targets(r: dict[str, Any]) -> list[dict[str, Any]]:
             "<" if threshold == 1.0 else "<=", threshold,
             f"Rank p50 {_f(e2e)} ms vs LangChain scoring + MMR p50 {_f(lc)} ms, called alternately" if e2e and lc
             else f"not run ({key} {what}, with the LangChain baselines)")
-    server = _get(lv, "latency", "400x384", "server_cpu_ms")
     handler = _get(w, "400x384", "stages", "handler", "cpu_p50_ms")
-    add("server process CPU per call / handler alone at 400x384 (ratio)",
-        server / handler if server and handler else None, "<=", 1.2,
-        f"server {_f(server)} ms per sequential call (from /proc, every thread) vs the handler's median thread CPU "
-        f"{_f(handler)} ms in-process")
+    paired = _get(lv, "overhead", "400x384")
+    if paired:  # both measured in one run, block for block (bench.overhead)
+        add("server process CPU per call / handler alone at 400x384 (ratio)", paired["ratio"], "<=", 1.2,
+            f"server {_f(paired['server_cpu_ms'])} ms per sequential call (every thread, /proc schedstat) vs the "
+            f"handler's {_f(paired['handler_cpu_ms'])} ms in-process, alternated in one run (median of "
+            f"{paired['rounds']} block ratios)")
+    else:
+        server = _get(lv, "latency", "400x384", "server_cpu_ms")
+        add("server process CPU per call / handler alone at 400x384 (ratio)",
+            server / handler if server and handler else None, "<=", 1.2,
+            f"server {_f(server)} ms per sequential call (from /proc, every thread) vs the handler's median thread "
+            f"CPU {_f(handler)} ms in-process")
     add("handler CPU at 400x384 (ms)", handler, "<=", 4.0,
         f"median thread CPU of handle_rank + serialise, {_f(handler / 400 * 1e3 if handler else None)} us per "
         "candidate")
@@ -110,6 +117,17 @@ def targets(r: dict[str, Any]) -> list[dict[str, Any]]:
             f"{_f(a)} before ({(before or {}).get('started_utc')}) -> {_f(b)} now; runs minutes apart on a shared "
             "machine, so 10% is allowed" if before else "not run: pass --before OLD_RESULTS.json")
     issue = 45
+    for key in ("100x384", "400x384"):
+        paired = _get(lv, "overhead", key)
+        if paired:
+            add(f"server process CPU per call / handler alone at {key} (ratio)", paired["ratio"], "<=", 1.3,
+                f"server {_f(paired['server_cpu_ms'])} ms vs handler {_f(paired['handler_cpu_ms'])} ms, alternated "
+                "in one run (bench.overhead)")
+    for key in ("400x384", "largest"):
+        m = _get(r, "memory", key)
+        add(f"peak RSS growth / wire size at {key} (ratio)", m["ratio"] if m else None, "<=", 4.0,
+            f"{_f(m['growth_mib'], 1)} MiB over {_f(m['wire_mib'])} MiB (python -m bench.memory; issue 31's 3x "
+            "above)" if m else "not measured (python -m bench.memory)")
     for name, sizes in r.get("clients", {}).items():
         for key, threshold in (("100x384", 1.0), ("400x384", 0.4), ("1600x384", 0.25)):
             m = sizes.get(key)

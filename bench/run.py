@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from bench import client_e2e, ghz, live, memory
+from bench import client_e2e, ghz, live, memory, overhead
 from bench.baselines import filled_importance, langchain_available, langchain_rank, port_scorers
 from bench.data import K, Workload, workload
 from bench.timing import Timing, measure, measure_pair, peak_rss_mib
@@ -317,4 +317,8 @@ def _live(opts: Options, loads: dict[tuple[int, int], Workload], log: Any) -> di
             log(f"ghz on {key}, {opts.ghz_seconds:g} s, concurrency {opts.concurrency}, 2 workers")
             out["ghz"] = {"workload": key, "workers": 2,
                           **ghz.run(f"127.0.0.1:{two.port}", data[key], opts.ghz_seconds, opts.concurrency)}
+    sizes = [n for n in opts.sizes if n <= 400 and (n, 384) in loads]
+    if sizes:
+        log(f"server CPU per call over the handler's, alternated in one run: {sizes} x 384")
+        out["overhead"] = overhead.measure(sizes, log=lambda line: log(line.strip()))
     return out

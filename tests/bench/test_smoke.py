@@ -45,6 +45,8 @@ def test_quick_bench_prints_the_table_and_writes_json(tmp_path: Path) -> None:
     if "ghz" in live:
         assert "skipped" in live["ghz"] or live["ghz"]["count"] > 0
     assert live["latency_repeated"]["10x384"]["p50_ms"] > 0  # per-candidate embeddings, beside LangChain
+    paired = live["overhead"]["10x384"]  # server and handler CPU, alternated in one run
+    assert paired["server_cpu_ms"] > 0 and paired["handler_cpu_ms"] > 0 and paired["ratio"] > 0
     memory = results["memory"]["10x384"]  # fresh servers: peak RSS growth over the wire size
     assert memory["repeats"] == 1 and memory["wire_mib"] > 0 and "largest" not in results["memory"]
     assert {t["target"] for t in results["targets"]} and all("met" in t for t in results["targets"])
@@ -116,3 +118,15 @@ def test_issue_31_targets_read_their_numbers() -> None:
     assert got["peak RSS growth / wire size at the largest request the limits allow (61 MiB)"] == (None, None)
     slower = "nothing else slower: throughput at 2 workers, 400x384, slowdown against the --before run (ratio)"
     assert got[slower] == (105.0 / 100.0, True)
+
+
+def test_the_server_over_handler_ratio_is_the_one_measured_alternately_when_there() -> None:
+    from bench.report import targets
+
+    r = _run_with(e2e=2.0, langchain=10.0, server=6.0, handler=4.0, rps=100.0, memory=2.9)
+    paired = {"server_cpu_ms": 4.4, "handler_cpu_ms": 4.0, "ratio": 1.1, "rounds": 12}
+    r["live"]["overhead"] = {"400x384": paired, "100x384": {**paired, "ratio": 1.25}}  # type: ignore[index]
+    got = {(t["issue"], t["target"]): (t["value"], t["met"]) for t in targets(r)}
+    assert got[31, "server process CPU per call / handler alone at 400x384 (ratio)"] == (1.1, True)  # not 6 / 4
+    assert got[45, "server process CPU per call / handler alone at 100x384 (ratio)"] == (1.25, True)
+    assert got[45, "server process CPU per call / handler alone at 400x384 (ratio)"] == (1.1, True)

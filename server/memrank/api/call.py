@@ -75,8 +75,8 @@ class Call:
 @dataclass(slots=True)
 class RankInput:
     """A Rank request as parsed: the message, and its packed embeddings when the runtime split them off the wire
-    before parsing (``memrank.api.wire.split_embeddings``: a view of the request bytes; the message then carries
-    none), else None. ``single_use``: the runtime parsed the message for this one call, so ``handle_rank`` may
+    before parsing (``memrank.api.wire.split_embeddings``: their own bytes; the message then carries none), else
+    None. ``single_use``: the runtime parsed the message for this one call, so ``handle_rank`` may
     swap it for its header (``request_id``, ``query``, ``log_decision``, ``profile``, ``shadow_profile``) once the
     candidates are converted."""
 

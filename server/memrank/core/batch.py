@@ -10,7 +10,7 @@ result depends on whether it was computed before.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from operator import attrgetter
 from types import MappingProxyType
@@ -30,7 +30,8 @@ class Memo:
 
     Write-once: a key's value is built by ``get`` (or stored by ``put``) once and never replaced, and each is
     a function of the batch and the key alone, so a memo is never an input, only saved work. It lives as long
-    as its batch (one request); ``Batch.take`` starts an empty one.
+    as its batch (one request), but for what is let go once no later stage reads it (``forget``: a later ``get``
+    would build the same value again); ``Batch.take`` starts an empty one.
     """
 
     __slots__ = ("_held",)
@@ -45,6 +46,11 @@ class Memo:
             held[key] = build()
         value: T = held[key]
         return value
+
+    def forget(self, keys: Iterable[Hashable]) -> None:
+        """Let go of the values held under ``keys``."""
+        for key in keys:
+            self._held.pop(key, None)
 
     def peek(self, key: Hashable) -> Any:
         """The value kept under ``key``, else None (nothing is built)."""

@@ -22,7 +22,9 @@ from memrank.core.selection.calibrate import calibrate
 from memrank.core.selection.order import placement_positions, tie_order
 from memrank.core.selection.select import CATCH_ALL_LAYER, Pool, SelectParams, select
 from memrank.core.selection.select import drop_note as selection_note
+from memrank.core.selection.similarity import reads_text
 from memrank.core.signals.base import ScoringContext
+from memrank.core.text.buffers import release_indexes
 from memrank.core.text.words import estimated_tokens
 from memrank.core.types import DropReason, Placement
 
@@ -86,7 +88,7 @@ def rank(
     if features is not None:  # kept in the batch's memo, where the signals read them (``signals.base.own_features``)
         memory_features(batch, features)
     ctx = ScoringContext(params.query, params.reference_time, params.explicit_lookup, provenance_key)
-    outcome = _rank_with(profile, batch, params, params.layers or default_layers, ctx)
+    outcome = _rank_with(profile, batch, params, params.layers or default_layers, ctx, not params.shadow_profile)
     if not params.shadow_profile:
         return outcome
     shadow_profile = _request_threshold(resolve_profile(profiles, params.shadow_profile, "shadow_profile"), params)
@@ -100,8 +102,11 @@ def rank(
 
 
 def _rank_with(profile: Profile, batch: Batch, params: RankParams, layers: tuple[LayerSpec, ...],
-               ctx: ScoringContext) -> RankOutcome:
+               ctx: ScoringContext, last: bool = True) -> RankOutcome:
+    """One profile's outcome; ``last``: no profile is scored after this one (its text indexes may go)."""
     scores = score(batch, ctx, profile)
+    if last and not reads_text(batch, profile.diversity_lambda):
+        release_indexes(batch)  # read by scoring only: they go before the similarity's matrix is made
     layer_of = assign_layers(batch, layers)
     tokens, estimated = estimate_tokens(batch)
     drop = scores.gate.astype(np.int8, copy=True)

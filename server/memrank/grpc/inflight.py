@@ -35,7 +35,7 @@ log = logging.getLogger("memrank.rpc")
 # Peak memory of one call over its request's wire size, rounded up from `python -m bench.memory` (a fresh server,
 # the request twice; every later call peaks no higher): 10.8 for the largest request the defaults allow by content
 # (1,600 candidates of 40 KB, 61 MiB), 9 at 400 x 384 dims; 6.5 and 6.7 in the run of 2026-12-03 (its "fresh ratio",
-# bench/results.json), kept at 12 for margin.
+# bench/results.json); 3.4 and 4.9 (5.0 at 1,600 x 384) in the run of 2026-12-06; kept at 12 for margin.
 PEAK_RATIO = 12
 BASELINE_BYTES = 160 << 20  # a worker's memory before any call (interpreter, numpy, grpc, the decision log writer)
 _CGROUP_FILES = ("/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes")

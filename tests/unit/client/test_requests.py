@@ -135,6 +135,15 @@ def test_a_column_with_any_other_value_reads_as_time_of_reads_each(odd: str | No
     assert want[0] == (1_767_225_600, 250_000_000) and want[2] == (1_767_225_599, 0)
 
 
+@pytest.mark.parametrize("column", [
+    ["2026-01-01T00:00:00.", "5Z"],  # one stamp split over two values
+    ["2026-01-01T00:00:00Z\n2026-01-01T00:00:00Z", "2026-01-01T00:00:00Z"],  # two stamps in one value
+])
+def test_values_that_are_stamps_only_together_are_refused_by_the_value(column: list[str]) -> None:
+    with pytest.raises(ValueError, match="Invalid isoformat string"):
+        time_column(column)
+
+
 @pytest.mark.parametrize("bad", ["2026-02-30T00:00:00Z", "0000-01-01T00:00:00Z", "2026-01-01T24:00:00Z"])
 def test_a_column_with_an_impossible_time_is_refused_by_the_value(bad: str) -> None:
     with pytest.raises(ValueError):

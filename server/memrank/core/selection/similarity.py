@@ -26,16 +26,21 @@ def _exact_ids(index: WordIndex) -> np.ndarray:
     """
     short = index.lengths <= 8
     hashes = index.hashes[short]
-    # The rank of each hash among the distinct ones (np.unique's inverse, from one argsort: twice as fast).
+    # The rank of each hash among the distinct ones (np.unique's inverse, from one argsort: twice as fast). Each
+    # column of a word each goes once read: at the largest request each is 12.5 MiB.
     order = np.argsort(hashes)
     ranked = hashes[order]
+    del hashes
     new = np.empty(ranked.size, dtype=bool)
     new[:1] = True
     np.not_equal(ranked[1:], ranked[:-1], out=new[1:])
-    inverse = np.empty(ranked.size, dtype=np.int64)
+    del ranked
+    inverse = np.empty(new.size, dtype=np.int64)
     inverse[order] = np.cumsum(new) - 1
+    del order
     ids = np.empty(index.hashes.size, dtype=np.int64)
     ids[short] = inverse
+    del inverse
     longer = np.flatnonzero(~short)
     if longer.size:
         seen: dict[bytes, int] = {}
@@ -46,6 +51,22 @@ def _exact_ids(index: WordIndex) -> np.ndarray:
     return ids
 
 
+def _cosine_norms(batch: Batch) -> np.ndarray | None:
+    """The squared embedding norms when similarity is the cosine (every candidate has a non-zero embedding),
+    else None. Accumulated in float64 (a float32 sum of tiny values could underflow to 0; computed once per
+    batch, ``signals.vectors``, as ``hop`` reads them too)."""
+    if batch.embeddings is None or not batch.n:
+        return None
+    squares = squared_norms(batch)
+    return squares if np.count_nonzero(squares > 0) == squares.size else None
+
+
+def reads_text(batch: Batch, diversity_lambda: float) -> bool:
+    """Whether selection's similarity reads the batch's token index: a diversity pass, and the Jaccard of shingles
+    (some candidate without a non-zero embedding)."""
+    return diversity_lambda < 1.0 and _cosine_norms(batch) is None
+
+
 class Similarity:
     """Similarity rows over one batch, computed lazily per row."""
 
@@ -54,25 +75,21 @@ class Similarity:
         self.kind = "none"
         self._rows: dict[int, np.ndarray] = {}
         self._unit: np.ndarray | None = None
-        if batch.embeddings is not None and self.n:
+        squares = _cosine_norms(batch)
+        if squares is not None and batch.embeddings is not None:  # each row scaled in float32
             emb = batch.embeddings
-            # Squared norms accumulated in float64 (a float32 sum of tiny values could underflow to 0; computed
-            # once per batch, ``signals.vectors``, as ``hop`` reads them too), then each row scaled in float32.
-            squares = squared_norms(batch)
-            if np.count_nonzero(squares > 0) == squares.size:
-                with np.errstate(over="ignore"):
-                    scale = (1.0 / np.sqrt(squares)).astype(np.float32)
-                if np.count_nonzero(np.isfinite(scale)) == scale.size:
-                    self._unit = emb * scale[:, None]
-                else:  # rows so small that 1 / norm overflows float32: divide in float64
-                    self._unit = (emb / np.sqrt(squares)[:, None]).astype(np.float32)
-                self.kind = "cosine"
+            with np.errstate(over="ignore"):
+                scale = (1.0 / np.sqrt(squares)).astype(np.float32)
+            if np.count_nonzero(np.isfinite(scale)) == scale.size:
+                self._unit = emb * scale[:, None]
+            else:  # rows so small that 1 / norm overflows float32: divide in float64
+                self._unit = (emb / np.sqrt(squares)[:, None]).astype(np.float32)
+            self.kind = "cosine"
         if self._unit is None:
             self.kind = "shingle_jaccard"
-            index = token_index(batch)  # every candidate's sample tokens, in order (``text.words.tokens``)
-            self._index_shingles(_exact_ids(index), index.counts)
+            self._index_shingles(token_index(batch))  # every candidate's sample tokens (``text.words.tokens``)
 
-    def _index_shingles(self, token: np.ndarray, counts: np.ndarray) -> None:
+    def _index_shingles(self, index: WordIndex) -> None:
         """An inverted index of every candidate's shingles, as flat numpy arrays.
 
         Shingles are numbered without building bigram strings: token t gets an
@@ -81,18 +98,27 @@ class Similarity:
         "a b" strings); duplicates within a candidate are removed after one
         sort of (shingle, candidate) keys, as ``shingles`` does with sets.
         """
+        token = _exact_ids(index)
+        n, words = self.n, token.size
         v = int(token.max(initial=-1)) + 1
-        owner = np.repeat(np.arange(self.n, dtype=np.int64), counts)
+        owner = np.repeat(np.arange(n, dtype=np.int32), index.counts)
         inside = owner[:-1] == owner[1:]  # adjacent tokens of one candidate form a bigram
-        sid = np.concatenate((token, ((token[:-1] + 1) * v + token[1:])[inside]))
-        own = np.concatenate((owner, owner[:-1][inside]))
-        del owner, inside  # each temporary goes once used: for a large batch they are most of a call's peak
+        # The (shingle, candidate) keys, shingle * n + candidate, written in place into one array (unigrams, then
+        # bigrams): its columns of a word each are made one at a time and go once used (at the largest request
+        # each is 12.5 MiB, and the shingles' own columns built apart, then joined, were the call's peak).
+        keys = np.empty(words + np.count_nonzero(inside), dtype=np.int64)
+        uni, bi = keys[:words], keys[words:]
+        np.multiply(token, n, out=uni)
+        uni += owner
+        np.add(token[:-1][inside], 1, out=bi)  # (np.compress into ``out`` buffers a copy of its own)
+        bi *= v
+        bi += token[1:][inside]
+        del token
+        bi *= n
+        bi += owner[:-1][inside]
+        del owner, inside, uni, bi
         # One sort by (shingle, candidate) gives the postings (candidates per shingle, ascending) and the
         # compact shingle ids 0, 1, ...; a repeated (shingle, candidate) pair is dropped, as a set does.
-        keys = sid * self.n
-        del sid
-        keys += own
-        del own
         keys.sort()
         keys = keys[np.concatenate(([True], keys[1:] != keys[:-1]))] if keys.size else keys
         sid, own = np.divmod(keys, self.n)

@@ -24,8 +24,9 @@ _BUFFER = np.getbufsize()
 
 
 # Rows per block of ``seed_dots``: a multiple of 64 (so a row meets the same BLAS kernel, and the same place in
-# its group of rows, as in one product over the whole matrix), about 512 KiB of float64 a block.
-_BLOCK_BYTES = 512 << 10
+# its group of rows, as in one product over the whole matrix), about 256 KiB of float64 a block (64 rows at 384
+# dims: a 512 KiB block, 128 rows, was the largest thing alive at 400 x 384, the call's peak).
+_BLOCK_BYTES = 256 << 10
 
 
 def _blocks(n: int, dim: int) -> list[tuple[int, int]]:

@@ -150,6 +150,12 @@ _TOK_MARKED = bytes((0x80 if _TOK[b] else 0x81) if b in _DIFFERENT else _TOK[b] 
 _UNMARK = bytes(range(128)) + bytes([ord("_"), 0]) + bytes(range(130, 256))
 
 
+def release_indexes(batch: Batch) -> None:
+    """Let go of the batch's text indexes (``Memo.forget``), once scoring is done and selection will not read
+    them: at 400 x 384 they are a fifth of a call's peak, beside the similarity's own matrix."""
+    batch.memo.forget(("ascii_joined", "token_index", "padded_index"))
+
+
 def short_ascii(batch: Batch) -> np.ndarray:
     """(n,) mask: ASCII content of at most 2 * MAX_TOKENS characters, so its tokens index is all of it."""
     if ascii_joined(batch) is not None:
