@@ -2,26 +2,19 @@
 
 Three rules read nothing but a memory's kind and content: ``statement`` (a closing question mark),
 ``safety.injections`` (the injection patterns) and the category rules of ``importance`` (as if the caller sent no
-importance). An agent ranks the same memories again and again (replaying a LoCoMo conversation's questions in
-order, 98.8 % of the candidates of a question were sent by an earlier one), so the runtime may pass a
-``FeatureStore`` (``pipeline.rank``'s ``features``): each memory's three results, packed in one int, under a
-digest of everything they depend on::
+importance). The runtime may pass a ``FeatureStore`` (``pipeline.rank``'s ``features``; why and how large:
+docs/operations/sizing.md): each memory's three results, packed in one int, under a digest of everything they
+depend on::
 
     key = XXH3-128(content as UTF-8, seed = BLAKE2b-64(RULES_VERSION || kind || 0x00, key = the store's salt)
                                             as a little-endian integer)
 
-One hash call per memory over its content alone, in C (``map``): the kind and the rules version pick the seed,
-worked out once per distinct kind and call. The salt is the store's, random per process
-(``memrank.feature_memo``), so a caller who does not know it cannot pick two contents whose keys meet (XXH3 is
-no cryptographic hash; per memory it costs an eighth of the BLAKE2b-128 of the whole text that keyed it before:
-0.59 against 4.18 M instructions for 400 memories of ~250 characters).
-
-The pipeline looks a batch's memories up once (the signals read the result from the batch's memo,
-``signals.base.own_features``). A memory found there is a lookup; the others are computed as a batch of their
-own by the same rules and stored.
-Each result is a function of the key's inputs alone, so no response depends on what an earlier call stored
-(tests/unit/core/test_features.py replays calls cold, warm and without a store, byte for byte). Change any of
-the three rules and bump ``RULES_VERSION``: old entries then miss.
+One C hash call per memory over its content (the seed is worked out once per distinct kind and call): an eighth
+of the BLAKE2b-128 of the whole text that keyed it before (0.59 against 4.18 M instructions for 400 memories of
+~250 characters). The salt is random per process, so a caller cannot aim two contents at one key (XXH3 is no
+cryptographic hash). Each result is a function of the key's inputs alone, so no response depends on what an
+earlier call stored (tests/unit/core/test_features.py). Change any of the three rules and bump
+``RULES_VERSION``: old entries then miss.
 """
 
 from __future__ import annotations
@@ -39,7 +32,7 @@ from memrank.core.signals import importance, safety, statement
 from memrank.core.signals.base import OWN_FEATURES
 
 RULES_VERSION = b"memrank.features.2\0"
-_STATEMENT, _INJECTION, _HOW, _RULE, _DETAIL = 0, 1, 4, 7, 10  # bit offsets of the packed fields
+_STATEMENT, _INJECTION, _IMPORTANCE = 0, 1, 4  # bit offsets of the packed fields
 
 
 class FeatureStore(Protocol):
@@ -57,14 +50,12 @@ class FeatureStore(Protocol):
 @dataclass(frozen=True)
 class MemoryFeatures:
     """Per memory (int64 columns): ``statement`` 0 question / 1 statement; ``injection`` the index of the first
-    matching ``safety.INJECTION_PATTERNS`` entry, -1 none; ``rule``, ``how``, ``detail`` the importance codes of
-    ``importance.rule_codes`` as if the caller gave no importance."""
+    matching ``safety.INJECTION_PATTERNS`` entry, -1 none; ``importance`` the code of ``importance.rule_codes``
+    as if the caller gave no importance."""
 
     statement: np.ndarray
     injection: np.ndarray
-    rule: np.ndarray
-    how: np.ndarray
-    detail: np.ndarray
+    importance: np.ndarray
 
 
 def seed(kind: str, salt: bytes) -> int:
@@ -91,9 +82,8 @@ def _computed(batch: Batch) -> np.ndarray:
     injection = np.full(batch.n, -1, dtype=np.int64)
     for i, name in safety.injections(batch, everyone).items():
         injection[i] = names.index(name)
-    rule, how, detail = importance.rule_codes(batch, everyone)
     return (np.asarray(statement.codes(batch.contents), dtype=np.int64) << _STATEMENT | (injection + 1) << _INJECTION
-            | how << _HOW | (rule + 1) << _RULE | (detail + 1) << _DETAIL)
+            | importance.rule_codes(batch, everyone) << _IMPORTANCE)
 
 
 def _unpacked(packed: np.ndarray) -> MemoryFeatures:
@@ -101,8 +91,8 @@ def _unpacked(packed: np.ndarray) -> MemoryFeatures:
         shifted = packed >> at
         return shifted if bits is None else shifted & ((1 << bits) - 1)
 
-    return MemoryFeatures(statement=field(_STATEMENT, 1), injection=field(_INJECTION, 3) - 1, how=field(_HOW, 3),
-                          rule=field(_RULE, 3) - 1, detail=field(_DETAIL, None) - 1)
+    return MemoryFeatures(statement=field(_STATEMENT, 1), injection=field(_INJECTION, 3) - 1,
+                          importance=field(_IMPORTANCE, None))
 
 
 def memory_features(batch: Batch, store: FeatureStore) -> MemoryFeatures:

@@ -101,8 +101,6 @@ def rank(
     return replace(outcome, shadow=result)
 
 
-
-
 def _rank_with(profile: Profile, batch: Batch, params: RankParams, layers: tuple[LayerSpec, ...],
                ctx: ScoringContext, last: bool = True) -> RankOutcome:
     """One profile's outcome; ``last``: no profile is scored after this one (its text indexes may go)."""
@@ -175,8 +173,6 @@ def _rank_with(profile: Profile, batch: Batch, params: RankParams, layers: tuple
         covered_by=covered_by, gain=sel.gain, bucket_lower=buckets.lower, bucket_upper=buckets.upper,
         similarity=sel.similarity,
     )
-
-
 
 
 def _stage_records(logs: list[StagePass], ranked: np.ndarray, final: np.ndarray, public: np.ndarray,

@@ -72,20 +72,8 @@ class Profile:
     ``context_lexical`` is the lexical part of a neighbour's match in the
     context signal: match = (1 - context_lexical) x minmax(relevance) +
     context_lexical x lexical.
-    ``relevance_threshold`` drops each candidate whose retrieval_score is
-    below it: it reads the score on an absolute scale, which only the caller
-    knows it sends (the request's own threshold replaces it and the floor).
-    ``relevance_floor`` judges the batch instead: when no candidate reaches
-    it, all are dropped ("nothing relevant"), else none, so a batch whose
-    scores were min-max scaled or made from ranks (best 1, weakest 0) keeps
-    every candidate.
-    ``share_constant_weight`` (``weighted_sum`` only): a signal that is the
-    same for every eligible candidate of a request gets weight 0 there and
-    the others share its weight (``core.scoring.constant``).
-    ``importance_rules``: how the importance signal reads a memory's text:
-    ``category`` (the caller's value, else memrank's category rules) or
-    ``cues`` (the caller's value raised by six cues, memrank's rules for the
-    lians-* profiles; ``core.signals.importance_cues``).
+    The relevance gates, the constant-weight sharing and the two importance rule sets are the
+    ``core.scoring.gates``, ``core.scoring.constant`` and ``core.signals.importance_cues`` docstrings'.
     """
 
     name: str
@@ -96,7 +84,7 @@ class Profile:
     facet_weights: Mapping[str, float] = field(default_factory=dict)
     compatibility: bool = False
     relevance_threshold: float | None = None  # per candidate: on the caller's absolute scale only
-    relevance_floor: float | None = None  # per batch: nothing relevant when no candidate reaches it
+    relevance_floor: float | None = None  # per batch: nothing relevant when no candidate reaches it, else all stay
     min_score: float = 0.0
     diversity_lambda: float = 1.0  # 1 = no diversity pass
     dedupe_threshold: float = 0.92
@@ -119,10 +107,6 @@ class Profile:
             if getattr(self, name) not in known:
                 raise ValueError(f"profile {self.name!r}: {name} {getattr(self, name)!r} is not one of "
                                  f"{', '.join(known)}")
-
-    def weight_of(self, signal: str) -> float:
-        """The weight of a signal, 0 when the profile does not use it."""
-        return next((s.weight for s in self.signals if s.name == signal), 0.0)
 
     def with_overrides(self, overrides: Mapping[str, float]) -> Profile:
         """A copy with some signal weights replaced (names must exist)."""

@@ -18,6 +18,7 @@ from memrank.api.call import Call, Policy, RankInput, handle_rank
 from memrank.config import load_settings
 from memrank.core.batch import CandidateInput, batch_from_rows
 from memrank.core.features import keys, memory_features
+from memrank.core.signals.importance import FEW_WORDS, SPAN
 from memrank.feature_memo import FeatureMemo
 
 VECTORS = Path(__file__).resolve().parents[2] / "vectors"
@@ -70,7 +71,8 @@ def test_features_are_the_rules_results_and_a_second_batch_reads_them() -> None:
     got = memory_features(_batch(*memories), store)  # type: ignore[arg-type]
     assert got.statement.tolist() == [1, 0, 1, 1, 1]
     assert got.injection.tolist() == [0, -1, -1, -1, -1]  # 0: the first of safety.INJECTION_PATTERNS
-    assert got.rule.tolist()[2:4] == [1, 0]  # RULES: correction 0, constraint_pref 1
+    codes = got.importance.tolist()
+    assert [c // SPAN for c in codes[2:4]] == [1, 0] and codes[4] == FEW_WORDS  # RULES: correction 0, constraint_pref 1
     assert len(store.held) == 5
     again = memory_features(_batch(*reversed(memories)), store)  # type: ignore[arg-type]
     assert again.statement.tolist() == [1, 1, 1, 0, 1]

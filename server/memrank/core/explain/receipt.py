@@ -1,67 +1,12 @@
 """Receipts: a SHA-256 digest over a canonical serialisation of a request's inputs and its answer, optionally
 HMAC-signed.
 
-Canonical form ``memrank.receipt.v3`` (docs/concepts/receipts.md; UTF-8 lines, each ending in "\\n"). ``f(x)`` is
-the 16 lower-case hex digits of the IEEE-754 big-endian float64 bits of x, ``q(s)`` the JSON string literal of s
-with ASCII escapes (``json.dumps(s, ensure_ascii=True)``), ``h(b)`` the SHA-256 hex of bytes b, ``-`` an unset
-optional value; integers are decimal. Each candidate field is one column, bound by one line ``h`` of its bytes::
-
-    schema memrank.receipt.v3
-    query h(query)
-    reference_time <seconds> <nanos>
-    profile q(profile)
-    policy_version q(policy_version)
-    weights <count>
-    weight q(signal) f(weight) q(normalization)           one per RankResponse.weights entry, in order
-    explicit_lookup <0|1>
-    placement <RankRequest.placement number>
-    budget <max_tokens> <max_items>
-    min_score <f(x) | ->
-    relevance_threshold <f(x) | ->
-    layers <count>
-    layer q(name) f(share) <floor_tokens> <max_items> <f(min_score) | ->     RankRequest.layers, in order
-    embeddings <dim> <h(n x dim float32 little-endian) | ->
-    candidates <n>
-    candidate id h(S(id))                 the 23 candidate columns, in this order, each over the n candidates
-    candidate layer h(S(layer))           in request order
-    candidate kind h(S(kind))
-    candidate content h(S(content))
-    candidate retrieval_score h(F(retrieval_score))
-    candidate importance h(O(importance))
-    candidate access_count h(F(access_count))
-    candidate token_count h(F(token_count))
-    candidate source h(F(source number))
-    candidate safety h(F(safety number))
-    candidate provenance h(S(provenance))
-    candidate thread h(S(thread))
-    candidate position h(O(position))
-    candidate speaker h(S(speaker))
-    candidate created_at h(O(t))          and so for last_accessed_at, event_time, ingested_at, valid_from, valid_to
-    candidate facet_scores h(M(facet_scores))
-    candidate stage_scores h(M(stage_scores))
-    candidate metadata h(K(metadata))
-    selected <k>
-    memory <rank> q(id) q(layer) <position> f(score) f(combined_score) f(final_score) f(blend_term)
-    signal q(name) f(raw) f(normalized) f(weight) f(contribution)     per signal, after its memory
-    dropped <d>
-    drop id h(S(id))                      the 5 dropped columns, each over the d dropped candidates in response order
-    drop layer h(S(layer))
-    drop reason h(F(reason number))
-    drop score h(F(score))
-    drop covered_by h(S(covered_by))
-
-Column bytes, for n values: ``S`` (strings) the n UTF-8 byte lengths as 4-byte big-endian unsigned integers, then
-the n UTF-8 byte strings concatenated; ``F`` (numbers) each value's IEEE-754 float64 bits big-endian (integers and
-enum numbers as their float64 value); ``O`` (optional numbers) n presence bytes (1 set, 0 unset), then ``F`` with
-0.0 for an unset value; ``M`` (name -> number maps) for each name any candidate carries, in UTF-8 byte order: S of
-the one name, then O of the n candidates' values for it (unset where a candidate lacks it); ``K`` (metadata key
-sets) per candidate its key count as a 4-byte big-endian unsigned integer, then S of its keys in UTF-8 byte
-order (values never change the answer). A time t is ``seconds + nanos / 1e9`` in float64, a position the float64
-of the int64 (what the server ranks with). The embedding matrix is every candidate's row, a candidate without an
-embedding contributing ``dim`` zeros; ``embeddings 0 -`` when the request carries none. Selected memories are in
-rank order, their layer the effective one (as is a dropped candidate's). Digest = SHA-256 hex of the bytes;
-signature = HMAC-SHA256(receipt key, digest hex) hex, or "". Nothing here depends on the explain level. The
-v2 form (one text line per candidate and per drop) is still verified by every client (``client.verify``).
+The canonical form ``memrank.receipt.v3``, line by line and byte by byte, is specified in
+docs/concepts/receipts.md: UTF-8 lines of request fields, one SHA-256 line per candidate column (so a large
+batch costs one hash pass over each column, not a text line per candidate), then the selected memories with
+their signals and the dropped columns. Digest = SHA-256 hex of the bytes; signature = HMAC-SHA256(receipt key,
+digest hex) hex, or "". Nothing in it depends on the explain level. The v2 form (one text line per candidate
+and per drop) is still verified by every client (``client.verify``).
 """
 
 from __future__ import annotations
@@ -133,7 +78,7 @@ def _embeddings(batch: Batch) -> str:
 
 def canonical(batch: Batch, o: RankOutcome, params: RankParams, ref_seconds: int, ref_nanos: int,
               policy_version: str) -> bytes:
-    """The canonical serialisation described in the module docstring, of the answer ``o`` to a request."""
+    """The canonical serialisation (docs/concepts/receipts.md) of the answer ``o`` to a request."""
     lines = [f"schema {SCHEMA}", f"query {sha(params.query)}", f"reference_time {ref_seconds} {ref_nanos}",
              f"profile {q(o.profile.name)}", f"policy_version {q(policy_version)}",
              f"weights {len(o.profile.signals)}"]

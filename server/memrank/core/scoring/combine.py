@@ -36,7 +36,7 @@ import numpy as np
 from memrank.core.batch import Batch
 from memrank.core.profile import Profile
 from memrank.core.reasons import with_note
-from memrank.core.scoring.constant import constant_columns, shared_weights
+from memrank.core.scoring.constant import clean_weight, constant_columns, shared_weights
 from memrank.core.scoring.gates import (
     GateSet,
     floor_gate,
@@ -100,7 +100,7 @@ def _combine(batch: Batch, profile: Profile, raws: dict[str, RawSignal], gates: 
     # One matrix, a row per signal: normalised columns, contributions, and their running sum in profile order.
     normalized = normalize_columns([spec.normalization for spec in specs], [raws[spec.name].values for spec in specs],
                                    eligible)
-    weights = [_clean(scale * spec.weight) if blend else spec.weight for spec in specs]
+    weights = [clean_weight(scale * spec.weight) if blend else spec.weight for spec in specs]
     reasons = [raws[spec.name].reasons for spec in specs]
     if profile.share_constant_weight and profile.formula == "weighted_sum":
         weights, reasons = _share(profile, normalized, eligible, reasons)
@@ -152,9 +152,3 @@ def _share(profile: Profile, normalized: np.ndarray, eligible: np.ndarray,
             note = f"weight {w:g} (profile {spec.weight:g}): shares the weight of {dead}, the same for every candidate"
         out.append(with_note(why, note))
     return effective, out
-
-
-def _clean(weight: float) -> float:
-    """The weight at 15 significant digits: 0.2 * 0.35 reads 0.07, not 0.06999999999999998."""
-    # Contributions use this same value, so the combined identity stays exact.
-    return float(f"{weight:.15g}")

@@ -41,9 +41,10 @@ def shared_weights(weights: Sequence[float], constant: Sequence[bool]) -> list[f
     live = sum(w for w, c in zip(weights, constant, strict=True) if not c)
     if live <= 0.0 or live == total:
         return list(weights)
-    return [0.0 if c else _clean(w * total / live) for w, c in zip(weights, constant, strict=True)]
+    return [0.0 if c else clean_weight(w * total / live) for w, c in zip(weights, constant, strict=True)]
 
 
-def _clean(weight: float) -> float:
-    """The weight at 15 significant digits, as ``combine`` writes blended weights."""
+def clean_weight(weight: float) -> float:
+    """The weight at 15 significant digits: 0.2 * 0.35 reads 0.07, not 0.06999999999999998 (contributions use
+    this same value, so the combined identity stays exact)."""
     return float(f"{weight:.15g}")

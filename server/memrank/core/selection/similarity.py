@@ -10,21 +10,12 @@ inverted index so a pick costs O(postings), never a full n x n matrix.
 
 from __future__ import annotations
 
-import itertools
-
 import numpy as np
 
 from memrank.core.batch import Batch
 from memrank.core.signals.vectors import squared_norms
 from memrank.core.text.buffers import token_index
 from memrank.core.text.index import WordIndex
-from memrank.core.text.words import tokens
-
-
-def shingles(text: str) -> frozenset[str]:
-    """The unigram and bigram shingles of a text's token sample."""
-    words = tokens(text)
-    return frozenset(words).union(map(" ".join, itertools.pairwise(words)))
 
 
 def _exact_ids(index: WordIndex) -> np.ndarray:

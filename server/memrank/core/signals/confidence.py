@@ -67,9 +67,9 @@ def has_entity(text: str) -> bool:
     return False
 
 
-def has_date(text: str, padded: str, number: bool, present: frozenset[str] | None = None) -> bool:
+def has_date(text: str, padded: str, number: bool) -> bool:
     """A weekday or relative-day phrase, or a numeric date (ISO, d/m/y, "mar 3", "3 march")."""
-    if DATE_WORDS.find(padded, present) is not None:
+    if DATE_WORDS.find(padded) is not None:
         return True
     if not number:
         return False
@@ -77,20 +77,6 @@ def has_date(text: str, padded: str, number: bool, present: frozenset[str] | Non
     if ("-" in text or "/" in text) and _SLASH_DASH_DATE.search(text):
         return True
     return any(f" {m}" in padded for m in _MONTHS) and _MONTH_DATE.search(fold(text)) is not None
-
-
-def confidence_of(content: str, metadata: Mapping[str, str], event_time: bool, source: bool,
-                  padded: str | None = None) -> tuple[float, tuple[str, ...]]:
-    """(confidence, reasons) of one memory: the definition, one memory at a time."""
-    text = sample(content)
-    number = _NUMBER.search(text) is not None
-    found = (number, has_date(text, padded_words(text) if padded is None else padded, number), has_entity(text),
-             event_time, source, any(not k.startswith("_") for k in metadata))
-    bonus = 0.0
-    for (_, weight), present in zip(FEATURES, found, strict=True):  # one addition at a time, as the column-wise
-        if present:  # code adds them (Python 3.12's sum() of floats compensates: its last bit may differ)
-            bonus += weight
-    return BASE + bonus, _reasons(found, metadata)
 
 
 def _reasons(found: Sequence[bool], metadata: Mapping[str, str]) -> tuple[str, ...]:
@@ -120,7 +106,7 @@ def date_column(batch: Batch, number: np.ndarray) -> np.ndarray:
 
 
 def confidence(batch: Batch, ctx: ScoringContext, profile: Profile, population: np.ndarray) -> RawSignal:
-    """Base 0.30 plus a bonus per specificity feature present (``confidence_of``, column-wise).
+    """Base 0.30 plus a bonus per specificity feature present (module docstring).
 
     Weekday and relative-day words come from the batch's padded-words index; digits of ASCII
     samples from its tokens index (a digit is a word character); the numeric-date patterns run
@@ -135,7 +121,7 @@ def confidence(batch: Batch, ctx: ScoringContext, profile: Profile, population: 
     metadata = np.fromiter((any(not k.startswith("_") for k in m) for m in batch.metadata), dtype=bool, count=n)
     found = np.stack([number, date, entity, event_time, source, metadata], axis=1)
     bonus = np.zeros(n)
-    for j, (_, weight) in enumerate(FEATURES):  # summed in feature order, as confidence_of does
+    for j, (_, weight) in enumerate(FEATURES):  # one at a time, in feature order: the last bit depends on it
         bonus = bonus + np.where(found[:, j], weight, 0.0)
     values = np.minimum(BASE + bonus, 1.0)
     return RawSignal(values, Lazy(n, lambda i: _reasons(found[i].tolist(), batch.metadata[i])))

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import functools
 import itertools
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -34,7 +35,8 @@ from memrank.core.profile import Profile
 from memrank.core.reasons import Lazy
 from memrank.core.signals.base import SMALL_BATCH, RawSignal, ScoringContext, own_features
 from memrank.core.text.buffers import padded_index, short_ascii, token_index
-from memrank.core.text.phrases import Phrases, PhraseSets, starts_with
+from memrank.core.text.index import WordIndex
+from memrank.core.text.phrases import Phrases, PhraseSets
 from memrank.core.text.words import count_tokens, is_pleasantry, padded_words, sample
 
 _I = ("i", "i really", "i d", "i would")
@@ -72,162 +74,104 @@ RULE_PHRASES = PhraseSets([phrases for _, _, _, phrases in RULES])  # every rule
 MIN_TOKENS = 3
 
 
-def _match(name: str, kinds: frozenset[str], phrases: Phrases, kind: str, padded: str,
-           present: frozenset[str] | None) -> str | None:
-    if kind in kinds:
-        return f"kind {kind}"
-    if name == "correction":
-        start = next((p for p in CORRECTION_STARTS if starts_with(padded, p)), None)
-        if start:
-            return f'starts "{start}"'
-    found = phrases.find(padded, present)
-    return f'"{found}"' if found else None
-
-
-def rule_importance(kind: str, content: str, padded: str | None = None,
-                    present: frozenset[str] | None = None) -> tuple[str, float, str]:
-    """(rule name, importance, what matched) for a memory without a caller importance.
-
-    ``present`` is the set of the padded words, when the caller has it.
-    """
-    padded, kind = padded_words(content) if padded is None else padded, kind.lower()
-    for name, value, kinds, phrases in RULES:
-        why = _match(name, kinds, phrases, kind, padded, present)
-        if why:
-            return name, value, why
-    text = sample(content)
-    if count_tokens(text, MIN_TOKENS) < MIN_TOKENS:
-        return "passing_remark", 0.0, f"fewer than {MIN_TOKENS} words"
-    if is_pleasantry(text):
-        return "passing_remark", 0.0, "greeting, thanks or acknowledgement only"
-    return "statement", 0.3, "no category matched"
+# A memory's importance code, one int, ordered as the rules are tried: rule by rule, within a rule its kind,
+# then an opening (+ the index in CORRECTION_STARTS), then a phrase (+ its position in the rule's ``ordered``).
+# The smallest code among the ways a memory matches decides. Past the rules the three fallbacks.
+_OPENING = 1
+_STARTS = tuple(f" {start} " for start in CORRECTION_STARTS)  # as padded words open
+_PHRASE = _OPENING + len(CORRECTION_STARTS)
+SPAN = _PHRASE + max(len(phrases.ordered) for _, _, _, phrases in RULES)
+_NONE = FEW_WORDS = len(RULES) * SPAN
+PLEASANTRY, STATEMENT = FEW_WORDS + 1, FEW_WORDS + 2
+_FALLBACK = {FEW_WORDS: ("passing_remark", 0.0, f"fewer than {MIN_TOKENS} words"),
+             PLEASANTRY: ("passing_remark", 0.0, "greeting, thanks or acknowledgement only"),
+             STATEMENT: ("statement", 0.3, "no category matched")}
+_VALUES = np.array([value for _, value, _, _ in RULES for _ in range(SPAN)] + [v for _, v, _ in _FALLBACK.values()])
 
 
 @functools.lru_cache(maxsize=1024)
-def _kind_rule(kind: str) -> int:
-    """The index in RULES of the first rule whose kind set holds the (lower-cased) kind, else -1."""
+def _kind_code(kind: str) -> int:
+    """The code of the first rule whose kind set holds the (lower-cased) kind, else ``_NONE``."""
     folded = kind.lower()
-    return next((r for r, (_, _, kind_set, _) in enumerate(RULES) if folded in kind_set), -1)
+    return next((r * SPAN for r, (_, _, kind_set, _) in enumerate(RULES) if folded in kind_set), _NONE)
 
 
-# How a rule-based value was found, for the reasons.
-_BY_KIND, _BY_START, _BY_PHRASE, _FEW_WORDS, _PLEASANTRY, _STATEMENT = range(1, 7)
-_FALLBACK = {_FEW_WORDS: ("passing_remark", 0.0, f"fewer than {MIN_TOKENS} words"),
-             _PLEASANTRY: ("passing_remark", 0.0, "greeting, thanks or acknowledgement only"),
-             _STATEMENT: ("statement", 0.3, "no category matched")}
+def rule_codes(batch: Batch, open_: np.ndarray) -> np.ndarray:
+    """The importance code of each memory of ``open_`` by the category rules, -1 for the others.
 
-
-def _one_by_one(batch: Batch, given: np.ndarray, values: np.ndarray) -> RawSignal:
-    """The importance signal of a small batch, memory by memory (``rule_importance``); ``values`` holds the
-    clipped caller importances (0 where unset) and is filled in."""
-    found: dict[int, tuple[str, float, str]] = {}
-    for i in np.flatnonzero(~given).tolist():
-        content = batch.contents[i]
-        padded = padded_words(content)
-        found[i] = rule_importance(batch.kinds[i], content, padded, frozenset(padded.split()))
-        values[i] = found[i][1]
-    shown = values.tolist()
-
-    def why(i: int) -> tuple[str, ...]:
-        if i in found:
-            name, value, what = found[i]
-            return (f"importance rule {name}: {value:g} ({what})",)
-        return (f"caller importance {shown[i]:g}",)
-
-    return RawSignal(values, Lazy(batch.n, why))
-
-
-def rule_codes(batch: Batch, open_: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(rule, how, detail) per memory of ``open_`` by the category rules: the index in RULES (-1 none), how it
-    was found (``_BY_KIND`` ... ``_STATEMENT``; 0 for a memory not in ``open_``) and the opening's index in
-    CORRECTION_STARTS or the phrase's in the rule's ``ordered`` (-1 none).
-
-    The rules run column-wise over the batch's padded-words index (``core.text.buffers``), rule by rule in
-    order, each first by kind, then by opening words (correction), then by phrase, exactly as
-    ``rule_importance`` does for one memory.
+    Each way a rule can match (kind, opening words, phrase) is found for every memory and rule at once, and
+    the smallest code wins; a memory no rule matches is then a passing remark or a statement.
     """
     n = batch.n
-    rule = np.full(n, -1, dtype=np.int64)  # index into RULES
-    how = np.zeros(n, dtype=np.int64)
-    detail = np.full(n, -1, dtype=np.int64)  # CORRECTION_STARTS or phrases.ordered position
-    if not open_.any():
-        return rule, how, detail
-    by_kind = {k: _kind_rule(k) for k in set(batch.kinds)}  # each distinct kind once
-    kind_rule = np.fromiter(map(by_kind.__getitem__, batch.kinds), dtype=np.int64, count=n)
-    # Rule r wins where it is the first rule that matches, by kind, opening (correction) or phrase; each
-    # way is found for every rule at once, and the smallest rule number is taken (kind before opening
-    # before phrase within a rule, as rule_importance tries them).
-    index = padded_index(batch)
-    none = len(RULES)
-    via_kind = np.where(kind_rule >= 0, kind_rule, none)
-    opening = np.full(n, -1, dtype=np.int64)
+    by_kind = {k: _kind_code(k) for k in set(batch.kinds)}  # each distinct kind once
+    kind = np.fromiter(map(by_kind.__getitem__, batch.kinds), dtype=np.int64, count=n)
+    search = open_ & (kind > 0)  # a correction kind comes first of all
+    # Up to SMALL_BATCH memories searched one by one; the padded-words index always instead: +14.5 %
+    # instructions per call at 1 x 384 (5.19 -> 5.94 M; ``bench.instructions``, see SMALL_BATCH)
+    small = n <= SMALL_BATCH
+    found = _search_each(batch.contents, search) if small else _search_index(padded_index(batch), search)
+    won = np.where(open_, np.minimum(kind, found), -1)
+    rest = (won == _NONE).nonzero()[0].tolist()
+    if rest:  # no rule matched: a passing remark or a statement
+        # Short ASCII text has all its tokens in the tokens index (``short_ascii``): its count is read there.
+        plain = np.zeros(n, dtype=bool) if small else short_ascii(batch)
+        counts = token_index(batch).counts if plain.any() else plain
+        for i in rest:
+            text = sample(batch.contents[i])
+            if (counts[i] if plain[i] else count_tokens(text, MIN_TOKENS)) < MIN_TOKENS:
+                won[i] = FEW_WORDS
+            else:
+                won[i] = PLEASANTRY if is_pleasantry(text) else STATEMENT
+    return won
+
+
+def _search_index(index: WordIndex, rows: np.ndarray) -> np.ndarray:
+    """The smallest opening or phrase code of each memory of ``rows`` (``_NONE`` none), column-wise."""
+    opening = np.full(index.n, _NONE, dtype=np.int64)
     for k in reversed(range(len(CORRECTION_STARTS))):  # the first opening listed wins
-        opening[index.opens_with(CORRECTION_STARTS[k].split())] = k
-    via_start = np.where(opening >= 0, 0, none)
-    phrase_rule, phrase_at = RULE_PHRASES.first_found(index, open_ & (via_kind > 0) & (via_start > 0))
-    via_phrase = np.where(phrase_rule >= 0, phrase_rule, none)
-    won = np.minimum(np.minimum(via_kind, via_start), via_phrase)
-    decided = open_ & (won < none)
-    rule[decided] = won[decided]
-    how[decided & (via_kind == won)] = _BY_KIND
-    start_won = decided & (via_kind != won) & (via_start == won)
-    how[start_won], detail[start_won] = _BY_START, opening[start_won]
-    phrase_won = decided & (via_kind != won) & (via_start != won)
-    how[phrase_won], detail[phrase_won] = _BY_PHRASE, phrase_at[phrase_won]
-    # No rule matched: a passing remark or a statement. Short ASCII text has all its tokens in the
-    # tokens index (``short_ascii``), so its count is read there; other text is counted here.
-    plain = short_ascii(batch)
-    counts = token_index(batch).counts if plain.any() else np.zeros(n, dtype=np.int64)
-    for i in np.flatnonzero(open_ & ~decided).tolist():
-        text = sample(batch.contents[i])
-        if (counts[i] if plain[i] else count_tokens(text, MIN_TOKENS)) < MIN_TOKENS:
-            how[i] = _FEW_WORDS
-        elif is_pleasantry(text):
-            how[i] = _PLEASANTRY
-        else:
-            how[i] = _STATEMENT
-    return rule, how, detail
+        opening[index.opens_with(CORRECTION_STARTS[k].split()) & rows] = _OPENING + k
+    rule, at = RULE_PHRASES.first_found(index, rows & (opening == _NONE))  # an opening comes before any phrase
+    return np.where(rule >= 0, rule * SPAN + _PHRASE + at, opening)
 
 
-_RULE_VALUES = np.array([value for _, value, _, _ in RULES])
+def _search_each(contents: Sequence[str], rows: np.ndarray) -> np.ndarray:
+    """``_search_index`` of a few memories, read off each one's padded words in Python."""
+    found = [_NONE] * len(contents)
+    for i in rows.nonzero()[0].tolist():
+        padded = padded_words(contents[i])
+        if padded.startswith(_STARTS):
+            found[i] = _OPENING + next(k for k, s in enumerate(_STARTS) if padded.startswith(s))
+            continue
+        rule, at = RULE_PHRASES.first_in(padded)
+        if rule >= 0:
+            found[i] = rule * SPAN + _PHRASE + at
+    return np.array(found, dtype=np.int64)
 
 
 def importance(batch: Batch, ctx: ScoringContext, profile: Profile, population: np.ndarray) -> RawSignal:
     """Caller importance clipped to [0, 1], else the rule-based value with the rule named (``rule_codes``; with
     the runtime's store, the codes it holds: ``core.features``)."""
-    n = batch.n
     given = ~np.isnan(batch.importance)
-    # Unset: 0 until a rule sets it (np.where, not nan_to_num: the same values after the clip, fewer calls).
-    values = np.clip(np.where(given, batch.importance, 0.0), 0.0, 1.0)
     found = own_features(batch)
-    if found is not None:
-        rule, how, detail = (np.where(given, blank, code) for code, blank in
-                             ((found.rule, -1), (found.how, 0), (found.detail, -1)))
-    elif n <= SMALL_BATCH:
-        # the column-wise rules instead: +18.8 % instructions per call at 1 x 384 (5.14 -> 6.11 M), columns
-        # +18.1 % (5.34 -> 6.31 M); 100 and 400 within 0.2 % (``bench.instructions``, see SMALL_BATCH)
-        return _one_by_one(batch, given, values)
-    else:
-        rule, how, detail = rule_codes(batch, ~given)
-    by_rule = (how == _BY_KIND) | (how == _BY_START) | (how == _BY_PHRASE)
-    values[by_rule] = _RULE_VALUES[rule[by_rule]]
-    values[how == _STATEMENT] = 0.3
-    kinds = batch.kinds
-    shown = values.tolist()
+    code = rule_codes(batch, ~given) if found is None else np.where(given, -1, found.importance)
+    values = np.where(given, np.clip(batch.importance, 0.0, 1.0), _VALUES[code])  # code -1: any value
+    kinds, shown, codes = batch.kinds, values.tolist(), code.tolist()
 
     def why(i: int) -> tuple[str, ...]:
-        if how[i] == 0:
+        c = codes[i]
+        if c < 0:
             return (f"caller importance {shown[i]:g}",)
-        if how[i] in _FALLBACK:
-            name, value, what = _FALLBACK[int(how[i])]
+        if c in _FALLBACK:
+            name, value, what = _FALLBACK[c]
             return (f"importance rule {name}: {value:g} ({what})",)
-        name, value, _, phrases = RULES[int(rule[i])]
-        if how[i] == _BY_KIND:
+        rule, way = divmod(c, SPAN)
+        name, value, _, phrases = RULES[rule]
+        if way == 0:
             what = f"kind {kinds[i].lower()}"
-        elif how[i] == _BY_START:
-            what = f'starts "{CORRECTION_STARTS[int(detail[i])]}"'
+        elif way < _PHRASE:
+            what = f'starts "{CORRECTION_STARTS[way - _OPENING]}"'
         else:
-            what = f'"{phrases.ordered[int(detail[i])]}"'
+            what = f'"{phrases.ordered[way - _PHRASE]}"'
         return (f"importance rule {name}: {value:g} ({what})",)
 
-    return RawSignal(values, Lazy(n, why))
+    return RawSignal(values, Lazy(batch.n, why))

@@ -1,41 +1,15 @@
 """Importance by cues: memrank's rules for the lians-* profiles (``importance_rules: cues``).
 
-The seed names importance as "caller importance plus durable fact, decision,
-metric, date, constraint, and evidence signals" and gives no rule text; these
-are memrank's own rules for those six signals::
+The seed names importance as "caller importance plus durable fact, decision, metric, date, constraint, and
+evidence signals" and gives no rule text; these are memrank's own rules for those six cues, each with its
+value v (``CUES``; the table of what counts is in docs/concepts/signals.md)::
 
     importance = b + (1 - b) x c,    c = 1 - prod over the cues found of (1 - v)
 
-b is the caller's importance clipped to [0, 1], 0 when unset. Each cue counts
-once, however often it occurs. Alone, a cue adds v x (1 - b); together they
-fill the share c of the headroom, so importance stays in [b, 1] (all six from
-b = 0: 1 - 0.75 x 0.7 x 0.85 x 0.85 x 0.7 x 0.85 = 0.7743...), a caller's 1
-stays 1 and no cue leaves b exactly. Phrases are whole words of the head/tail
-sample's padded words (``text.words.padded_words``: case-folded,
-punctuation as spaces, so "let's" is "let s"); kinds are compared lower-cased:
-
-==========  ====  ===================================================================================
-cue         v     counts
-==========  ====  ===================================================================================
-fact        0.25  kind fact, profile or identity, or a personal-fact phrase (``importance.FACT``: "my
-                  name", "my wife", "i live", "i work", "i am a", ...), and no time-bound wording
-                  (``stability.TIME_BOUND``: "today", "right now", "currently", ...): durable only
-decision    0.30  kind decision, or a decision phrase (``importance.DECISION``: "we decided",
-                  "decided to", "let s go with", "we ll use", "decision", ...)
-metric      0.15  a number with a unit: digits (not after a letter, digit, "." or ",") then "%" or a unit word
-                  (``UNITS``), with or without a space ("95%", "250 ms", "250ms", "3.5 GB", "40
-                  users"), or a currency sign before digits ("$120"); read on the folded sample
-date        0.15  confidence's date test (``confidence.has_date``): a weekday, "yesterday",
-                  "tomorrow", "last/next week/month/year", an ISO or d/m/y date, a month and a day
-constraint  0.30  kind constraint or preference, or a constraint or preference phrase
-                  (``importance.CONSTRAINT_PREF``: "must", "never", "always", "make sure", "avoid",
-                  "allergic", "i prefer", "i don t eat", ...)
-evidence    0.15  kind evidence or observation, or an evidence phrase (``EVIDENCE``: "according to",
-                  "confirmed", "verified", "measured", "logs show", "screenshot", a link, ...)
-==========  ====  ===================================================================================
-
-The reasons give b, every cue found with what matched, a fact cue withheld
-for time-bound wording, and the formula with its value.
+b is the caller's importance clipped to [0, 1], 0 when unset; each cue counts once. So importance stays in
+[b, 1], a caller's 1 stays 1 and no cue leaves b exactly. The fact, decision and constraint phrases are the
+category rules' own lists (``importance``), so one wording means the same in both rule sets. The reasons give
+b, every cue found with what matched, a fact cue withheld for time-bound wording, and the formula.
 """
 
 from __future__ import annotations

@@ -33,7 +33,7 @@ from memrank.core.batch import Batch
 from memrank.core.profile import Profile
 from memrank.core.reasons import Lazy, Same
 from memrank.core.signals.base import SMALL_BATCH, RawSignal, ScoringContext
-from memrank.core.text.buffers import token_index, token_index_of
+from memrank.core.text.buffers import token_index
 from memrank.core.text.hashing import encode
 from memrank.core.text.index import WordIndex
 from memrank.core.text.stem import StemRule, matching, stem
@@ -44,14 +44,8 @@ _SHOWN_TERMS = 5
 SMALL_CHARS = 2048  # with at most SMALL_BATCH memories, up to this many characters in all are read in Python
 
 
-def presence(query_terms: list[str], contents: tuple[str, ...]) -> np.ndarray:
-    """(n, terms) boolean matrix: does memory i contain query term j (among its ``text.words.tokens``)."""
-    return _presence(query_terms, token_index_of(contents))
-
-
 def _presence(query_terms: list[str], index: WordIndex) -> np.ndarray:
     out = np.zeros((index.n, len(query_terms)), dtype=bool)
-    index.present_words(query_terms)  # one sorted presence test rules out the absent terms
     for j, t in enumerate(query_terms):  # one column per term, from the batch's word index
         out[:, j] = index.has(t)
     return out
@@ -59,15 +53,21 @@ def _presence(query_terms: list[str], index: WordIndex) -> np.ndarray:
 
 def _stemmed_presence(query_terms: list[str], index: WordIndex, language: str) -> tuple[np.ndarray, list[str]]:
     """(n, stems) presence of each distinct query stem, and the first query term of each stem (its label)."""
-    labels: dict[str, str] = {}
-    for t in query_terms:
-        labels.setdefault(stem(language, t), t)
+    labels = _stem_labels(language, query_terms)
     stems = list(labels)
     which = matching(index, language, stems)
     out = np.zeros((index.n, len(stems)), dtype=bool)
     at = np.flatnonzero(which >= 0)
     out[index.owner[at], which[at]] = True
     return out, list(labels.values())
+
+
+def _stem_labels(language: str, query_terms: list[str]) -> dict[str, str]:
+    """Each distinct stem of the query terms, with the first term of that stem (its label)."""
+    labels: dict[str, str] = {}
+    for t in query_terms:
+        labels.setdefault(stem(language, t), t)
+    return labels
 
 
 def smooth_idf(hits: np.ndarray, population: np.ndarray) -> np.ndarray:
@@ -117,9 +117,7 @@ def _small_presence(query_terms: list[str], contents: tuple[str, ...],
     if not stemmer:
         found = [[t in ws for t in query_terms] for ws in words]
         return np.array(found, dtype=bool).reshape(len(contents), len(query_terms)), query_terms
-    labels: dict[str, str] = {}
-    for t in query_terms:
-        labels.setdefault(stem(stemmer, t), t)
+    labels = _stem_labels(stemmer, query_terms)
     rule = StemRule(stemmer, list(labels))
     out = np.zeros((len(contents), len(labels)), dtype=bool)
     for i, ws in enumerate(words):

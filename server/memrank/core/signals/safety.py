@@ -85,12 +85,7 @@ _PRESCAN_TABLE = word_table(PRESCAN_WORDS)
 
 def prescan(index: WordIndex) -> np.ndarray:
     """(n,) mask of the candidates whose words could make a pattern match (see PRESCAN_ANY)."""
-    if _PRESCAN_TABLE is None:  # two prescan words sharing a hash (not the case): one table pass per word
-        ids = index.word_ids(PRESCAN_WORDS)
-        at = np.flatnonzero(ids >= 0)
-        k = ids[at]
-    else:  # one pass of the word hashes over the constant table
-        at, k = index.listed_hits(_PRESCAN_TABLE)
+    at, k = index.listed_hits(_PRESCAN_TABLE)  # one pass of the word hashes over the constant table
     held = np.zeros((3, index.n), dtype=bool)  # per PRESCAN_ALL_OF list and PRESCAN_ANY: a candidate holds one
     held[_PRESCAN_GROUP[k], index.owner[at]] = True
     suspect: np.ndarray = held[2] | (held[0] & held[1])

@@ -22,7 +22,7 @@ from memrank.core.signals.base import RawSignal, ScoringContext
 from memrank.core.signals.importance import CONSTRAINT_PREF, DECISION_FACT
 from memrank.core.text.buffers import padded_index, short_ascii, token_index
 from memrank.core.text.phrases import Phrases
-from memrank.core.text.words import count_tokens, is_pleasantry, padded_words, sample
+from memrank.core.text.words import count_tokens, is_pleasantry, sample
 
 DURABLE_KINDS = frozenset({"fact", "preference", "decision", "constraint", "profile", "identity", "correction"})
 DURABLE = CONSTRAINT_PREF + DECISION_FACT
@@ -32,31 +32,8 @@ SHORT_TOKENS = 4
 LONG_TOKENS = 12
 
 
-def stability_of(kind: str, content: str, padded: str | None = None,
-                 present: frozenset[str] | None = None) -> tuple[float, tuple[str, ...]]:
-    """(stability, reasons) of one memory."""
-    text = sample(content)
-    if is_pleasantry(text):
-        return 0.1, ("pleasantry only: 0.1",)
-    count = count_tokens(text, LONG_TOKENS)
-    if count < SHORT_TOKENS:
-        return 0.3, (f"very short ({count} tokens): 0.3",)
-    value = 0.6 if count < LONG_TOKENS else 0.7
-    reasons = [f"{'at least ' if count == LONG_TOKENS else ''}{count} tokens: {value:g}"]
-    padded = padded_words(text) if padded is None else padded
-    durable = f"kind {kind}" if kind.lower() in DURABLE_KINDS else DURABLE.find(padded, present)
-    if durable:
-        value += 0.3
-        reasons.append(f"durable ({durable}): +0.3")
-    bound = TIME_BOUND.find(padded, present)
-    if bound:
-        value -= 0.2
-        reasons.append(f"time-bound ({bound}): -0.2")
-    return min(1.0, max(0.0, value)), tuple(reasons)
-
-
 def stability(batch: Batch, ctx: ScoringContext, profile: Profile, population: np.ndarray) -> RawSignal:
-    """Per-memory stability from its wording, length and kind (``stability_of``, column-wise)."""
+    """Per-memory stability from its wording, length and kind (module docstring)."""
     n = batch.n
     index = padded_index(batch)
     tokens_index = token_index(batch)
@@ -64,7 +41,7 @@ def stability(batch: Batch, ctx: ScoringContext, profile: Profile, population: n
     counts = np.minimum(tokens_index.counts, LONG_TOKENS)
     for i in np.flatnonzero(~plain).tolist():
         counts[i] = count_tokens(sample(batch.contents[i]), LONG_TOKENS)
-    pleasantry = np.fromiter((_maybe_pleasantry(c) for c in batch.contents), dtype=bool, count=n)
+    pleasantry = np.fromiter(map(is_pleasantry, batch.contents), dtype=bool, count=n)
     durable_kind = np.fromiter((k.lower() in DURABLE_KINDS for k in batch.kinds), dtype=bool, count=n)
     durable = np.where(durable_kind, -1, DURABLE.first_found(index, ~durable_kind))  # -1: by kind (or none)
     has_durable = durable_kind | (durable >= 0)
@@ -92,11 +69,3 @@ def stability(batch: Batch, ctx: ScoringContext, profile: Profile, population: n
         return tuple(reasons)
 
     return RawSignal(values, Lazy(n, why))
-
-
-def _maybe_pleasantry(content: str) -> bool:
-    """``is_pleasantry`` of the content, without the regex when the text cannot be one (over 200 characters
-    once stripped: only possible for a longer content when it starts or ends with white space)."""
-    if len(content) > 200 and not (content[:1].isspace() or content[-1:].isspace()):
-        return False
-    return is_pleasantry(sample(content))

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -95,11 +95,6 @@ def padded_index_of(contents: Sequence[str]) -> WordIndex:
     return WordIndex(buf, offsets, len(samples))
 
 
-def _memo(batch: Batch, name: str, build: Callable[[Batch], Any]) -> Any:
-    """``build(batch)``, computed once per batch and kept in its memo."""
-    return batch.memo.get(name, lambda: build(batch))
-
-
 def _plain_of(batch: Batch) -> tuple[bytes, np.ndarray] | None:
     contents = batch.contents
     joined = " ".join(contents)  # a space is a separator in both normalisations
@@ -111,7 +106,7 @@ def _plain_of(batch: Batch) -> tuple[bytes, np.ndarray] | None:
 def ascii_joined(batch: Batch) -> tuple[bytes, np.ndarray] | None:
     """Every content joined by spaces as ASCII bytes, and each one's offset: when every content is ASCII and
     at most 2 * MAX_TOKENS characters (so it is its own sample and its tokens are all of it); else None."""
-    result: tuple[bytes, np.ndarray] | None = _memo(batch, "ascii_joined", _plain_of)
+    result: tuple[bytes, np.ndarray] | None = batch.memo.get("ascii_joined", lambda: _plain_of(batch))
     return result
 
 
@@ -129,7 +124,7 @@ def token_index(batch: Batch) -> WordIndex:
         index.same_as_padded = same
         return index
 
-    index: WordIndex = _memo(batch, "token_index", build)
+    index: WordIndex = batch.memo.get("token_index", lambda: build(batch))
     return index
 
 
@@ -144,7 +139,7 @@ def padded_index(batch: Batch) -> WordIndex:
             return token_index(batch)
         return padded_index_of(batch.contents)
 
-    index: WordIndex = _memo(batch, "padded_index", build)
+    index: WordIndex = batch.memo.get("padded_index", lambda: build(batch))
     return index
 
 

@@ -63,13 +63,13 @@ _MULTIPLIERS = tuple((0x9E3779B97F4A7C15 * (2 * k + 1)) & MASK | 1 for k in rang
 
 
 @functools.lru_cache(maxsize=512)
-def word_table(words: tuple[str, ...]) -> WordTable | None:
-    """The table of a word list (rule lists are constant, so each is built once); None when two listed
-    words share a hash."""
+def word_table(words: tuple[str, ...]) -> WordTable:
+    """The table of a word list (rule lists are constant, so each is built once); ValueError when two listed
+    words share a hash (only words of more than 8 bytes can)."""
     keys = [word_key(w) for w in words]
     hashes = [h for _, h in keys]
     if len(set(hashes)) != len(hashes):
-        return None
+        raise ValueError(f"two of these words share a hash: {words!r}")
     sizes = np.array([len(raw) for raw, _ in keys], dtype=np.int64)
     table = np.array(hashes, dtype=np.uint64)
     bits = max(4, (len(words) ** 2).bit_length() + 1)  # slots >= 2 * words ** 2: most multipliers fit at once

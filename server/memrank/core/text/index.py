@@ -15,13 +15,11 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from memrank.core.text.hashing import P, WordTable, word_hash, word_key, word_table
+from memrank.core.text.hashing import P, WordTable, word_hash, word_key
 
 _VECTOR_CHUNKS = 8  # words of up to 64 bytes are hashed column-wise; longer ones (rare) in Python
 # _LOW[k] keeps the low k bytes of a little-endian 8-byte chunk (k = 0..8).
 _LOW = np.array([(1 << (8 * k)) - 1 for k in range(8)] + [(1 << 64) - 1], dtype=np.uint64)
-# present_hashes narrows the words to those whose hash shares its low bits (at most 16) with an asked one.
-_BUCKET_BITS = 16
 
 
 class WordIndex:
@@ -64,7 +62,6 @@ class WordIndex:
         self._owner: np.ndarray | None = None
         self._positions: dict[str, np.ndarray] = {}
         self._listed: dict[str, tuple[tuple[np.ndarray, np.ndarray], int]] = {}  # word -> present_listed's hits
-        self._seen: dict[int, bool] = {}  # hash -> some word has it
         self.same_as_padded = False  # a tokens index whose words are also the padded words (``token_index``)
 
     def _chunks(self) -> np.ndarray:
@@ -77,40 +74,6 @@ class WordIndex:
         if self._owner is None:
             self._owner = np.repeat(np.arange(self.n, dtype=np.int32), self.counts)
         return self._owner
-
-    def present_hashes(self, hashes: np.ndarray) -> np.ndarray:
-        """Per hash, whether some word of the batch has it (a superset of the words present).
-
-        No sort (sorting every word's hash was most of this): each asked hash owns its bucket (low bits),
-        one pass finds the words in an owned bucket and compares each with the owner's hash; an asked hash
-        that shares its bucket with another (rare) is compared with those words by itself.
-        """
-        present = np.zeros(hashes.size, dtype=bool)
-        if not hashes.size or not self.hashes.size:
-            return present
-        asked = np.arange(hashes.size, dtype=np.int32)
-        # About twice as many buckets as words, at most 2^16 (a table as big as the batch, not a fixed 64k).
-        width = min(max(self.hashes.size, hashes.size).bit_length() + 1, _BUCKET_BITS)
-        low = np.uint64((1 << width) - 1)
-        bucket = hashes & low
-        owner = np.full(1 << width, -1, dtype=np.int32)
-        owner[bucket] = asked
-        near = self.hashes[owner[self.hashes & low] >= 0]
-        k = owner[near & low]
-        present[k[near == hashes[k]]] = True
-        for j in np.flatnonzero(owner[bucket] != asked).tolist():  # not its bucket's owner
-            present[j] = bool((near == hashes[j]).any())
-        return present
-
-    def present_words(self, words: Sequence[str]) -> np.ndarray:
-        """Look up many words' presence in one vectorised step (later questions about them are free).
-
-        Returns, per word, whether some word of the batch has its hash (a superset of the words present).
-        """
-        keys = [word_key(w)[1] for w in words]
-        present = self.present_hashes(np.array(keys, dtype=np.uint64))
-        self._seen.update(zip(keys, present.tolist(), strict=True))
-        return present
 
     def present_listed(self, table: WordTable) -> np.ndarray:
         """Per word of a ``word_table``, whether the batch holds it (exactly: hash, length and bytes): one
@@ -147,7 +110,7 @@ class WordIndex:
             if listed is not None:  # among the exact hits of a listed word table
                 (at, k), w = listed
                 found = at[k == w]
-            elif not raw or self._seen.get(h) is False:  # learned absent
+            elif not raw:
                 found = np.zeros(0, dtype=np.int64)
             else:  # one scan of the hashes (no sort for a few words: the scan answers absence too)
                 found = self.verified((self.hashes == np.uint64(h)).nonzero()[0], raw)
@@ -156,8 +119,6 @@ class WordIndex:
 
     def phrase_positions(self, phrase: Sequence[str]) -> np.ndarray:
         """Positions of the first word of each occurrence of consecutive words within one candidate."""
-        if any(self._seen.get(word_key(w)[1]) is False for w in phrase):  # a word learned absent
-            return np.zeros(0, dtype=np.int64)
         at = self.positions(phrase[0])
         for j, word in enumerate(phrase[1:], 1):
             if not at.size:
@@ -169,26 +130,6 @@ class WordIndex:
             at = at[(found[k] == nxt) & (self.owner[np.minimum(nxt, self.hashes.size - 1)] == self.owner[at])] \
                 if found.size else found
         return at
-
-    def word_ids(self, words: Sequence[str]) -> np.ndarray:
-        """Per word position, the index in ``words`` of the word found there, else -1 (one pass for all words).
-
-        ``words`` must be distinct. Each position's hash picks one slot of a small collision-free table
-        of the words' hashes (``hashing.WordTable``); a hit is exact when both words are at most 8 bytes and of one
-        length (``word_hash``), otherwise its bytes are compared, so a hash collision can never make a
-        false match.
-        """
-        out = np.full(self.hashes.size, -1, dtype=np.int64)
-        if not words or not self.hashes.size:
-            return out
-        table = word_table(tuple(words))
-        if table is None:  # two words share a hash: word by word
-            for j in reversed(range(len(words))):  # a word listed twice keeps its first index
-                out[self.positions(words[j])] = j
-            return out
-        at, k = self.listed_hits(table)
-        out[at] = k
-        return out
 
     def listed_hits(self, table: WordTable) -> tuple[np.ndarray, np.ndarray]:
         """(positions, listed word index) of every position holding a word of the table, exactly: each

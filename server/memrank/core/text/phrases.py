@@ -80,11 +80,6 @@ class Phrases:
         return Phrases(self.items + other.items)
 
 
-def starts_with(padded: str, phrase: str) -> bool:
-    """True when the padded words open with the phrase."""
-    return padded.startswith(f" {phrase} ")
-
-
 @dataclass(frozen=True)
 class Cue:
     """A case-insensitive pattern and literals of which every match contains one."""
@@ -105,7 +100,7 @@ class _Matcher:
 
     Phrases whose words do not all occur in the batch are ruled out at once (``WordIndex.present_listed`` over the
     word table). With at most ``FEW_PHRASES`` left, those are followed one by one in rank order, from the index's
-    memo of each word's positions. Otherwise every listed word is looked up in one pass (``WordIndex.word_ids``)
+    memo of each word's positions. Otherwise every listed word is looked up in one pass (``WordIndex.listed_hits``)
     and, per phrase length L, the L word numbers from each position holding a listed word form one key, looked up
     among the phrases' keys: a few array operations per length, whatever the number of phrases.
     """
@@ -117,7 +112,7 @@ class _Matcher:
         self.ranks = np.array(list(ranks), dtype=np.int64)
         self.order = np.argsort(self.ranks, kind="stable")
         self.words = tuple({w: None for p in self.split for w in p})
-        self._table = word_table(self.words)  # constant: built once (None when two words share a hash)
+        self._table = word_table(self.words)  # constant: built once
         at = {w: k for k, w in enumerate(self.words)}
         width = max((len(p) for p in self.split), default=0)
         self.table = np.full((len(self.split), width), len(self.words), dtype=np.int64)
@@ -146,8 +141,7 @@ class _Matcher:
         open_ = np.ones(index.n, dtype=bool) if rows is None else rows.copy()
         if not open_.any() or not self.split:
             return best
-        listed = index.present_words(self.words) if self._table is None else index.present_listed(self._table)
-        present = np.append(listed, True)
+        present = np.append(index.present_listed(self._table), True)
         viable = np.asarray(present[self.table].all(axis=1))  # every word of the phrase occurs somewhere
         left = self.order[viable[self.order]].tolist()  # in rank order
         if len(left) <= FEW_PHRASES:
@@ -158,7 +152,9 @@ class _Matcher:
                 if not open_.any():
                     break
             return best
-        ids = index.word_ids(self.words)
+        ids = np.full(index.hashes.size, -1, dtype=np.int64)  # per word position, the listed word there or -1
+        hit, listed = index.listed_hits(self._table)
+        ids[hit] = listed
         at = np.flatnonzero(ids >= 0)
         at = at[open_[index.owner[at]]]
         size, base = ids.size, len(self.words) + 1
@@ -200,3 +196,12 @@ class PhraseSets:
         rank = self._matcher.first(index, rows)
         found = rank >= 0
         return np.where(found, rank // self._stride, -1), np.where(found, rank % self._stride, -1)
+
+    def first_in(self, padded: str) -> tuple[int, int]:
+        """``first_found`` of one candidate's padded words."""
+        words = frozenset(padded.split())
+        for k, phrases in enumerate(self.sets):
+            found = phrases.find(padded, words)
+            if found is not None:
+                return k, phrases.ordered.index(found)
+        return -1, -1

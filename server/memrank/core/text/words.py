@@ -37,7 +37,8 @@ STOP_WORDS = frozenset((
 
 _WORD = re.compile(r"\w+")
 # For ASCII text, \w is [A-Za-z0-9_]: a bytes translation (every other byte a space) and split() give
-# exactly the tokens of _WORD.findall, several times faster than the regex.
+# exactly the tokens of _WORD.findall, 4x faster than the regex (the regex alone: +1.5 % instructions at 1 x 384,
+# 5.19 -> 5.27 M, ``bench.instructions``; 100 and 400 read the batch index instead).
 _ASCII_NON_WORD = bytes(b if chr(b).isascii() and (chr(b).isalnum() or b == ord("_")) else 32 for b in range(256))
 
 # Punctuation: a separator in padded words (so "that's" reads "that s" and "don't" "don t"). The one table:

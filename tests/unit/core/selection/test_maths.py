@@ -10,11 +10,14 @@ import pytest
 from memrank.core.batch import CandidateInput, batch_from_rows
 from memrank.core.explain.shadow import kendall_tau_b, overlap_at_k
 from memrank.core.selection.calibrate import MARGIN, calibrate
-from memrank.core.selection.similarity import Similarity, shingles
+from memrank.core.selection.similarity import Similarity
 
 
 def test_shingles_are_unigrams_and_bigrams() -> None:
-    assert shingles("Oat milk, oat milk") == {"oat", "milk", "oat milk", "milk oat"}
+    # {oat, milk, oat milk, milk oat} against {milk, oat, milk oat}: 3 shared of 4
+    sim = Similarity(batch_from_rows([CandidateInput("a", content="Oat milk, oat milk"),
+                                      CandidateInput("b", content="milk oat")]))
+    assert sim.row(0).tolist() == [1.0, 3 / 4]
 
 
 def test_shingle_jaccard_by_hand() -> None:

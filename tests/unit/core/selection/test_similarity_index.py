@@ -2,12 +2,22 @@
 
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from memrank.core.batch import CandidateInput, batch_from_rows
-from memrank.core.selection.similarity import Similarity, shingles
+from memrank.core.selection.similarity import Similarity
+from memrank.core.text.words import tokens
+
+
+def shingles(text: str) -> frozenset[str]:
+    """The unigram and bigram shingles of a text's token sample (the module docstring's sets)."""
+    words = tokens(text)
+    return frozenset(words).union(map(" ".join, itertools.pairwise(words)))
+
 
 TEXT = st.text(alphabet=[*"ab c", "é", "東", ".", "\n", "_", "A", "İ", "\x00"], max_size=30) | st.builds(
     lambda word, k: " ".join([word] * k), st.sampled_from(["a", "b_c", "ab"]), st.integers(600, 1500))

@@ -1,4 +1,5 @@
-"""The column-wise importance signal equals the one-memory rule function, value and reason, for every candidate."""
+"""The importance signal equals a one-memory reference of its rules (``rule_importance`` below: the module
+docstring's table, rule by rule), value and reason, for every candidate, column-wise and memory by memory."""
 
 from __future__ import annotations
 
@@ -11,8 +12,16 @@ from memrank.core.batch import CandidateInput, batch_from_rows
 from memrank.core.signals import RawSignal, get_signal
 from memrank.core.signals import importance as importance_module
 from memrank.core.signals.base import ScoringContext
-from memrank.core.signals.importance import CONSTRAINT_PREF, CORRECTION, DECISION_FACT, OUTCOME, rule_importance
+from memrank.core.signals.importance import (
+    CONSTRAINT_PREF,
+    CORRECTION,
+    CORRECTION_STARTS,
+    DECISION_FACT,
+    OUTCOME,
+    RULES,
+)
 from memrank.core.text import phrases as phrases_module
+from memrank.core.text.words import count_tokens, is_pleasantry, padded_words, sample
 from memrank.profiles.builtin import BUILTIN_PROFILES
 
 PHRASE_WORDS = sorted({w for p in (*CORRECTION.items, *CONSTRAINT_PREF.items, *DECISION_FACT.items,
@@ -22,6 +31,28 @@ PIECES = [*PHRASE_WORDS, "Actually", "Wait,", "no", "correction:", "hi", "thanks
 contents = st.lists(st.sampled_from(PIECES), max_size=12).map(" ".join) | st.text(max_size=30)
 kinds = st.sampled_from(["", "fact", "Correction", "PREFERENCE", "outcome", "note", "decision"])
 importances = st.none() | st.floats(0.0, 1.0)
+
+
+def rule_importance(kind: str, content: str) -> tuple[str, float, str]:
+    """(rule name, importance, what matched) of one memory without a caller importance: the first rule whose
+    kinds hold its kind, or (correction) whose opening words start it, or one of whose phrases it holds."""
+    padded, kind = padded_words(content), kind.lower()
+    for name, value, kind_set, phrases in RULES:
+        if kind in kind_set:
+            return name, value, f"kind {kind}"
+        start = next((p for p in CORRECTION_STARTS if padded.startswith(f" {p} ")), None) \
+            if name == "correction" else None
+        if start:
+            return name, value, f'starts "{start}"'
+        found = phrases.find(padded)
+        if found:
+            return name, value, f'"{found}"'
+    text = sample(content)
+    if count_tokens(text, 3) < 3:
+        return "passing_remark", 0.0, "fewer than 3 words"
+    if is_pleasantry(text):
+        return "passing_remark", 0.0, "greeting, thanks or acknowledgement only"
+    return "statement", 0.3, "no category matched"
 
 
 @settings(max_examples=400, deadline=None)

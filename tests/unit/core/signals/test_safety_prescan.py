@@ -78,5 +78,3 @@ def test_prescan_holds_exactly_the_candidates_with_the_listed_words(contents: li
         expected.append(bool(words & set(safety_module.PRESCAN_ANY)) or bool(words & first and words & second))
     index = token_index_of(contents)
     assert prescan(index).tolist() == expected
-    with mock.patch.object(safety_module, "_PRESCAN_TABLE", None):  # the word-by-word form
-        assert prescan(token_index_of(contents)).tolist() == expected

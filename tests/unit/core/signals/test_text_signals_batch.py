@@ -1,6 +1,8 @@
-"""Stability and confidence column-wise equal their one-memory definitions, value and reasons."""
+"""Stability and confidence equal one-memory references of their module docstrings (below), value and reasons."""
 
 from __future__ import annotations
+
+import re
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -8,8 +10,9 @@ from hypothesis import strategies as st
 from memrank.core.batch import CandidateInput, batch_from_rows
 from memrank.core.signals import get_signal
 from memrank.core.signals.base import ScoringContext
-from memrank.core.signals.confidence import confidence_of
-from memrank.core.signals.stability import DURABLE, TIME_BOUND, stability_of
+from memrank.core.signals.confidence import FEATURES, has_date, has_entity, reserved_keys
+from memrank.core.signals.stability import DURABLE, DURABLE_KINDS, TIME_BOUND
+from memrank.core.text.words import count_tokens, is_pleasantry, padded_words, sample
 from memrank.core.types import Source
 from memrank.profiles.builtin import BUILTIN_PROFILES
 
@@ -24,6 +27,46 @@ kinds = st.sampled_from(["", "fact", "Preference", "note", "IDENTITY"])
 rows = st.lists(st.tuples(contents, kinds, st.booleans(), st.sampled_from([0, 1, 3, 5]),
                           st.sampled_from([{}, {"k": "v"}, {"_admit": "1"}, {"_trust": "x", "b": "y"}])),
                 min_size=1, max_size=8)
+
+
+def stability_of(kind: str, content: str) -> tuple[float, tuple[str, ...]]:
+    """(stability, reasons) of one memory."""
+    text = sample(content)
+    if is_pleasantry(text):
+        return 0.1, ("pleasantry only: 0.1",)
+    count = count_tokens(text, 12)
+    if count < 4:
+        return 0.3, (f"very short ({count} tokens): 0.3",)
+    value = 0.6 if count < 12 else 0.7
+    reasons = [f"{'at least ' if count == 12 else ''}{count} tokens: {value:g}"]
+    padded = padded_words(text)
+    durable = f"kind {kind}" if kind.lower() in DURABLE_KINDS else DURABLE.find(padded)
+    if durable:
+        value += 0.3
+        reasons.append(f"durable ({durable}): +0.3")
+    bound = TIME_BOUND.find(padded)
+    if bound:
+        value -= 0.2
+        reasons.append(f"time-bound ({bound}): -0.2")
+    return min(1.0, max(0.0, value)), tuple(reasons)
+
+
+def confidence_of(content: str, metadata: dict[str, str], event_time: bool,
+                  source: bool) -> tuple[float, tuple[str, ...]]:
+    """(confidence, reasons) of one memory."""
+    text = sample(content)
+    number = re.search(r"\d", text) is not None
+    found = (number, has_date(text, padded_words(text), number), has_entity(text), event_time, source,
+             any(not k.startswith("_") for k in metadata))
+    bonus = 0.0
+    for (_, weight), present in zip(FEATURES, found, strict=True):  # one addition at a time (sum() compensates)
+        if present:
+            bonus += weight
+    names = [name for (name, _), f in zip(FEATURES, found, strict=True) if f]
+    reasons = [f"specific: {', '.join(names)}" if names else "no specificity features"]
+    if reserved_keys(metadata):
+        reasons.append(f"reserved metadata keys ignored: {', '.join(reserved_keys(metadata))}")
+    return 0.30 + bonus, tuple(reasons)
 
 
 def _batch(data):  # type: ignore[no-untyped-def]
