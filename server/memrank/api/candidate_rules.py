@@ -25,7 +25,7 @@ from memrank.api.bounds import (
     UNIT,
     utf8_within,
 )
-from memrank.api.request_columns import TIME_FIELDS, CandidateColumns
+from memrank.api.request_columns import TIME_FIELDS, CandidateColumns, OptionalColumn
 from memrank.config import Limits
 from memrank.core.errors import FieldViolation
 
@@ -72,16 +72,16 @@ def _id(cols: CandidateColumns, limits: Limits, _r: tuple[float, float]) -> Foun
                                 f"at most {limits.max_id_bytes} bytes (limits.max_id_bytes)")
 
 
-def _set_rows(present: list[bool], values: np.ndarray, bad: np.ndarray) -> Iterator[tuple[int, object]]:
-    """(row, value) of the set values that ``bad`` marks (``values`` holds the set rows only)."""
+def _set_rows(column: OptionalColumn, bad: np.ndarray) -> Iterator[tuple[int, object]]:
+    """(row, value) of the set values that ``bad`` marks (``bad`` is over ``column.values``, the set rows)."""
     if bad.any():
-        rows = np.flatnonzero(np.array(present, dtype=bool))
-        yield from ((int(rows[k]), values[k].item()) for k in np.flatnonzero(bad))
+        rows = np.flatnonzero(column.present)
+        yield from ((int(rows[k]), column.values[k].item()) for k in np.flatnonzero(bad))
 
 
 def _position(cols: CandidateColumns, _l: Limits, _r: tuple[float, float]) -> Found:
-    v = cols.position_values  # int64: compared exactly, never through float64
-    for i, x in _set_rows(cols.position_set, v, (v < 0) | (v > MAX_POSITION)):
+    v = cols.position.values  # int64: compared exactly, never through float64
+    for i, x in _set_rows(cols.position, (v < 0) | (v > MAX_POSITION)):
         yield i, FieldViolation(cols.paths.field(i, "position"), f"must be in [0, {MAX_POSITION}] (2^53), got {x}")
 
 
@@ -96,15 +96,14 @@ def _retrieval(cols: CandidateColumns, _l: Limits, retrieval: tuple[float, float
 
 
 def _importance(cols: CandidateColumns, _l: Limits, _r: tuple[float, float]) -> Found:
-    v = cols.importance_values
-    for i, x in _set_rows(cols.importance_set, v, ~((v >= 0.0) & (v <= 1.0))):  # NaN fails both
+    v = cols.importance.values
+    for i, x in _set_rows(cols.importance, ~((v >= 0.0) & (v <= 1.0))):  # NaN fails both
         yield i, FieldViolation(cols.paths.field(i, "importance"), f"must be finite and in [0, 1], got {x}")
 
 
 def _reranker(cols: CandidateColumns, _l: Limits, _r: tuple[float, float]) -> Found:
     """Any finite value (the signal reads only the order; NaN in the columnar form means "no score")."""
-    v = cols.reranker_values
-    for i, x in _set_rows(cols.reranker_set, v, ~np.isfinite(v)):
+    for i, x in _set_rows(cols.reranker, ~np.isfinite(cols.reranker.values)):
         yield i, FieldViolation(cols.paths.field(i, "reranker_score"), f"must be finite, got {x}")
 
 

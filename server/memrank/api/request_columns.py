@@ -53,12 +53,18 @@ def _nans(shape: int | tuple[int, int]) -> np.ndarray:
     return out
 
 
-def _spread(present: list[bool], values: np.ndarray, n: int) -> np.ndarray:
-    """Float64 (n,): ``values`` (those of the set rows) where ``present``, NaN elsewhere."""
-    out = _nans(n)
-    if len(values):
-        out[np.array(present, dtype=bool)] = values
-    return out
+@dataclass(frozen=True)
+class OptionalColumn:
+    """An optional scalar field of every candidate: which rows set it, and the values of those rows, in order."""
+
+    present: np.ndarray  # bool (n,)
+    values: np.ndarray  # (present.sum(),), the field's own dtype (int64 positions compare exactly)
+
+    def spread(self) -> np.ndarray:
+        """Float64 (n,): the values where set, NaN elsewhere."""
+        out = _nans(len(self.present))
+        out[self.present] = self.values
+        return out
 
 
 @dataclass(frozen=True)
@@ -129,6 +135,15 @@ def _field(name: str) -> _Once[list[Any]]:
     return _Once(read)
 
 
+def _optional(name: str, dtype: type) -> _Once[OptionalColumn]:
+    """An optional scalar Candidate field: one presence pass, then the values of the rows that set it."""
+    def read(self: CandidateColumns) -> OptionalColumn:
+        present = [name in c for c in self.cands]
+        values = list(map(attrgetter(name), compress(self.cands, present)))
+        return OptionalColumn(np.array(present, dtype=bool), np.array(values, dtype=dtype))
+    return _Once(read)
+
+
 class CandidateColumns:
     """The candidates of one request as columns, each read from the protobuf at most once (lazily).
 
@@ -149,6 +164,8 @@ class CandidateColumns:
     provenance, threads, speakers = _field("provenance"), _field("thread"), _field("speaker")
     access_count, token_count = _field("access_count"), _field("token_count")
     source, safety = _field("source"), _field("safety")
+    importance, reranker = _optional("importance", np.float64), _optional("reranker_score", np.float64)
+    position = _optional("position", np.int64)
 
     @staticmethod
     def of(req: pb.RankRequest, packed: bytes | memoryview | None = None) -> CandidateColumns:
@@ -162,50 +179,6 @@ class CandidateColumns:
     @_Once
     def retrieval(self) -> np.ndarray:
         return np.array([c.retrieval_score for c in self.cands], dtype=np.float64)
-
-    @_Once
-    def importance_set(self) -> list[bool]:
-        return ["importance" in c for c in self.cands]
-
-    @_Once
-    def importance_values(self) -> np.ndarray:
-        """The importance of the candidates that set one, in candidate order."""
-        return np.array([c.importance for c in compress(self.cands, self.importance_set)], dtype=np.float64)
-
-    @_Once
-    def importance(self) -> np.ndarray:
-        """Float64 importance, NaN where unset."""
-        return _spread(self.importance_set, self.importance_values, self.n)
-
-    @_Once
-    def reranker_set(self) -> list[bool]:
-        return ["reranker_score" in c for c in self.cands]
-
-    @_Once
-    def reranker_values(self) -> np.ndarray:
-        """The reranker_score of the candidates that set one, in candidate order."""
-        return np.array([c.reranker_score for c in compress(self.cands, self.reranker_set)], dtype=np.float64)
-
-    @_Once
-    def reranker(self) -> np.ndarray | None:
-        """Float64 reranker scores, NaN where unset; None when no candidate sets one."""
-        if not any(self.reranker_set):
-            return None
-        return _spread(self.reranker_set, self.reranker_values, self.n)
-
-    @_Once
-    def position_set(self) -> list[bool]:
-        return ["position" in c for c in self.cands]
-
-    @_Once
-    def position_values(self) -> np.ndarray:
-        """The int64 position of the candidates that set one, in candidate order (exact, for validation)."""
-        return np.array([c.position for c in compress(self.cands, self.position_set)], dtype=np.int64)
-
-    @_Once
-    def positions(self) -> np.ndarray:
-        """Float64 positions, NaN where unset (exact for the valid range, [0, 2^53])."""
-        return _spread(self.position_set, self.position_values, self.n)
 
     @_Once
     def times(self) -> dict[str, TimeColumn | None]:
@@ -303,7 +276,7 @@ class CandidateColumns:
             contents=tuple(self.contents),
             retrieval=self.retrieval,
             facets=MappingProxyType({k: c.values for k, c in self.facets.items()}),
-            importance=self.importance,
+            importance=self.importance.spread(),
             access_count=np.array(self.access_count, dtype=np.int64),
             token_count=np.array(self.token_count, dtype=np.int64),
             source=np.array(self.source, dtype=np.int8),
@@ -313,9 +286,9 @@ class CandidateColumns:
             stage_scores=MappingProxyType({k: c.values for k, c in self.stages.items()}),
             metadata=tuple(metadata),
             threads=tuple(self.threads),
-            positions=self.positions,
+            positions=self.position.spread(),
             speakers=tuple(self.speakers),
-            reranker=self.reranker,
+            reranker=self.reranker.spread() if self.reranker.present.any() else None,
             **times,
         )
 
@@ -325,6 +298,15 @@ def _column(name: str, default: object) -> _Once[list[Any]]:
     def read(self: ColumnarCandidates) -> list[Any]:
         column = getattr(self.message, name)
         return list(column) if len(column) else [default] * self.n
+    return _Once(read)
+
+
+def _optional_column(name: str, dtype: type) -> _Once[OptionalColumn]:
+    """An optional column of CandidateColumns (the message) with its ``<name>_present`` column."""
+    def read(self: ColumnarCandidates) -> OptionalColumn:
+        values = getattr(self.message, name)
+        present = _present(values, getattr(self.message, name + "_present"), self.n)
+        return OptionalColumn(present, np.array(values, dtype=dtype)[present] if len(values) else np.zeros(0, dtype))
     return _Once(read)
 
 
@@ -343,6 +325,7 @@ class ColumnarCandidates(CandidateColumns):
     provenance, threads, speakers = _column("provenance", ""), _column("threads", ""), _column("speakers", "")
     access_count, token_count = _column("access_counts", 0), _column("token_counts", 0)
     source, safety = _column("sources", 0), _column("safety", 0)
+    importance, position = _optional_column("importance", np.float64), _optional_column("positions", np.int64)
 
     @_Once
     def retrieval(self) -> np.ndarray:
@@ -350,42 +333,18 @@ class ColumnarCandidates(CandidateColumns):
         return np.array(values, dtype=np.float64) if len(values) else np.zeros(self.n)
 
     @_Once
-    def importance_set(self) -> list[bool]:
-        return _present(self.message.importance, self.message.importance_present, self.n)
-
-    @_Once
-    def importance_values(self) -> np.ndarray:
-        values = np.array(self.message.importance, dtype=np.float64)
-        return values[np.array(self.importance_set, dtype=bool)] if len(values) else values
-
-    @_Once
-    def reranker_set(self) -> list[bool]:
-        return (~np.isnan(self._reranker_column)).tolist()  # NaN: the row has no score, as in facet_scores
-
-    @_Once
-    def reranker_values(self) -> np.ndarray:
-        column = self._reranker_column
-        return column[~np.isnan(column)]
-
-    @_Once
-    def _reranker_column(self) -> np.ndarray:
+    def reranker(self) -> OptionalColumn:
+        """NaN: the row has no score, as in facet_scores."""
         values = self.message.reranker_scores
-        return np.array(values, dtype=np.float64) if len(values) else _nans(self.n)
-
-    @_Once
-    def position_set(self) -> list[bool]:
-        return _present(self.message.positions, self.message.positions_present, self.n)
-
-    @_Once
-    def position_values(self) -> np.ndarray:
-        values = np.array(self.message.positions, dtype=np.int64)
-        return values[np.array(self.position_set, dtype=bool)] if len(values) else values
+        column = np.array(values, dtype=np.float64) if len(values) else _nans(self.n)
+        present = ~np.isnan(column)
+        return OptionalColumn(present, column[present])
 
     def _time(self, name: str) -> TimeColumn | None:
         column: pb.TimeColumn = getattr(self.message, name)
         if not len(column.seconds):
             return None
-        mask = np.array(_present(column.seconds, column.present, self.n), dtype=bool)
+        mask = _present(column.seconds, column.present, self.n)
         seconds = np.array(column.seconds, dtype=np.int64)
         nanos = np.array(column.nanos, dtype=np.int64) if len(column.nanos) else np.zeros(self.n, dtype=np.int64)
         if not mask.all():
@@ -414,8 +373,8 @@ class ColumnarCandidates(CandidateColumns):
         return None
 
 
-def _present(values: Sequence[object], present: Sequence[bool], n: int) -> list[bool]:
+def _present(values: Sequence[object], present: Sequence[bool], n: int) -> np.ndarray:
     """Which rows set an optional column: none when it is empty, all when its presence column is."""
     if not len(values):
-        return [False] * n
-    return list(present) if len(present) else [True] * n
+        return np.zeros(n, dtype=bool)
+    return np.array(present, dtype=bool) if len(present) else np.ones(n, dtype=bool)
