@@ -110,20 +110,13 @@ class Paths:
         """A map entry: ``candidates[3].facet_scores["bm25"]``, ``columns.facet_scores[3]["bm25"]``."""
         return f'{self.field(i, name)}["{key}"]'
 
-    def total(self, name: str) -> str:
-        """A rule over every candidate: ``candidates.facet_scores``, ``columns.facet_names``."""
-        return f"{self.prefix}.{COLUMN_TOTALS.get(name, name) if self.columnar else name}"
-
     def _at(self, i: int) -> str:
         return self.prefix if self.prefix == "candidate" else f"{self.prefix}[{i}]"
 
 
-# Candidate field -> its column in CandidateColumns (the message) where the names differ.
-COLUMN_NAMES = {"id": "ids", "layer": "layers", "kind": "kinds", "content": "contents",
-                "retrieval_score": "retrieval_scores", "access_count": "access_counts",
-                "token_count": "token_counts", "source": "sources", "thread": "threads", "position": "positions",
-                "speaker": "speakers", "reranker_score": "reranker_scores"}
-COLUMN_TOTALS = {"facet_scores": "facet_names", "stage_scores": "stage_names"}
+# Candidate field -> its column in CandidateColumns (the message) where the names differ: the plural.
+COLUMN_NAMES = {f.name: f.name + "s" for f in pb.Candidate.DESCRIPTOR.fields
+                if f.name + "s" in pb.CandidateColumns.DESCRIPTOR.fields_by_name}
 PER_CANDIDATE, COLUMNAR = Paths("candidates"), Paths("columns", columnar=True)
 
 

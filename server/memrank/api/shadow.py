@@ -19,7 +19,7 @@ import numpy as np
 
 from memrank._gen.v1 import ranking_pb2 as pb
 from memrank.api.sample import sampled
-from memrank.api.validate import retrieval_range_of
+from memrank.api.validate import retrieval_range
 from memrank.config import ShadowSettings
 from memrank.core.batch import Batch
 from memrank.core.profile import Profile
@@ -34,7 +34,7 @@ def server_shadow(request: pb.RankRequest, batch: Batch, shadow: ShadowSettings,
     rate = shadow.sample_rate
     if not (sampled(request.request_id, rate) if request.request_id else rate >= 1.0 or draw() < rate):
         return None
-    lo, hi = retrieval_range_of([request.profile or "default", name], profiles)
+    lo, hi = retrieval_range([request.profile or "default", name], profiles)
     if not bool(np.all((batch.retrieval >= lo) & (batch.retrieval <= hi))):
         return None
     return name
