@@ -1,11 +1,7 @@
 """One call through the wire API: validate, convert, rank in the pure core, encode (the servicer and the CLI).
 
-``handle_rank(parsed, policy, call)``: ``parsed`` is the request as the runtime parsed it (``RankInput``: the
-message and the packed embeddings split off the wire before parsing), ``policy`` what it is ranked under (the
-limits, profiles and layers of ``Policy``, not the whole settings), ``call`` what the call brings besides its
-request, one small object (``Call``): its time, the keys, and the runtime's optional hooks (metrics observer,
-liveness, decision hook, tracing). No gRPC server here: the runtime (``memrank.grpc``) passes these in and
-turns the core's errors and ``CallAbandoned`` into statuses.
+No gRPC server here: the runtime (``memrank.grpc``) passes the parsed request, the ``Policy`` and the ``Call`` in,
+and turns the core's errors and ``CallAbandoned`` into statuses.
 """
 
 from __future__ import annotations
@@ -53,32 +49,23 @@ class Tracer(Protocol):
 
 @dataclass(frozen=True, slots=True)
 class Call:
-    """One call's circumstances besides its request.
+    """One call's circumstances besides its request: its time, the server's keys, the runtime's hooks (None: off)."""
 
-    ``now``: the server time (seconds) the call is ranked at. ``provenance_key`` / ``receipt_key``: the
-    server's keys (None: off). ``observe``: given the outcome once the answer is built (metrics).
-    ``alive``: asked between stages; False stops the call with ``CallAbandoned``. ``decide``: the decision
-    log's hook; its answer is ``decision_logged``. ``trace``: tracing on (each stage a child span).
-    ``features``: the worker's store of memories' own features (``memrank.feature_memo``; None: off).
-    """
-
-    now: float
+    now: float  # the server time (seconds) the call is ranked at
     provenance_key: bytes | None = None
     receipt_key: bytes | None = None
-    observe: Callable[[RankOutcome], None] | None = None
-    alive: Callable[[], bool] | None = None
-    decide: Decide | None = None
-    trace: Tracer | None = None
-    features: FeatureStore | None = None
+    observe: Callable[[RankOutcome], None] | None = None  # given the outcome once the answer is built (metrics)
+    alive: Callable[[], bool] | None = None  # asked between stages; False stops the call with CallAbandoned
+    decide: Decide | None = None  # the decision log's hook; its answer is ``decision_logged``
+    trace: Tracer | None = None  # tracing on: each stage a child span of the call's server span
+    features: FeatureStore | None = None  # the worker's store of memories' own features (``memrank.feature_memo``)
 
 
 @dataclass(slots=True)
 class RankInput:
     """A Rank request as parsed: the message, and its packed embeddings when the runtime split them off the wire
-    before parsing (``memrank.api.wire.split_embeddings``: a view of the request bytes; the message then carries
-    none), else None. ``single_use``: the runtime parsed the message for this one call, so ``handle_rank`` may
-    swap it for its header (``request_id``, ``query``, ``log_decision``, ``profile``, ``shadow_profile``) once the
-    candidates are converted."""
+    (``memrank.api.wire.split_embeddings``), else None. ``single_use``: the runtime parsed the message for this one
+    call, so ``handle_rank`` may swap it for its header once the candidates are converted."""
 
     request: pb.RankRequest
     embeddings_f32: bytes | memoryview | None = None
@@ -120,13 +107,8 @@ def _still_wanted(alive: Callable[[], bool] | None, stage: str) -> None:
 
 
 def handle_rank(parsed: RankInput, policy: Policy, call: Call) -> pb.RankResponse:
-    """Validate, convert, rank and convert back (shared by the servicer and `memrank rank`).
-
-    ``call.alive`` (the call's ``is_active``) is asked between stages: a cancelled call or
-    one past its deadline stops there with ``CallAbandoned`` instead of running on.
-    ``call.trace`` (tracing on): each stage is a child span of the call's server span.
-    """
-    # Tracing on: child spans of the call's server span when it is sampled (the candidate count set before validation).
+    """Validate, convert, rank and convert back; a cancelled call or one past its deadline stops at the next stage
+    with ``CallAbandoned`` instead of running on."""
     request, packed = parsed.request, parsed.embeddings_f32
     trace = call.trace
     stage = untraced if trace is None else trace.stages(len(request.candidates) or len(request.columns.ids))

@@ -32,16 +32,10 @@ ESTIMATED = f"token_count estimated as ceil(characters / {CHARS_PER_TOKEN})"
 
 
 class Breakdowns:
-    """Per-candidate numbers as plain Python values, made into breakdowns: the one breakdown writer.
-
-    A breakdown is a dict (its signals a list of dicts) that the protobuf constructor turns into the message in
-    C: setting fields one at a time and ``add()``-ing each signal entry from Python dominated response building.
-    Only the rows asked for are taken out of the columns, one numpy index and ``tolist`` per column, and each
-    signal's (lazily formatted) reasons are formatted for those rows in one call per signal (``rows_of``).
-    ``of_outcome`` is a ranking's (final score after every stage, drop notes, tokens, covering pick, gain,
-    calibration bucket); ``of_scores`` is scoring alone (ScoreAdmission: the final score is the combined one,
-    the notes are the gates' reasons, and nothing of selection is written).
-    """
+    """The one breakdown writer: each breakdown a dict (its signals a list of dicts) that the protobuf constructor
+    turns into the message in C (setting fields and ``add()``-ing signal entries from Python dominated response
+    building). Only the rows asked for are taken out of the columns, and each signal's reasons are formatted for
+    them in one call (``rows_of``)."""
 
     def __init__(self, scores: Scores, batch: Batch, final: np.ndarray, notes: Sequence[Row],
                  estimated: np.ndarray, tokens: np.ndarray, covered_by: np.ndarray, gain: np.ndarray,
@@ -60,7 +54,8 @@ class Breakdowns:
 
     @classmethod
     def of_scores(cls, scores: Scores, batch: Batch) -> Breakdowns:
-        """Scoring's breakdowns alone (no stages, no selection)."""
+        """Scoring's breakdowns alone (ScoreAdmission): the final score is the combined one, the notes are the
+        gates' reasons, nothing of selection is written."""
         n, none = scores.n, np.zeros(0)
         return cls(scores, batch, scores.combined, scores.gate_reasons, np.zeros(n, dtype=bool),
                    np.zeros(n, dtype=np.int64), np.full(n, -1, dtype=np.int64), np.full(n, np.nan), none, none)
@@ -150,19 +145,13 @@ def receipt_payload(o: RankOutcome, batch: Batch, params: RankParams, resp: pb.R
                              resp.policy_version)
 
 
-def profile_to_proto(p: Profile) -> pb.Profile:
-    """A profile for ListProfiles."""
-    return pb.Profile(
+def profiles_to_proto(profiles: Mapping[str, Profile], policy_version: str) -> pb.ListProfilesResponse:
+    """Every profile, sorted by name."""
+    return pb.ListProfilesResponse(policy_version=policy_version, profiles=[pb.Profile(
         name=p.name, description=p.description, weights=weights_to_proto(p), fusion=p.fusion,
         compatibility=p.compatibility, relevance_threshold=p.relevance_threshold or 0.0, min_score=p.min_score,
         diversity_lambda=p.diversity_lambda, relevance_floor=p.relevance_floor or 0.0,
-    )
-
-
-def profiles_to_proto(profiles: Mapping[str, Profile], policy_version: str) -> pb.ListProfilesResponse:
-    """Every profile, sorted by name."""
-    return pb.ListProfilesResponse(profiles=[profile_to_proto(profiles[k]) for k in sorted(profiles)],
-                                   policy_version=policy_version)
+    ) for p in (profiles[k] for k in sorted(profiles))])
 
 
 def admission_to_proto(request_id: str, result: AdmissionResult, batch: Batch, profile: Profile,
