@@ -1,13 +1,5 @@
-"""The wire format below the parser: which string field of an undecodable request holds bytes that are not UTF-8,
-and a RankRequest's packed embeddings split off before parsing (``split_embeddings``).
-
-protobuf refuses a request whose string field is not valid UTF-8 and says
-only "String field had bad UTF-8". ``bad_utf8_field`` walks the wire format
-with the message's descriptor (varints, fixed 32/64-bit values, length-
-delimited fields; maps are repeated key/value entries) and returns the path
-of the first string field whose bytes do not decode, e.g.
-``candidates[3].content`` or ``candidates[0].metadata["topic"]``, so the
-error can name it. It stops at the first malformed byte and returns None.
+"""The wire format below the parser: which string field of an undecodable request holds bytes that are not UTF-8
+(protobuf says only "String field had bad UTF-8"), and a RankRequest's packed embeddings split off before parsing.
 """
 
 from __future__ import annotations
@@ -66,11 +58,6 @@ def spans(data: bytes) -> Iterator[tuple[int, int, int, int, int]]:
         yield key >> 3, wire, start, body, at
 
 
-def _fields(data: bytes) -> list[tuple[int, int, bytes | None]]:
-    """(field number, wire type, payload of a length-delimited field or None) of each field in order."""
-    return [(number, wire, data[body:end] if wire == 2 else None) for number, wire, _, body, end in spans(data)]
-
-
 def _decodes(raw: bytes) -> bool:
     try:
         raw.decode("utf-8")
@@ -80,9 +67,9 @@ def _decodes(raw: bytes) -> bool:
 
 
 def _map_key(entry: bytes) -> str | None:
-    for number, wire, payload in _fields(entry):
-        if number == 1 and wire == 2 and payload is not None and _decodes(payload):
-            return payload.decode("utf-8")
+    for number, wire, _, body, end in list(spans(entry)):  # all walked first: malformed anywhere, no key
+        if number == 1 and wire == 2 and _decodes(entry[body:end]):
+            return entry[body:end].decode("utf-8")
     return None
 
 
@@ -90,10 +77,11 @@ def _walk(data: bytes, message: Descriptor, path: str, depth: int) -> str | None
     if depth > _MAX_DEPTH:
         return None
     counts: dict[int, int] = {}
-    for number, wire, payload in _fields(data):
+    for number, wire, _, body, end in list(spans(data)):  # all walked first: malformed anywhere names nothing
         field = message.fields_by_number.get(number)
-        if field is None or wire != 2 or payload is None:
+        if field is None or wire != 2:
             continue
+        payload = data[body:end]
         index = counts.get(number, 0)
         counts[number] = index + 1
         name = f"{path}.{field.name}" if path else field.name
@@ -116,7 +104,8 @@ def _walk(data: bytes, message: Descriptor, path: str, depth: int) -> str | None
 
 
 def bad_utf8_field(data: bytes, message: Descriptor) -> str | None:
-    """The path of the first string field in ``data`` that is not valid UTF-8, or None."""
+    """The path of the first string field in ``data`` that is not valid UTF-8 (``candidates[3].content``,
+    ``candidates[0].metadata["topic"]``), or None; None too at the first malformed byte."""
     try:
         return _walk(data, message, "", 0)
     except (ValueError, IndexError):
@@ -128,13 +117,12 @@ _EMBEDDINGS = pb.RankRequest.DESCRIPTOR.fields_by_name["embeddings_f32"].number
 
 def split_embeddings(data: bytes) -> tuple[bytes, memoryview] | None:
     """(the request without its packed embeddings, a view of the ``embeddings_f32`` bytes in ``data``) of RankRequest
-    ``data``, or None when it carries none, or more than one field 14, or its top level does not walk (the caller's
-    ordinary parse then keeps the parser's meaning and names any error).
+    ``data``, or None when it carries none, or more than one, or its top level does not walk (the caller's ordinary
+    parse then keeps the parser's meaning and names any error).
 
-    Parsing a request copies ``embeddings_f32`` into the message, and reading the field copies it again: with the
-    request bytes, three copies of the matrix at once. A message's wire form is its fields one after another, so
-    the request with its one embeddings field cut out parses to the request without it; the matrix is then a view
-    of the request bytes, never copied.
+    Parsing copies ``embeddings_f32`` into the message and reading the field copies it again (three copies of the
+    matrix with the request bytes); a message's wire form is its fields one after another, so the request with
+    that field cut out parses to the request without it, and the matrix stays a view of the request bytes.
     """
     found: list[tuple[int, int, int]] = []
     try:
