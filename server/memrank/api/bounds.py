@@ -19,12 +19,9 @@ UNIT = (0.0, 1.0)  # retrieval_score's range, except under the Go scorer's formu
 ANY = (-math.inf, math.inf)  # any finite value (scoreMemory multiplies any float64 by 0.30)
 
 
-def utf8_within(texts: list[str], limit: int) -> bool:
-    """Every text is at most ``limit`` UTF-8 bytes.
-
-    A character is at most 4 bytes, so when the longest text has at most limit / 4 characters
-    nothing is encoded; otherwise only the texts that could be over are.
-    """
+def too_long(texts: list[str], limit: int) -> list[int]:
+    """The rows of ``texts`` over ``limit`` UTF-8 bytes. A character is at most 4 bytes: only the texts of more
+    than limit / 4 characters are encoded (none when the longest is not)."""
     if max(map(len, texts), default=0) * 4 <= limit:
-        return True
-    return all(len(t) * 4 <= limit or len(t.encode()) <= limit for t in texts)
+        return []
+    return [i for i, t in enumerate(texts) if len(t) * 4 > limit and len(t.encode()) > limit]

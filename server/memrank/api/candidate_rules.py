@@ -23,7 +23,7 @@ from memrank.api.bounds import (
     MIN_SECONDS,
     SHOWN_CHARS,
     UNIT,
-    utf8_within,
+    too_long,
 )
 from memrank.api.request_columns import TIME_FIELDS, CandidateColumns, OptionalColumn
 from memrank.config import Limits
@@ -47,19 +47,12 @@ def name_problem(name: str) -> str | None:
     return f"a name of {size} bytes; at most {MAX_NAME_BYTES} bytes" if size > MAX_NAME_BYTES else None
 
 
-def _long(texts: list[str], limit: int) -> list[int]:
-    """The rows of ``texts`` over ``limit`` UTF-8 bytes."""
-    if utf8_within(texts, limit):
-        return []
-    return [i for i, t in enumerate(texts) if len(t) * 4 > limit and len(t.encode()) > limit]
-
-
 def _text(field: str, column: str, limit_key: str | None) -> Rule:
     """At most ``limits.<limit_key>`` bytes (a fixed MAX_LAYER_NAME_BYTES when None)."""
     def rule(cols: CandidateColumns, limits: Limits, _r: tuple[float, float]) -> Found:
         limit = MAX_LAYER_NAME_BYTES if limit_key is None else getattr(limits, limit_key)
         said = f"at most {limit} bytes" + ("" if limit_key is None else f" (limits.{limit_key})")
-        for i in _long(getattr(cols, column), limit):
+        for i in too_long(getattr(cols, column), limit):
             yield i, FieldViolation(cols.paths.field(i, field), said)
     return rule
 
@@ -67,7 +60,7 @@ def _text(field: str, column: str, limit_key: str | None) -> Rule:
 def _id(cols: CandidateColumns, limits: Limits, _r: tuple[float, float]) -> Found:
     ids = cols.ids
     empty = [] if all(ids) else [i for i, x in enumerate(ids) if not x]
-    for i in sorted([*empty, *_long(ids, limits.max_id_bytes)]):
+    for i in sorted([*empty, *too_long(ids, limits.max_id_bytes)]):
         yield i, FieldViolation(cols.paths.field(i, "id"), "must be non-empty" if not ids[i] else
                                 f"at most {limits.max_id_bytes} bytes (limits.max_id_bytes)")
 
@@ -135,8 +128,8 @@ def _stage_count(cols: CandidateColumns, limits: Limits, _r: tuple[float, float]
 def _metadata(cols: CandidateColumns, limits: Limits, _r: tuple[float, float]) -> Found:
     rows, p = cols.metadata, cols.paths
     if all(len(m) <= limits.max_metadata_entries for _, m in rows) and \
-            utf8_within([k for _, m in rows for k in m], limits.max_metadata_key_bytes) and \
-            utf8_within([v for _, m in rows for v in m.values()], limits.max_metadata_value_bytes):
+            not too_long([k for _, m in rows for k in m], limits.max_metadata_key_bytes) and \
+            not too_long([v for _, m in rows for v in m.values()], limits.max_metadata_value_bytes):
         return
     for i, m in rows:
         if len(m) > limits.max_metadata_entries:

@@ -24,7 +24,7 @@ from memrank.api.bounds import (
     MAX_WEIGHT_OVERRIDES,
     MIN_SECONDS,
     UNIT,
-    utf8_within,
+    too_long,
 )
 from memrank.api.candidate_rules import TIME_RANGE, candidate_violations, name_problem
 from memrank.api.request_columns import CandidateColumns, Paths
@@ -202,7 +202,7 @@ def validate_rank_request(req: pb.RankRequest, limits: Limits, cols: CandidateCo
     if len(req.layers) > limits.max_layers:
         raise LimitExceeded([FieldViolation("layers", f"{len(req.layers)} layers; at most {limits.max_layers} "
                                             "(limits.max_layers)")])
-    if not utf8_within([req.query], limits.max_query_bytes):
+    if too_long([req.query], limits.max_query_bytes):
         raise LimitExceeded([FieldViolation("query", f"at most {limits.max_query_bytes} bytes "
                                             "(limits.max_query_bytes)")])
     if columnar and (shape := _first(_check_shape(req, limits))):
