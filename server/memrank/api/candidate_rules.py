@@ -15,6 +15,7 @@ import numpy as np
 
 from memrank._gen.v1 import ranking_pb2 as pb
 from memrank.api.bounds import (
+    ANY,
     MAX_FACET_ABS,
     MAX_LAYER_NAME_BYTES,
     MAX_NAME_BYTES,
@@ -78,26 +79,17 @@ def _position(cols: CandidateColumns, _l: Limits, _r: tuple[float, float]) -> Fo
         yield i, FieldViolation(cols.paths.field(i, "position"), f"must be in [0, {MAX_POSITION}] (2^53), got {x}")
 
 
-def _retrieval(cols: CandidateColumns, _l: Limits, retrieval: tuple[float, float]) -> Found:
-    r = cols.retrieval
-    with np.errstate(invalid="ignore"):
-        bad = ~(np.isfinite(r) & (r >= retrieval[0]) & (r <= retrieval[1]))
-    for i in np.flatnonzero(bad).tolist():
-        x = r[i].item()
-        yield i, FieldViolation(cols.paths.field(i, "retrieval_score"), f"must be finite and in [0, 1], got {x}"
-                                if retrieval == UNIT else f"must be finite, got {x}")
-
-
-def _importance(cols: CandidateColumns, _l: Limits, _r: tuple[float, float]) -> Found:
-    v = cols.importance.values
-    for i, x in _set_rows(cols.importance, ~((v >= 0.0) & (v <= 1.0))):  # NaN fails both
-        yield i, FieldViolation(cols.paths.field(i, "importance"), f"must be finite and in [0, 1], got {x}")
-
-
-def _reranker(cols: CandidateColumns, _l: Limits, _r: tuple[float, float]) -> Found:
-    """Any finite value (the signal reads only the order; NaN in the columnar form means "no score")."""
-    for i, x in _set_rows(cols.reranker, ~np.isfinite(cols.reranker.values)):
-        yield i, FieldViolation(cols.paths.field(i, "reranker_score"), f"must be finite, got {x}")
+def _finite(field: str, column: str, bounds: tuple[float, float] | None = None) -> Rule:
+    """Finite and within ``bounds`` (None: the call's range of retrieval_score, ``validate.retrieval_range``)."""
+    def rule(cols: CandidateColumns, _l: Limits, retrieval: tuple[float, float]) -> Found:
+        lo, hi = retrieval if bounds is None else bounds
+        said = "must be finite" if (lo, hi) == ANY else f"must be finite and in [{lo:g}, {hi:g}]"
+        col = getattr(cols, column)
+        if not isinstance(col, OptionalColumn):  # retrieval_score: every row has one
+            col = OptionalColumn(np.ones(len(col), dtype=bool), col)
+        for i, x in _set_rows(col, ~(np.isfinite(col.values) & (col.values >= lo) & (col.values <= hi))):
+            yield i, FieldViolation(cols.paths.field(i, field), f"{said}, got {x}")
+    return rule
 
 
 def _scores(field: str) -> Rule:
@@ -211,8 +203,10 @@ RULES: tuple[Rule, ...] = (
     _id, _text("layer", "layers", None), _text("content", "contents", "max_content_bytes"),
     _text("thread", "threads", "max_thread_bytes"), _position, _text("speaker", "speakers", "max_speaker_bytes"),
     _text("kind", "kinds", "max_kind_bytes"), _text("provenance", "provenance", "max_provenance_bytes"),
-    _retrieval, _importance, _reranker, _scores("facet_scores"), _scores("stage_scores"), _stage_count, _metadata,
-    _times, _validity, _enum("source", "source", frozenset(pb.Source.values())),
+    _finite("retrieval_score", "retrieval"), _finite("importance", "importance", UNIT),
+    # reranker_score: any finite value (the signal reads only the order; NaN in the columnar form is "no score")
+    _finite("reranker_score", "reranker", ANY), _scores("facet_scores"), _scores("stage_scores"), _stage_count,
+    _metadata, _times, _validity, _enum("source", "source", frozenset(pb.Source.values())),
     _enum("safety", "safety", frozenset(pb.SafetyStatus.values())), _embedding, _duplicate, _one_dimension,
 )
 
