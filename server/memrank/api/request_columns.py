@@ -1,10 +1,6 @@
 """A RankRequest's candidates read once, a column at a time, in either form: what validation's rules
-(``candidate_rules``) and the conversion to a core ``Batch`` both read.
-
-``CandidateColumns`` reads the per-candidate form (``candidates``: each field by one pass over the
-candidate wrappers; optional fields by one presence pass, their values only where set; maps only for the
-candidates that have any); ``ColumnarCandidates`` the columnar form (``columns``: each column whole, in C).
-Every column is read on first use and kept; ``paths`` names a row's field in the form it came in.
+(``candidate_rules``) and the conversion to a core ``Batch`` both read. Every column is read on first use and kept;
+``paths`` names a row's field in the form it came in.
 """
 
 from __future__ import annotations
@@ -138,12 +134,8 @@ def _optional(name: str, dtype: type) -> _Once[OptionalColumn]:
 
 
 class CandidateColumns:
-    """The candidates of one request as columns, each read from the protobuf at most once (lazily).
-
-    This class reads the per-candidate form (``RankRequest.candidates``); ``ColumnarCandidates`` the columnar one.
-    """
-
-    paths = PER_CANDIDATE
+    """The per-candidate form (``RankRequest.candidates``) as columns: each field by one pass over the candidate
+    wrappers; optional fields by one presence pass, their values only where set; maps only where any is set."""
 
     def __init__(self, cands: Sequence[pb.Candidate], packed: bytes | memoryview = b"", dim: int = 0,
                  paths: Paths = PER_CANDIDATE) -> None:
@@ -194,15 +186,14 @@ class CandidateColumns:
 
     @_Once
     def facets(self) -> dict[str, ScoreColumn]:
-        """Candidate.facet_scores, one column per name set by any candidate (sorted)."""
         return self._scores("facet_scores")
 
     @_Once
     def stages(self) -> dict[str, ScoreColumn]:
-        """Candidate.stage_scores, one column per name set by any candidate (sorted)."""
         return self._scores("stage_scores")
 
     def _scores(self, name: str) -> dict[str, ScoreColumn]:
+        """A map<string, double> field, one column per name set by any candidate (sorted)."""
         rows = [(i, dict(m)) for i, c in enumerate(self.cands) if len(m := getattr(c, name))]
         columns = {key: ScoreColumn(np.zeros(self.n, dtype=bool), _nans(self.n))
                    for key in sorted({k for _, m in rows for k in m})}

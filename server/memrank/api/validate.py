@@ -93,9 +93,8 @@ def _check_request(req: pb.RankRequest, limits: Limits, cols: CandidateColumns,
         yield FieldViolation("relevance_threshold",
                              f"must be in {_range(THRESHOLD_RANGE)}, got {req.relevance_threshold}")
     for name, value in sorted(req.weight_overrides.items()):
-        if len(name.encode()) > MAX_NAME_BYTES:
-            yield FieldViolation("weight_overrides", f"a name of {len(name.encode())} bytes; at most "
-                                                     f"{MAX_NAME_BYTES} bytes")
+        if name and (problem := name_problem(name)) is not None:  # empty: "has no signal" (core.pipeline)
+            yield FieldViolation("weight_overrides", problem)
         elif not _within(value, WEIGHT_RANGE):
             yield FieldViolation(f'weight_overrides["{name}"]', f"must be in {_range(WEIGHT_RANGE)}, got {value}")
     yield from _check_layers(req)
@@ -116,9 +115,7 @@ _TIME = pb.TimeColumn.DESCRIPTOR
 
 
 def _check_shape(req: pb.RankRequest, limits: Limits) -> Iterator[FieldViolation]:
-    """One form per request; in the columnar one, every column empty or one value per id, named matrices."""
-    if not req.HasField("columns"):
-        return
+    """A columnar request: one form only, every column empty or one value per id, named matrices."""
     if len(req.candidates):
         said = "one form per request: candidates or columns, not both"
         yield from (FieldViolation("candidates", said), FieldViolation("columns", said))
