@@ -72,13 +72,6 @@ class RankInput:
     single_use: bool = False
 
 
-def _header(request: pb.RankRequest) -> pb.RankRequest:
-    """What the call reads of its request after conversion: the id, the query, the decision log flag, and the
-    profile and shadow profile the server's shadow is drawn against."""
-    return pb.RankRequest(request_id=request.request_id, query=request.query, log_decision=request.log_decision,
-                          profile=request.profile, shadow_profile=request.shadow_profile)
-
-
 @dataclass(frozen=True, slots=True)
 class Policy:
     """What a call is validated and ranked under: the wire's limits, the profiles, the default layers and the
@@ -112,17 +105,20 @@ def handle_rank(parsed: RankInput, policy: Policy, call: Call) -> pb.RankRespons
     request, packed = parsed.request, parsed.embeddings_f32
     trace = call.trace
     stage = untraced if trace is None else trace.stages(len(request.candidates) or len(request.columns.ids))
-    columns = None if packed is None else CandidateColumns.of(request, packed)
     with stage("validate"):
-        columns = validate_rank_request(request, policy.limits, columns, profiles=policy.profiles)
+        columns = validate_rank_request(request, policy.limits, CandidateColumns.of(request, packed),
+                                        profiles=policy.profiles)
     _still_wanted(call.alive, "validated")
     with stage("convert"):
         batch, params = convert.request_to_domain(request, call.now, columns)  # the columns validation read
     # The columns hold a wrapper per candidate, and each wrapper the stubs of the map fields read on it (a upb
     # table per candidate): the batch has everything it needs, so they go before scoring, not after the call.
     del columns
-    if parsed.single_use:  # and so does the message (the contents again, beside the batch's: 61 MiB at the largest)
-        parsed.request = request = _header(request)
+    if parsed.single_use:  # and so does the message (the contents again, beside the batch's: 61 MiB at the largest),
+        # but for what the call reads of it later (the shadow is drawn against the two profiles)
+        parsed.request = request = pb.RankRequest(
+            request_id=request.request_id, query=request.query, log_decision=request.log_decision,
+            profile=request.profile, shadow_profile=request.shadow_profile)
     _still_wanted(call.alive, "converted")
     # The server's shadow, when the call's outcome goes anywhere (metrics, decision log): ranked beside the answer,
     # left out of the response (``answered``), which is the one without it.

@@ -47,12 +47,6 @@ class Breakdowns:
         self.notes, self.lower, self.upper = notes, lower, upper
 
     @classmethod
-    def of_outcome(cls, o: RankOutcome, batch: Batch) -> Breakdowns:
-        """A ranking's breakdowns."""
-        return cls(o.scores, batch, o.final, o.drop_notes, o.token_estimated, o.token_count, o.covered_by,
-                   o.gain, o.bucket_lower, o.bucket_upper)
-
-    @classmethod
     def of_scores(cls, scores: Scores, batch: Batch) -> Breakdowns:
         """Scoring's breakdowns alone (ScoreAdmission): the final score is the combined one, the notes are the
         gates' reasons, nothing of selection is written."""
@@ -97,7 +91,9 @@ def outcome_to_proto(o: RankOutcome, batch: Batch, params: RankParams, request_i
     ranked, positions, public = o.ranked.tolist(), o.positions.tolist(), o.public_score.tolist()
     full = explain == ExplainLevel.FULL
     ids, layer_of, drop, final = batch.ids, o.layer_of, o.drop.tolist(), o.final.tolist()
-    ex = Breakdowns.of_outcome(o, batch) if explain != ExplainLevel.NONE else None
+    ex = None if explain == ExplainLevel.NONE else Breakdowns(
+        o.scores, batch, o.final, o.drop_notes, o.token_estimated, o.token_count, o.covered_by, o.gain,
+        o.bucket_lower, o.bucket_upper)
     # Every selected memory and dropped candidate is a dict (its stages RankingStage's fields; its breakdown
     # ``Breakdowns.dicts``'): the constructor builds the whole response in C.
     selected = [{"id": ids[i], "layer": layer_of[i], "rank": r + 1, "position": p, "score": s,

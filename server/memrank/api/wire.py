@@ -66,13 +66,6 @@ def _decodes(raw: bytes) -> bool:
     return True
 
 
-def _map_key(entry: bytes) -> str | None:
-    for number, wire, _, body, end in list(spans(entry)):  # all walked first: malformed anywhere, no key
-        if number == 1 and wire == 2 and _decodes(entry[body:end]):
-            return entry[body:end].decode("utf-8")
-    return None
-
-
 def _walk(data: bytes, message: Descriptor, path: str, depth: int) -> str | None:
     if depth > _MAX_DEPTH:
         return None
@@ -91,10 +84,11 @@ def _walk(data: bytes, message: Descriptor, path: str, depth: int) -> str | None
         elif field.type == FieldDescriptor.TYPE_MESSAGE:
             entry = field.message_type
             if entry.GetOptions().map_entry:
-                key = _map_key(payload)
                 found = _walk(payload, entry, "", depth + 1)
-                if found is not None:
-                    return name if found == "key" or key is None else f'{name}["{key[:40]}"]'
+                if found is not None:  # named by its key (the first that decodes), unless the key is the bad one
+                    keys = [payload[b:e] for n, w, _, b, e in spans(payload) if n == 1 and w == 2 and
+                            _decodes(payload[b:e])]
+                    return name if found == "key" or not keys else f'{name}["{keys[0].decode()[:40]}"]'
                 continue
             here = f"{name}[{index}]" if field.is_repeated else name
             found = _walk(payload, entry, here, depth + 1)
