@@ -29,11 +29,8 @@ def seconds_to_ts(seconds: float) -> Timestamp:
 
 def request_to_domain(req: pb.RankRequest, now: float,
                       columns: CandidateColumns | None = None) -> tuple[Batch, RankParams]:
-    """A validated RankRequest as a Batch and RankParams; ``now`` fills an unset reference time.
-
-    ``columns`` are the ones validation already read (``validate_rank_request`` returns them),
-    so no candidate field is read twice; without them the request's columns are read here.
-    """
+    """A validated RankRequest as a Batch and RankParams; ``now`` fills an unset reference time. ``columns``: the
+    ones validation read (``validate_rank_request`` returns them), so no candidate field is read twice."""
     batch = (columns if columns is not None else CandidateColumns.of(req)).to_batch()
     params = RankParams(
         query=req.query,

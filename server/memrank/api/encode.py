@@ -46,14 +46,6 @@ class Breakdowns:
                         tokens, covered_by, gain)
         self.notes, self.lower, self.upper = notes, lower, upper
 
-    @classmethod
-    def of_scores(cls, scores: Scores, batch: Batch) -> Breakdowns:
-        """Scoring's breakdowns alone (ScoreAdmission): the final score is the combined one, the notes are the
-        gates' reasons, nothing of selection is written."""
-        n, none = scores.n, np.zeros(0)
-        return cls(scores, batch, scores.combined, scores.gate_reasons, np.zeros(n, dtype=bool),
-                   np.zeros(n, dtype=np.int64), np.full(n, -1, dtype=np.int64), np.full(n, np.nan), none, none)
-
     def dicts(self, rows: list[int], ranked: bool = False) -> list[dict[str, Any]]:
         """The breakdowns of candidates ``rows``, in that order, as ScoreBreakdown field dicts; ``ranked``: rows[r]
         is the memory of rank r + 1 (0-based bucket index r)."""
@@ -152,11 +144,15 @@ def profiles_to_proto(profiles: Mapping[str, Profile], policy_version: str) -> p
 
 def admission_to_proto(request_id: str, result: AdmissionResult, batch: Batch, profile: Profile,
                        reference_time: float) -> pb.ScoreAdmissionResponse:
-    """The ScoreAdmissionResponse for one scored candidate."""
+    """The ScoreAdmissionResponse for one scored candidate: its breakdown is scoring's alone (the final score is
+    the combined one, the notes are the gates' reasons, nothing of selection is written)."""
+    s, n, none = result.scores, result.scores.n, np.zeros(0)
+    breakdown = Breakdowns(s, batch, s.combined, s.gate_reasons, np.zeros(n, dtype=bool), np.zeros(n, dtype=np.int64),
+                           np.full(n, -1, dtype=np.int64), np.full(n, np.nan), none, none).dicts([0])[0]
     return pb.ScoreAdmissionResponse(
         request_id=request_id, decision=pb.AdmissionDecision.ValueType(int(result.decision)), score=result.score,
         reasons=list(result.reasons),
         admit_threshold=profile.admit_threshold, hold_threshold=profile.hold_threshold, profile=profile.name,
-        breakdown=Breakdowns.of_scores(result.scores, batch).dicts([0])[0],
+        breakdown=breakdown,
         reference_time=seconds_to_ts(reference_time),
     )

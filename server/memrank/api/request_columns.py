@@ -71,10 +71,6 @@ class TimeColumn:
     seconds: np.ndarray  # int64 (n,)
     nanos: np.ndarray  # int64 (n,)
 
-    def epoch(self) -> np.ndarray:
-        """Float64 epoch seconds (``seconds + nanos / 1e9``, as ``ts_to_seconds``), NaN where unset."""
-        return np.where(self.present, self.seconds + self.nanos / 1e9, np.nan)
-
 
 @dataclass(frozen=True)
 class ScoreColumn:
@@ -252,7 +248,9 @@ class CandidateColumns:
         for i, entries in self.metadata:
             metadata[i] = MappingProxyType(entries)
         unset = _nans(self.n)  # every time no candidate sets is this one column (read-only in the batch)
-        times = {name: (unset if t is None else t.epoch()) for name, t in self.times.items()}
+        # A set time is ``seconds + nanos / 1e9``, as ``convert.ts_to_seconds``; an unset one NaN.
+        times = {name: unset if t is None else np.where(t.present, t.seconds + t.nanos / 1e9, np.nan)
+                 for name, t in self.times.items()}
         return Batch(
             ids=tuple(self.ids),
             layers=tuple(self.layers),
