@@ -1,10 +1,8 @@
 """The candidate rules of a request, each declared once, over the candidates' columns (either request form).
 
-A rule finds the rows that break it a column at a time (an ordinary request costs a few column reductions,
-no per-candidate walk) and names each with the form's field path (``CandidateColumns.paths``):
-``candidates[3].retrieval_score`` or ``columns.retrieval_scores[3]``. Violations come out candidate by
-candidate, each candidate's in the order of ``RULES``, so the first ``MAX_VIOLATIONS`` a client sees are the
-first candidates' problems.
+A rule finds the rows that break it a column at a time (an ordinary request costs a few column reductions, no
+per-candidate walk). Violations come out candidate by candidate, each candidate's in the order of ``RULES``, so
+the first ``MAX_VIOLATIONS`` a client sees are the first candidates' problems.
 """
 
 from __future__ import annotations

@@ -74,8 +74,7 @@ class TimeColumn:
 
 @dataclass(frozen=True)
 class ScoreColumn:
-    """One key of a map<string, double> field across the candidates: where it is set, and its values there
-    (NaN elsewhere)."""
+    """One key of a map<string, double> field across the candidates: where it is set, its values (NaN elsewhere)."""
 
     present: np.ndarray  # bool (n,)
     values: np.ndarray  # float64 (n,)
@@ -85,31 +84,25 @@ class ScoreColumn:
 class Paths:
     """How a violation names candidate ``i``'s field in the form the candidates came in."""
 
-    prefix: str  # "candidates", "columns" or "candidate" (ScoreAdmission's one)
+    at: str  # candidate i as a whole: "candidates[{}]", "columns.ids[{}]" or "candidate" (ScoreAdmission's one)
     columnar: bool = False
 
     def row(self, i: int) -> str:
-        """Candidate ``i`` as a whole: ``candidates[3]``, ``columns.ids[3]``, ``candidate``."""
-        return self.field(i, "id") if self.columnar else self._at(i)
+        return self.at.format(i)
 
     def field(self, i: int, name: str) -> str:
         """``candidates[3].retrieval_score``, ``columns.retrieval_scores[3]``, ``candidate.retrieval_score``."""
-        if self.columnar:
-            return f"{self.prefix}.{COLUMN_NAMES.get(name, name)}[{i}]"
-        return f"{self._at(i)}.{name}"
+        return f"columns.{COLUMN_NAMES.get(name, name)}[{i}]" if self.columnar else f"{self.row(i)}.{name}"
 
     def key(self, i: int, name: str, key: str) -> str:
         """A map entry: ``candidates[3].facet_scores["bm25"]``, ``columns.facet_scores[3]["bm25"]``."""
         return f'{self.field(i, name)}["{key}"]'
 
-    def _at(self, i: int) -> str:
-        return self.prefix if self.prefix == "candidate" else f"{self.prefix}[{i}]"
-
 
 # Candidate field -> its column in CandidateColumns (the message) where the names differ: the plural.
 COLUMN_NAMES = {f.name: f.name + "s" for f in pb.Candidate.DESCRIPTOR.fields
                 if f.name + "s" in pb.CandidateColumns.DESCRIPTOR.fields_by_name}
-PER_CANDIDATE, COLUMNAR = Paths("candidates"), Paths("columns", columnar=True)
+PER_CANDIDATE, COLUMNAR = Paths("candidates[{}]"), Paths("columns.ids[{}]", columnar=True)
 
 
 def _field(name: str) -> _Once[list[Any]]:
@@ -144,7 +137,7 @@ class CandidateColumns:
     ids, layers, kinds, contents = _field("id"), _field("layer"), _field("kind"), _field("content")
     provenance, threads, speakers = _field("provenance"), _field("thread"), _field("speaker")
     access_count, token_count = _field("access_count"), _field("token_count")
-    source, safety = _field("source"), _field("safety")
+    source, safety, retrieval_scores = _field("source"), _field("safety"), _field("retrieval_score")
     importance, reranker = _optional("importance", np.float64), _optional("reranker_score", np.float64)
     position = _optional("position", np.int64)
 
@@ -159,7 +152,7 @@ class CandidateColumns:
 
     @_Once
     def retrieval(self) -> np.ndarray:
-        return np.array([c.retrieval_score for c in self.cands], dtype=np.float64)
+        return np.array(self.retrieval_scores, dtype=np.float64)
 
     @_Once
     def times(self) -> dict[str, TimeColumn | None]:
@@ -306,13 +299,8 @@ class ColumnarCandidates(CandidateColumns):
         _column("contents", "")
     provenance, threads, speakers = _column("provenance", ""), _column("threads", ""), _column("speakers", "")
     access_count, token_count = _column("access_counts", 0), _column("token_counts", 0)
-    source, safety = _column("sources", 0), _column("safety", 0)
+    source, safety, retrieval_scores = _column("sources", 0), _column("safety", 0), _column("retrieval_scores", 0.0)
     importance, position = _optional_column("importance", np.float64), _optional_column("positions", np.int64)
-
-    @_Once
-    def retrieval(self) -> np.ndarray:
-        values = self.message.retrieval_scores
-        return np.array(values, dtype=np.float64) if len(values) else np.zeros(self.n)
 
     @_Once
     def reranker(self) -> OptionalColumn:

@@ -186,11 +186,8 @@ def _first(violations: Iterator[FieldViolation]) -> list[FieldViolation]:
 
 def validate_rank_request(req: pb.RankRequest, limits: Limits, cols: CandidateColumns | None = None,
                           profiles: Mapping[str, Profile] | None = None) -> CandidateColumns:
-    """Raise LimitExceeded or InvalidRequest naming every bad field (up to MAX_VIOLATIONS).
-
-    ``profiles`` (the server's) decide the range of ``retrieval_score`` (``retrieval_range``); without
-    them it is [0, 1]. Returns the candidate columns it read, for ``convert.request_to_domain`` to reuse.
-    """
+    """Raise LimitExceeded or InvalidRequest naming every bad field (up to MAX_VIOLATIONS); else the candidate
+    columns it read, for ``convert.request_to_domain``. ``profiles``: ``retrieval_range``'s (None: [0, 1])."""
     columnar = req.HasField("columns")
     n = len(req.columns.ids) if columnar else len(req.candidates)
     if n > limits.max_candidates:
