@@ -64,8 +64,10 @@ class Call:
 @dataclass(slots=True)
 class RankInput:
     """A Rank request as parsed: the message, and its packed embeddings when the runtime split them off the wire
-    (``memrank.api.wire.split_embeddings``), else None. ``single_use``: the runtime parsed the message for this one
-    call, so ``handle_rank`` may swap it for its header once the candidates are converted."""
+    before parsing (``memrank.api.wire.split_embeddings``: a view of the request bytes; the message then carries
+    none), else None. ``single_use``: the runtime parsed the message for this one call, so ``handle_rank`` may
+    swap it for its header (``request_id``, ``query``, ``log_decision``, ``profile``, ``shadow_profile``) once the
+    candidates are converted."""
 
     request: pb.RankRequest
     embeddings_f32: bytes | memoryview | None = None

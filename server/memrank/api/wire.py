@@ -111,10 +111,13 @@ _EMBEDDINGS = pb.RankRequest.DESCRIPTOR.fields_by_name["embeddings_f32"].number
 
 def split_embeddings(data: bytes) -> tuple[bytes, memoryview] | None:
     """(the request without its packed embeddings, a view of the ``embeddings_f32`` bytes in ``data``) of RankRequest
-    ``data``, or None when it carries none, or more than one, or its top level does not walk (the caller's ordinary
-    parse then keeps the parser's meaning and names any error). Parsing copies ``embeddings_f32`` into the message
-    and reading the field copies it again; a message's wire form is its fields one after another, so the request
-    with that field cut out parses to the request without it, and the matrix stays a view of the request bytes.
+    ``data``, or None when it carries none, or more than one field 14, or its top level does not walk (the caller's
+    ordinary parse then keeps the parser's meaning and names any error).
+
+    Parsing a request copies ``embeddings_f32`` into the message, and reading the field copies it again: with the
+    request bytes, three copies of the matrix at once. A message's wire form is its fields one after another, so
+    the request with its one embeddings field cut out parses to the request without it; the matrix is then a view
+    of the request bytes, never copied.
     """
     found: list[tuple[int, int, int]] = []
     try:
