@@ -33,13 +33,9 @@ from memrank.core.errors import FieldViolation, InvalidRequest, LimitExceeded
 from memrank.core.profile import SHARE_RANGE, THRESHOLD_RANGE, WEIGHT_RANGE, Profile
 
 
-def _within(value: float, bounds: tuple[float, float]) -> bool:
-    return math.isfinite(value) and bounds[0] <= value <= bounds[1]
-
-
-def _range(bounds: tuple[float, float]) -> str:
-    """[0, 1] as the error says it (whole numbers without .0)."""
-    return "[" + ", ".join(f"{b:g}" for b in bounds) + "]"
+def _check_in(path: str, value: float, bounds: tuple[float, float]) -> Iterator[FieldViolation]:
+    if not (math.isfinite(value) and bounds[0] <= value <= bounds[1]):
+        yield FieldViolation(path, f"must be in [{bounds[0]:g}, {bounds[1]:g}], got {value}")
 
 
 # The fields a Rank and a ScoreAdmission request share.
@@ -71,8 +67,8 @@ def _check_layers(req: pb.RankRequest) -> Iterator[FieldViolation]:
         names.add(layer.name)
         if not math.isfinite(layer.share) or layer.share < 0:
             yield FieldViolation(f"{p}.share", f"must be finite and >= 0, got {layer.share}")
-        if layer.HasField("min_score") and (not math.isfinite(layer.min_score) or not 0 <= layer.min_score <= 1):
-            yield FieldViolation(f"{p}.min_score", f"must be in [0, 1], got {layer.min_score}")
+        if layer.HasField("min_score"):
+            yield from _check_in(f"{p}.min_score", layer.min_score, UNIT)
 
 
 def _check_request(req: pb.RankRequest, limits: Limits, cols: CandidateColumns,
@@ -87,16 +83,15 @@ def _check_request(req: pb.RankRequest, limits: Limits, cols: CandidateColumns,
     for name, known in _ENUMS:
         if (value := getattr(req, name)) not in known:
             yield FieldViolation(name, f"unknown enum value {value}")
-    if req.HasField("min_score") and not _within(req.min_score, SHARE_RANGE):
-        yield FieldViolation("min_score", f"must be in {_range(SHARE_RANGE)}, got {req.min_score}")
-    if req.HasField("relevance_threshold") and not _within(req.relevance_threshold, THRESHOLD_RANGE):
-        yield FieldViolation("relevance_threshold",
-                             f"must be in {_range(THRESHOLD_RANGE)}, got {req.relevance_threshold}")
+    if req.HasField("min_score"):
+        yield from _check_in("min_score", req.min_score, SHARE_RANGE)
+    if req.HasField("relevance_threshold"):
+        yield from _check_in("relevance_threshold", req.relevance_threshold, THRESHOLD_RANGE)
     for name, value in sorted(req.weight_overrides.items()):
         if name and (problem := name_problem(name)) is not None:  # empty: "has no signal" (core.pipeline)
             yield FieldViolation("weight_overrides", problem)
-        elif not _within(value, WEIGHT_RANGE):
-            yield FieldViolation(f'weight_overrides["{name}"]', f"must be in {_range(WEIGHT_RANGE)}, got {value}")
+        else:
+            yield from _check_in(f'weight_overrides["{name}"]', value, WEIGHT_RANGE)
     yield from _check_layers(req)
     yield from _check_packed(cols, limits)
     yield from candidate_violations(cols, limits, retrieval)
