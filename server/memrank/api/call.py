@@ -77,8 +77,7 @@ class RankInput:
 @dataclass(frozen=True, slots=True)
 class Policy:
     """What a call is validated and ranked under: the wire's limits, the profiles, the default layers and the
-    version that names them (responses, receipts and decision records carry it); the server's shadow profile,
-    which changes no answer (``memrank.api.shadow``)."""
+    version that names them (responses, receipts and decision records carry it), the server's shadow."""
 
     limits: Limits
     profiles: Mapping[str, Profile]

@@ -18,10 +18,10 @@ from memrank.api.bounds import (
     MAX_LAYER_NAME_BYTES,
     MAX_NAME_BYTES,
     MAX_POSITION,
-    MAX_SECONDS,
-    MIN_SECONDS,
     SHOWN_CHARS,
+    TIME_RANGE,
     UNIT,
+    in_time_range,
     too_long,
 )
 from memrank.api.request_columns import TIME_FIELDS, CandidateColumns, OptionalColumn
@@ -30,7 +30,6 @@ from memrank.core.errors import FieldViolation
 
 Found = Iterator[tuple[int, FieldViolation]]  # (row, violation)
 Rule = Callable[[CandidateColumns, Limits, tuple[float, float]], Found]
-TIME_RANGE = "timestamp outside 0001-01-01..9999-12-31 or nanos outside [0, 999999999]"
 
 
 def shown(name: str) -> str:
@@ -139,8 +138,7 @@ def _times(cols: CandidateColumns, _l: Limits, _r: tuple[float, float]) -> Found
     for name in TIME_FIELDS:
         t = cols.times[name]
         if t is not None:
-            ok = (t.seconds >= MIN_SECONDS) & (t.seconds <= MAX_SECONDS) & (t.nanos >= 0) & (t.nanos <= 999_999_999)
-            for i in np.flatnonzero(t.present & ~ok).tolist():
+            for i in np.flatnonzero(t.present & ~in_time_range(t.seconds, t.nanos)).tolist():
                 yield i, FieldViolation(cols.paths.field(i, name), TIME_RANGE)
 
 

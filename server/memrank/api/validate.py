@@ -19,14 +19,14 @@ from memrank.api.bounds import (
     MAX_LAYER_NAME_BYTES,
     MAX_NAME_BYTES,
     MAX_REQUEST_ID_BYTES,
-    MAX_SECONDS,
     MAX_VIOLATIONS,
     MAX_WEIGHT_OVERRIDES,
-    MIN_SECONDS,
+    TIME_RANGE,
     UNIT,
+    in_time_range,
     too_long,
 )
-from memrank.api.candidate_rules import TIME_RANGE, candidate_violations, name_problem
+from memrank.api.candidate_rules import candidate_violations, name_problem
 from memrank.api.request_columns import CandidateColumns, Paths
 from memrank.config import Limits
 from memrank.core.errors import FieldViolation, InvalidRequest, LimitExceeded
@@ -45,8 +45,7 @@ def _check_id(req: pb.RankRequest | pb.ScoreAdmissionRequest) -> Iterator[FieldV
 
 
 def _check_time(req: pb.RankRequest | pb.ScoreAdmissionRequest) -> Iterator[FieldViolation]:
-    if req.HasField("reference_time") and not (MIN_SECONDS <= req.reference_time.seconds <= MAX_SECONDS and
-                                                0 <= req.reference_time.nanos <= 999_999_999):
+    if req.HasField("reference_time") and not in_time_range(req.reference_time.seconds, req.reference_time.nanos):
         yield FieldViolation("reference_time", TIME_RANGE)
 
 
@@ -208,12 +207,8 @@ def validate_rank_request(req: pb.RankRequest, limits: Limits, cols: CandidateCo
 
 def retrieval_range(named: Sequence[str], profiles: Mapping[str, Profile]) -> tuple[float, float]:
     """The range of ``retrieval_score`` in a call ranked under each of the ``named`` profiles: [0, 1]; any finite
-    value when every one uses the Go scorer's formula.
-
-    Go's ``scoreMemory`` adds 0.30 x relevance for any float64 relevance (1.5, -2), so ``agent-observer``
-    (formula ``agent_observer``) takes any finite ``retrieval_score``; NaN and infinities are still refused,
-    as they would leave the order undefined. Every other profile reads it as a score in [0, 1].
-    """
+    value when every one uses the Go scorer's formula (``scoreMemory`` adds 0.30 x any float64; NaN and infinities
+    would leave the order undefined: docs/concepts/profiles.md)."""
     if all(name in profiles and profiles[name].formula == "agent_observer" for name in named):
         return ANY
     return UNIT
