@@ -84,7 +84,8 @@ def _finite(field: str, column: str, bounds: tuple[float, float] | None = None) 
         col = getattr(cols, column)
         if not isinstance(col, OptionalColumn):  # retrieval_score: every row has one
             col = OptionalColumn(np.ones(len(col), dtype=bool), col)
-        for i, x in _set_rows(col, ~(np.isfinite(col.values) & (col.values >= lo) & (col.values <= hi))):
+        ok = np.isfinite(col.values) if (lo, hi) == ANY else (col.values >= lo) & (col.values <= hi)  # NaN fails
+        for i, x in _set_rows(col, ~ok):
             yield i, FieldViolation(cols.paths.field(i, field), f"{said}, got {x}")
     return rule
 

@@ -59,7 +59,8 @@ class OptionalColumn:
     def spread(self) -> np.ndarray:
         """Float64 (n,): the values where set, NaN elsewhere."""
         out = _nans(len(self.present))
-        out[self.present] = self.values
+        if len(self.values):  # most requests set no position, no reranker_score: no masked write
+            out[self.present] = self.values
         return out
 
 
@@ -263,7 +264,7 @@ class CandidateColumns:
             threads=tuple(self.threads),
             positions=self.position.spread(),
             speakers=tuple(self.speakers),
-            reranker=self.reranker.spread() if self.reranker.present.any() else None,
+            reranker=self.reranker.spread() if len(self.reranker.values) else None,
             **times,
         )
 
