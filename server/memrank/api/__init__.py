@@ -1,1 +1,1 @@
-"""The wire API as Python: validation, conversion in and out, encoding, receipt verification."""
+"""The wire API as Python: validation, conversion in and out, encoding, one call through them."""

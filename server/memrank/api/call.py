@@ -1,11 +1,7 @@
 """One call through the wire API: validate, convert, rank in the pure core, encode (the servicer and the CLI).
 
-``handle_rank(parsed, policy, call)``: ``parsed`` is the request as the runtime parsed it (``RankInput``: the
-message and the packed embeddings split off the wire before parsing), ``policy`` what it is ranked under (the
-limits, profiles and layers of ``Policy``, not the whole settings), ``call`` what the call brings besides its
-request, one small object (``Call``): its time, the keys, and the runtime's optional hooks (metrics observer,
-liveness, decision hook, tracing). No gRPC server here: the runtime (``memrank.grpc``) passes these in and
-turns the core's errors and ``CallAbandoned`` into statuses.
+No gRPC server here: the runtime (``memrank.grpc``) passes the parsed request, the ``Policy`` and the ``Call`` in,
+and turns the core's errors and ``CallAbandoned`` into statuses.
 """
 
 from __future__ import annotations
@@ -53,23 +49,16 @@ class Tracer(Protocol):
 
 @dataclass(frozen=True, slots=True)
 class Call:
-    """One call's circumstances besides its request.
+    """One call's circumstances besides its request: its time, the server's keys, the runtime's hooks (None: off)."""
 
-    ``now``: the server time (seconds) the call is ranked at. ``provenance_key`` / ``receipt_key``: the
-    server's keys (None: off). ``observe``: given the outcome once the answer is built (metrics).
-    ``alive``: asked between stages; False stops the call with ``CallAbandoned``. ``decide``: the decision
-    log's hook; its answer is ``decision_logged``. ``trace``: tracing on (each stage a child span).
-    ``features``: the worker's store of memories' own features (``memrank.feature_memo``; None: off).
-    """
-
-    now: float
+    now: float  # the server time (seconds) the call is ranked at
     provenance_key: bytes | None = None
     receipt_key: bytes | None = None
-    observe: Callable[[RankOutcome], None] | None = None
-    alive: Callable[[], bool] | None = None
-    decide: Decide | None = None
-    trace: Tracer | None = None
-    features: FeatureStore | None = None
+    observe: Callable[[RankOutcome], None] | None = None  # given the outcome once the answer is built (metrics)
+    alive: Callable[[], bool] | None = None  # asked between stages; False stops the call with CallAbandoned
+    decide: Decide | None = None  # the decision log's hook; its answer is ``decision_logged``
+    trace: Tracer | None = None  # tracing on: each stage a child span of the call's server span
+    features: FeatureStore | None = None  # the worker's store of memories' own features (``memrank.feature_memo``)
 
 
 @dataclass(slots=True)
@@ -85,18 +74,10 @@ class RankInput:
     single_use: bool = False
 
 
-def _header(request: pb.RankRequest) -> pb.RankRequest:
-    """What the call reads of its request after conversion: the id, the query, the decision log flag, and the
-    profile and shadow profile the server's shadow is drawn against."""
-    return pb.RankRequest(request_id=request.request_id, query=request.query, log_decision=request.log_decision,
-                          profile=request.profile, shadow_profile=request.shadow_profile)
-
-
 @dataclass(frozen=True, slots=True)
 class Policy:
     """What a call is validated and ranked under: the wire's limits, the profiles, the default layers and the
-    version that names them (responses, receipts and decision records carry it); the server's shadow profile,
-    which changes no answer (``memrank.api.shadow``)."""
+    version that names them (responses, receipts and decision records carry it), the server's shadow."""
 
     limits: Limits
     profiles: Mapping[str, Profile]
@@ -120,27 +101,25 @@ def _still_wanted(alive: Callable[[], bool] | None, stage: str) -> None:
 
 
 def handle_rank(parsed: RankInput, policy: Policy, call: Call) -> pb.RankResponse:
-    """Validate, convert, rank and convert back (shared by the servicer and `memrank rank`).
-
-    ``call.alive`` (the call's ``is_active``) is asked between stages: a cancelled call or
-    one past its deadline stops there with ``CallAbandoned`` instead of running on.
-    ``call.trace`` (tracing on): each stage is a child span of the call's server span.
-    """
-    # Tracing on: child spans of the call's server span when it is sampled (the candidate count set before validation).
+    """Validate, convert, rank and convert back; a cancelled call or one past its deadline stops at the next stage
+    with ``CallAbandoned`` instead of running on."""
     request, packed = parsed.request, parsed.embeddings_f32
     trace = call.trace
     stage = untraced if trace is None else trace.stages(len(request.candidates) or len(request.columns.ids))
-    columns = None if packed is None else CandidateColumns.of(request, packed)
     with stage("validate"):
-        columns = validate_rank_request(request, policy.limits, columns, profiles=policy.profiles)
+        columns = validate_rank_request(request, policy.limits, CandidateColumns.of(request, packed),
+                                        profiles=policy.profiles)
     _still_wanted(call.alive, "validated")
     with stage("convert"):
         batch, params = convert.request_to_domain(request, call.now, columns)  # the columns validation read
     # The columns hold a wrapper per candidate, and each wrapper the stubs of the map fields read on it (a upb
     # table per candidate): the batch has everything it needs, so they go before scoring, not after the call.
     del columns
-    if parsed.single_use:  # and so does the message (the contents again, beside the batch's: 61 MiB at the largest)
-        parsed.request = request = _header(request)
+    if parsed.single_use:  # and so does the message (the contents again, beside the batch's: 61 MiB at the largest),
+        # but for what the call reads of it later (the shadow is drawn against the two profiles)
+        parsed.request = request = pb.RankRequest(
+            request_id=request.request_id, query=request.query, log_decision=request.log_decision,
+            profile=request.profile, shadow_profile=request.shadow_profile)
     _still_wanted(call.alive, "converted")
     # The server's shadow, when the call's outcome goes anywhere (metrics, decision log): ranked beside the answer,
     # left out of the response (``answered``), which is the one without it.

@@ -1,10 +1,8 @@
 """The candidate rules of a request, each declared once, over the candidates' columns (either request form).
 
-A rule finds the rows that break it a column at a time (an ordinary request costs a few column reductions,
-no per-candidate walk) and names each with the form's field path (``CandidateColumns.paths``):
-``candidates[3].retrieval_score`` or ``columns.retrieval_scores[3]``. Violations come out candidate by
-candidate, each candidate's in the order of ``RULES``, so the first ``MAX_VIOLATIONS`` a client sees are the
-first candidates' problems.
+A rule finds the rows that break it a column at a time (an ordinary request costs a few column reductions, no
+per-candidate walk). Violations come out candidate by candidate, each candidate's in the order of ``RULES``, so
+the first ``MAX_VIOLATIONS`` a client sees are the first candidates' problems.
 """
 
 from __future__ import annotations
@@ -15,23 +13,23 @@ import numpy as np
 
 from memrank._gen.v1 import ranking_pb2 as pb
 from memrank.api.bounds import (
+    ANY,
     MAX_FACET_ABS,
     MAX_LAYER_NAME_BYTES,
     MAX_NAME_BYTES,
     MAX_POSITION,
-    MAX_SECONDS,
-    MIN_SECONDS,
     SHOWN_CHARS,
+    TIME_RANGE,
     UNIT,
-    utf8_within,
+    in_time_range,
+    too_long,
 )
-from memrank.api.request_columns import TIME_FIELDS, CandidateColumns
+from memrank.api.request_columns import TIME_FIELDS, CandidateColumns, OptionalColumn
 from memrank.config import Limits
 from memrank.core.errors import FieldViolation
 
 Found = Iterator[tuple[int, FieldViolation]]  # (row, violation)
 Rule = Callable[[CandidateColumns, Limits, tuple[float, float]], Found]
-TIME_RANGE = "timestamp outside 0001-01-01..9999-12-31 or nanos outside [0, 999999999]"
 
 
 def shown(name: str) -> str:
@@ -47,19 +45,12 @@ def name_problem(name: str) -> str | None:
     return f"a name of {size} bytes; at most {MAX_NAME_BYTES} bytes" if size > MAX_NAME_BYTES else None
 
 
-def _long(texts: list[str], limit: int) -> list[int]:
-    """The rows of ``texts`` over ``limit`` UTF-8 bytes."""
-    if utf8_within(texts, limit):
-        return []
-    return [i for i, t in enumerate(texts) if len(t) * 4 > limit and len(t.encode()) > limit]
-
-
 def _text(field: str, column: str, limit_key: str | None) -> Rule:
     """At most ``limits.<limit_key>`` bytes (a fixed MAX_LAYER_NAME_BYTES when None)."""
     def rule(cols: CandidateColumns, limits: Limits, _r: tuple[float, float]) -> Found:
         limit = MAX_LAYER_NAME_BYTES if limit_key is None else getattr(limits, limit_key)
         said = f"at most {limit} bytes" + ("" if limit_key is None else f" (limits.{limit_key})")
-        for i in _long(getattr(cols, column), limit):
+        for i in too_long(getattr(cols, column), limit):
             yield i, FieldViolation(cols.paths.field(i, field), said)
     return rule
 
@@ -67,45 +58,36 @@ def _text(field: str, column: str, limit_key: str | None) -> Rule:
 def _id(cols: CandidateColumns, limits: Limits, _r: tuple[float, float]) -> Found:
     ids = cols.ids
     empty = [] if all(ids) else [i for i, x in enumerate(ids) if not x]
-    for i in sorted([*empty, *_long(ids, limits.max_id_bytes)]):
+    for i in sorted([*empty, *too_long(ids, limits.max_id_bytes)]):
         yield i, FieldViolation(cols.paths.field(i, "id"), "must be non-empty" if not ids[i] else
                                 f"at most {limits.max_id_bytes} bytes (limits.max_id_bytes)")
 
 
-def _set_rows(present: list[bool], values: np.ndarray, bad: np.ndarray) -> Iterator[tuple[int, object]]:
-    """(row, value) of the set values that ``bad`` marks (``values`` holds the set rows only)."""
+def _set_rows(column: OptionalColumn, bad: np.ndarray) -> Iterator[tuple[int, object]]:
+    """(row, value) of the set values that ``bad`` marks (``bad`` is over ``column.values``, the set rows)."""
     if bad.any():
-        rows = np.flatnonzero(np.array(present, dtype=bool))
-        yield from ((int(rows[k]), values[k].item()) for k in np.flatnonzero(bad))
+        rows = np.flatnonzero(column.present)
+        yield from ((int(rows[k]), column.values[k].item()) for k in np.flatnonzero(bad))
 
 
 def _position(cols: CandidateColumns, _l: Limits, _r: tuple[float, float]) -> Found:
-    v = cols.position_values  # int64: compared exactly, never through float64
-    for i, x in _set_rows(cols.position_set, v, (v < 0) | (v > MAX_POSITION)):
+    v = cols.position.values  # int64: compared exactly, never through float64
+    for i, x in _set_rows(cols.position, (v < 0) | (v > MAX_POSITION)):
         yield i, FieldViolation(cols.paths.field(i, "position"), f"must be in [0, {MAX_POSITION}] (2^53), got {x}")
 
 
-def _retrieval(cols: CandidateColumns, _l: Limits, retrieval: tuple[float, float]) -> Found:
-    r = cols.retrieval
-    with np.errstate(invalid="ignore"):
-        bad = ~(np.isfinite(r) & (r >= retrieval[0]) & (r <= retrieval[1]))
-    for i in np.flatnonzero(bad).tolist():
-        x = r[i].item()
-        yield i, FieldViolation(cols.paths.field(i, "retrieval_score"), f"must be finite and in [0, 1], got {x}"
-                                if retrieval == UNIT else f"must be finite, got {x}")
-
-
-def _importance(cols: CandidateColumns, _l: Limits, _r: tuple[float, float]) -> Found:
-    v = cols.importance_values
-    for i, x in _set_rows(cols.importance_set, v, ~((v >= 0.0) & (v <= 1.0))):  # NaN fails both
-        yield i, FieldViolation(cols.paths.field(i, "importance"), f"must be finite and in [0, 1], got {x}")
-
-
-def _reranker(cols: CandidateColumns, _l: Limits, _r: tuple[float, float]) -> Found:
-    """Any finite value (the signal reads only the order; NaN in the columnar form means "no score")."""
-    v = cols.reranker_values
-    for i, x in _set_rows(cols.reranker_set, v, ~np.isfinite(v)):
-        yield i, FieldViolation(cols.paths.field(i, "reranker_score"), f"must be finite, got {x}")
+def _finite(field: str, column: str, bounds: tuple[float, float] | None = None) -> Rule:
+    """Finite and within ``bounds`` (None: the call's range of retrieval_score, ``validate.retrieval_range``)."""
+    def rule(cols: CandidateColumns, _l: Limits, retrieval: tuple[float, float]) -> Found:
+        lo, hi = retrieval if bounds is None else bounds
+        said = "must be finite" if (lo, hi) == ANY else f"must be finite and in [{lo:g}, {hi:g}]"
+        col = getattr(cols, column)
+        if not isinstance(col, OptionalColumn):  # retrieval_score: every row has one
+            col = OptionalColumn(np.ones(len(col), dtype=bool), col)
+        ok = np.isfinite(col.values) if (lo, hi) == ANY else (col.values >= lo) & (col.values <= hi)  # NaN fails
+        for i, x in _set_rows(col, ~ok):
+            yield i, FieldViolation(cols.paths.field(i, field), f"{said}, got {x}")
+    return rule
 
 
 def _scores(field: str) -> Rule:
@@ -136,8 +118,8 @@ def _stage_count(cols: CandidateColumns, limits: Limits, _r: tuple[float, float]
 def _metadata(cols: CandidateColumns, limits: Limits, _r: tuple[float, float]) -> Found:
     rows, p = cols.metadata, cols.paths
     if all(len(m) <= limits.max_metadata_entries for _, m in rows) and \
-            utf8_within([k for _, m in rows for k in m], limits.max_metadata_key_bytes) and \
-            utf8_within([v for _, m in rows for v in m.values()], limits.max_metadata_value_bytes):
+            not too_long([k for _, m in rows for k in m], limits.max_metadata_key_bytes) and \
+            not too_long([v for _, m in rows for v in m.values()], limits.max_metadata_value_bytes):
         return
     for i, m in rows:
         if len(m) > limits.max_metadata_entries:
@@ -157,8 +139,7 @@ def _times(cols: CandidateColumns, _l: Limits, _r: tuple[float, float]) -> Found
     for name in TIME_FIELDS:
         t = cols.times[name]
         if t is not None:
-            ok = (t.seconds >= MIN_SECONDS) & (t.seconds <= MAX_SECONDS) & (t.nanos >= 0) & (t.nanos <= 999_999_999)
-            for i in np.flatnonzero(t.present & ~ok).tolist():
+            for i in np.flatnonzero(t.present & ~in_time_range(t.seconds, t.nanos)).tolist():
                 yield i, FieldViolation(cols.paths.field(i, name), TIME_RANGE)
 
 
@@ -219,8 +200,10 @@ RULES: tuple[Rule, ...] = (
     _id, _text("layer", "layers", None), _text("content", "contents", "max_content_bytes"),
     _text("thread", "threads", "max_thread_bytes"), _position, _text("speaker", "speakers", "max_speaker_bytes"),
     _text("kind", "kinds", "max_kind_bytes"), _text("provenance", "provenance", "max_provenance_bytes"),
-    _retrieval, _importance, _reranker, _scores("facet_scores"), _scores("stage_scores"), _stage_count, _metadata,
-    _times, _validity, _enum("source", "source", frozenset(pb.Source.values())),
+    _finite("retrieval_score", "retrieval"), _finite("importance", "importance", UNIT),
+    # reranker_score: any finite value (the signal reads only the order; NaN in the columnar form is "no score")
+    _finite("reranker_score", "reranker", ANY), _scores("facet_scores"), _scores("stage_scores"), _stage_count,
+    _metadata, _times, _validity, _enum("source", "source", frozenset(pb.Source.values())),
     _enum("safety", "safety", frozenset(pb.SafetyStatus.values())), _embedding, _duplicate, _one_dimension,
 )
 

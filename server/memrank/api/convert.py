@@ -14,10 +14,6 @@ from memrank.api.request_columns import CandidateColumns
 from memrank.core.batch import Batch, LayerSpec, RankParams
 from memrank.core.types import ExplainLevel, Placement
 
-# The members by number (an IntEnum call is a Python-level lookup of a few thousand instructions).
-_PLACEMENTS = {int(m): m for m in Placement}
-_EXPLAINS = {int(m): m for m in ExplainLevel}
-
 
 def ts_to_seconds(ts: Timestamp) -> float:
     """A Timestamp as float epoch seconds."""
@@ -33,13 +29,9 @@ def seconds_to_ts(seconds: float) -> Timestamp:
 
 def request_to_domain(req: pb.RankRequest, now: float,
                       columns: CandidateColumns | None = None) -> tuple[Batch, RankParams]:
-    """A validated RankRequest as a Batch and RankParams; ``now`` fills an unset reference time.
-
-    ``columns`` are the ones validation already read (``validate_rank_request`` returns them),
-    so no candidate field is read twice; without them the request's columns are read here.
-    """
+    """A validated RankRequest as a Batch and RankParams; ``now`` fills an unset reference time. ``columns``: the
+    ones validation read (``validate_rank_request`` returns them), so no candidate field is read twice."""
     batch = (columns if columns is not None else CandidateColumns.of(req)).to_batch()
-    placement, explain = req.placement, req.explain
     params = RankParams(
         query=req.query,
         reference_time=ts_to_seconds(req.reference_time) if req.HasField("reference_time") else now,
@@ -50,11 +42,11 @@ def request_to_domain(req: pb.RankRequest, now: float,
             for layer in req.layers
         ),
         max_tokens=req.budget.max_tokens, max_items=req.budget.max_items,
-        placement=_PLACEMENTS[placement] if placement in _PLACEMENTS else Placement(placement),
+        placement=Placement(req.placement),
         explicit_lookup=req.explicit_lookup,
         weight_overrides=dict(req.weight_overrides),
         min_score=req.min_score if req.HasField("min_score") else None,
-        explain=_EXPLAINS[explain] if explain in _EXPLAINS else ExplainLevel(explain),
+        explain=ExplainLevel(req.explain),
         shadow_profile=req.shadow_profile,
         relevance_threshold=req.relevance_threshold if req.HasField("relevance_threshold") else None,
     )

@@ -32,16 +32,10 @@ ESTIMATED = f"token_count estimated as ceil(characters / {CHARS_PER_TOKEN})"
 
 
 class Breakdowns:
-    """Per-candidate numbers as plain Python values, made into breakdowns: the one breakdown writer.
-
-    A breakdown is a dict (its signals a list of dicts) that the protobuf constructor turns into the message in
-    C: setting fields one at a time and ``add()``-ing each signal entry from Python dominated response building.
-    Only the rows asked for are taken out of the columns, one numpy index and ``tolist`` per column, and each
-    signal's (lazily formatted) reasons are formatted for those rows in one call per signal (``rows_of``).
-    ``of_outcome`` is a ranking's (final score after every stage, drop notes, tokens, covering pick, gain,
-    calibration bucket); ``of_scores`` is scoring alone (ScoreAdmission: the final score is the combined one,
-    the notes are the gates' reasons, and nothing of selection is written).
-    """
+    """The one breakdown writer: each breakdown a dict (its signals a list of dicts) that the protobuf constructor
+    turns into the message in C (setting fields and ``add()``-ing signal entries from Python dominated response
+    building). Only the rows asked for are taken out of the columns, and each signal's reasons are formatted for
+    them in one call (``rows_of``)."""
 
     def __init__(self, scores: Scores, batch: Batch, final: np.ndarray, notes: Sequence[Row],
                  estimated: np.ndarray, tokens: np.ndarray, covered_by: np.ndarray, gain: np.ndarray,
@@ -51,19 +45,6 @@ class Breakdowns:
         self.columns = (batch.retrieval, scores.quality, scores.combined, final, scores.blend_term, estimated,
                         tokens, covered_by, gain)
         self.notes, self.lower, self.upper = notes, lower, upper
-
-    @classmethod
-    def of_outcome(cls, o: RankOutcome, batch: Batch) -> Breakdowns:
-        """A ranking's breakdowns."""
-        return cls(o.scores, batch, o.final, o.drop_notes, o.token_estimated, o.token_count, o.covered_by,
-                   o.gain, o.bucket_lower, o.bucket_upper)
-
-    @classmethod
-    def of_scores(cls, scores: Scores, batch: Batch) -> Breakdowns:
-        """Scoring's breakdowns alone (no stages, no selection)."""
-        n, none = scores.n, np.zeros(0)
-        return cls(scores, batch, scores.combined, scores.gate_reasons, np.zeros(n, dtype=bool),
-                   np.zeros(n, dtype=np.int64), np.full(n, -1, dtype=np.int64), np.full(n, np.nan), none, none)
 
     def dicts(self, rows: list[int], ranked: bool = False) -> list[dict[str, Any]]:
         """The breakdowns of candidates ``rows``, in that order, as ScoreBreakdown field dicts; ``ranked``: rows[r]
@@ -102,7 +83,9 @@ def outcome_to_proto(o: RankOutcome, batch: Batch, params: RankParams, request_i
     ranked, positions, public = o.ranked.tolist(), o.positions.tolist(), o.public_score.tolist()
     full = explain == ExplainLevel.FULL
     ids, layer_of, drop, final = batch.ids, o.layer_of, o.drop.tolist(), o.final.tolist()
-    ex = Breakdowns.of_outcome(o, batch) if explain != ExplainLevel.NONE else None
+    ex = None if explain == ExplainLevel.NONE else Breakdowns(
+        o.scores, batch, o.final, o.drop_notes, o.token_estimated, o.token_count, o.covered_by, o.gain,
+        o.bucket_lower, o.bucket_upper)
     # Every selected memory and dropped candidate is a dict (its stages RankingStage's fields; its breakdown
     # ``Breakdowns.dicts``'): the constructor builds the whole response in C.
     selected = [{"id": ids[i], "layer": layer_of[i], "rank": r + 1, "position": p, "score": s,
@@ -150,28 +133,26 @@ def receipt_payload(o: RankOutcome, batch: Batch, params: RankParams, resp: pb.R
                              resp.policy_version)
 
 
-def profile_to_proto(p: Profile) -> pb.Profile:
-    """A profile for ListProfiles."""
-    return pb.Profile(
+def profiles_to_proto(profiles: Mapping[str, Profile], policy_version: str) -> pb.ListProfilesResponse:
+    """Every profile, sorted by name."""
+    return pb.ListProfilesResponse(policy_version=policy_version, profiles=[pb.Profile(
         name=p.name, description=p.description, weights=weights_to_proto(p), fusion=p.fusion,
         compatibility=p.compatibility, relevance_threshold=p.relevance_threshold or 0.0, min_score=p.min_score,
         diversity_lambda=p.diversity_lambda, relevance_floor=p.relevance_floor or 0.0,
-    )
-
-
-def profiles_to_proto(profiles: Mapping[str, Profile], policy_version: str) -> pb.ListProfilesResponse:
-    """Every profile, sorted by name."""
-    return pb.ListProfilesResponse(profiles=[profile_to_proto(profiles[k]) for k in sorted(profiles)],
-                                   policy_version=policy_version)
+    ) for p in (profiles[k] for k in sorted(profiles))])
 
 
 def admission_to_proto(request_id: str, result: AdmissionResult, batch: Batch, profile: Profile,
                        reference_time: float) -> pb.ScoreAdmissionResponse:
-    """The ScoreAdmissionResponse for one scored candidate."""
+    """The ScoreAdmissionResponse for one scored candidate: its breakdown is scoring's alone (the final score is
+    the combined one, the notes are the gates' reasons, nothing of selection is written)."""
+    s, n, none = result.scores, result.scores.n, np.zeros(0)
+    breakdown = Breakdowns(s, batch, s.combined, s.gate_reasons, np.zeros(n, dtype=bool), np.zeros(n, dtype=np.int64),
+                           np.full(n, -1, dtype=np.int64), np.full(n, np.nan), none, none).dicts([0])[0]
     return pb.ScoreAdmissionResponse(
         request_id=request_id, decision=pb.AdmissionDecision.ValueType(int(result.decision)), score=result.score,
         reasons=list(result.reasons),
         admit_threshold=profile.admit_threshold, hold_threshold=profile.hold_threshold, profile=profile.name,
-        breakdown=Breakdowns.of_scores(result.scores, batch).dicts([0])[0],
+        breakdown=breakdown,
         reference_time=seconds_to_ts(reference_time),
     )

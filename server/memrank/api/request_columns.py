@@ -1,10 +1,6 @@
 """A RankRequest's candidates read once, a column at a time, in either form: what validation's rules
-(``candidate_rules``) and the conversion to a core ``Batch`` both read.
-
-``CandidateColumns`` reads the per-candidate form (``candidates``: each field by one pass over the
-candidate wrappers; optional fields by one presence pass, their values only where set; maps only for the
-candidates that have any); ``ColumnarCandidates`` the columnar form (``columns``: each column whole, in C).
-Every column is read on first use and kept; ``paths`` names a row's field in the form it came in.
+(``candidate_rules``) and the conversion to a core ``Batch`` both read. Every column is read on first use and kept;
+``paths`` names a row's field in the form it came in.
 """
 
 from __future__ import annotations
@@ -53,12 +49,19 @@ def _nans(shape: int | tuple[int, int]) -> np.ndarray:
     return out
 
 
-def _spread(present: list[bool], values: np.ndarray, n: int) -> np.ndarray:
-    """Float64 (n,): ``values`` (those of the set rows) where ``present``, NaN elsewhere."""
-    out = _nans(n)
-    if len(values):
-        out[np.array(present, dtype=bool)] = values
-    return out
+@dataclass(frozen=True)
+class OptionalColumn:
+    """An optional scalar field of every candidate: which rows set it, and the values of those rows, in order."""
+
+    present: np.ndarray  # bool (n,)
+    values: np.ndarray  # (present.sum(),), the field's own dtype (int64 positions compare exactly)
+
+    def spread(self) -> np.ndarray:
+        """Float64 (n,): the values where set, NaN elsewhere."""
+        out = _nans(len(self.present))
+        if len(self.values):  # most requests set no position, no reranker_score: no masked write
+            out[self.present] = self.values
+        return out
 
 
 @dataclass(frozen=True)
@@ -69,15 +72,10 @@ class TimeColumn:
     seconds: np.ndarray  # int64 (n,)
     nanos: np.ndarray  # int64 (n,)
 
-    def epoch(self) -> np.ndarray:
-        """Float64 epoch seconds (``seconds + nanos / 1e9``, as ``ts_to_seconds``), NaN where unset."""
-        return np.where(self.present, self.seconds + self.nanos / 1e9, np.nan)
-
 
 @dataclass(frozen=True)
 class ScoreColumn:
-    """One key of a map<string, double> field across the candidates: where it is set, and its values there
-    (NaN elsewhere)."""
+    """One key of a map<string, double> field across the candidates: where it is set, its values (NaN elsewhere)."""
 
     present: np.ndarray  # bool (n,)
     values: np.ndarray  # float64 (n,)
@@ -87,38 +85,25 @@ class ScoreColumn:
 class Paths:
     """How a violation names candidate ``i``'s field in the form the candidates came in."""
 
-    prefix: str  # "candidates", "columns" or "candidate" (ScoreAdmission's one)
+    at: str  # candidate i as a whole: "candidates[{}]", "columns.ids[{}]" or "candidate" (ScoreAdmission's one)
     columnar: bool = False
 
     def row(self, i: int) -> str:
-        """Candidate ``i`` as a whole: ``candidates[3]``, ``columns.ids[3]``, ``candidate``."""
-        return self.field(i, "id") if self.columnar else self._at(i)
+        return self.at.format(i)
 
     def field(self, i: int, name: str) -> str:
         """``candidates[3].retrieval_score``, ``columns.retrieval_scores[3]``, ``candidate.retrieval_score``."""
-        if self.columnar:
-            return f"{self.prefix}.{COLUMN_NAMES.get(name, name)}[{i}]"
-        return f"{self._at(i)}.{name}"
+        return f"columns.{COLUMN_NAMES.get(name, name)}[{i}]" if self.columnar else f"{self.row(i)}.{name}"
 
     def key(self, i: int, name: str, key: str) -> str:
         """A map entry: ``candidates[3].facet_scores["bm25"]``, ``columns.facet_scores[3]["bm25"]``."""
         return f'{self.field(i, name)}["{key}"]'
 
-    def total(self, name: str) -> str:
-        """A rule over every candidate: ``candidates.facet_scores``, ``columns.facet_names``."""
-        return f"{self.prefix}.{COLUMN_TOTALS.get(name, name) if self.columnar else name}"
 
-    def _at(self, i: int) -> str:
-        return self.prefix if self.prefix == "candidate" else f"{self.prefix}[{i}]"
-
-
-# Candidate field -> its column in CandidateColumns (the message) where the names differ.
-COLUMN_NAMES = {"id": "ids", "layer": "layers", "kind": "kinds", "content": "contents",
-                "retrieval_score": "retrieval_scores", "access_count": "access_counts",
-                "token_count": "token_counts", "source": "sources", "thread": "threads", "position": "positions",
-                "speaker": "speakers", "reranker_score": "reranker_scores"}
-COLUMN_TOTALS = {"facet_scores": "facet_names", "stage_scores": "stage_names"}
-PER_CANDIDATE, COLUMNAR = Paths("candidates"), Paths("columns", columnar=True)
+# Candidate field -> its column in CandidateColumns (the message) where the names differ: the plural.
+COLUMN_NAMES = {f.name: f.name + "s" for f in pb.Candidate.DESCRIPTOR.fields
+                if f.name + "s" in pb.CandidateColumns.DESCRIPTOR.fields_by_name}
+PER_CANDIDATE, COLUMNAR = Paths("candidates[{}]"), Paths("columns.ids[{}]", columnar=True)
 
 
 def _field(name: str) -> _Once[list[Any]]:
@@ -129,13 +114,18 @@ def _field(name: str) -> _Once[list[Any]]:
     return _Once(read)
 
 
+def _optional(name: str, dtype: type) -> _Once[OptionalColumn]:
+    """An optional scalar Candidate field: one presence pass, then the values of the rows that set it."""
+    def read(self: CandidateColumns) -> OptionalColumn:
+        present = [name in c for c in self.cands]
+        values = list(map(attrgetter(name), compress(self.cands, present)))
+        return OptionalColumn(np.array(present, dtype=bool), np.array(values, dtype=dtype))
+    return _Once(read)
+
+
 class CandidateColumns:
-    """The candidates of one request as columns, each read from the protobuf at most once (lazily).
-
-    This class reads the per-candidate form (``RankRequest.candidates``); ``ColumnarCandidates`` the columnar one.
-    """
-
-    paths = PER_CANDIDATE
+    """The per-candidate form (``RankRequest.candidates``) as columns: each field by one pass over the candidate
+    wrappers; optional fields by one presence pass, their values only where set; maps only where any is set."""
 
     def __init__(self, cands: Sequence[pb.Candidate], packed: bytes | memoryview = b"", dim: int = 0,
                  paths: Paths = PER_CANDIDATE) -> None:
@@ -148,7 +138,9 @@ class CandidateColumns:
     ids, layers, kinds, contents = _field("id"), _field("layer"), _field("kind"), _field("content")
     provenance, threads, speakers = _field("provenance"), _field("thread"), _field("speaker")
     access_count, token_count = _field("access_count"), _field("token_count")
-    source, safety = _field("source"), _field("safety")
+    source, safety, retrieval_scores = _field("source"), _field("safety"), _field("retrieval_score")
+    importance, reranker = _optional("importance", np.float64), _optional("reranker_score", np.float64)
+    position = _optional("position", np.int64)
 
     @staticmethod
     def of(req: pb.RankRequest, packed: bytes | memoryview | None = None) -> CandidateColumns:
@@ -161,51 +153,7 @@ class CandidateColumns:
 
     @_Once
     def retrieval(self) -> np.ndarray:
-        return np.array([c.retrieval_score for c in self.cands], dtype=np.float64)
-
-    @_Once
-    def importance_set(self) -> list[bool]:
-        return ["importance" in c for c in self.cands]
-
-    @_Once
-    def importance_values(self) -> np.ndarray:
-        """The importance of the candidates that set one, in candidate order."""
-        return np.array([c.importance for c in compress(self.cands, self.importance_set)], dtype=np.float64)
-
-    @_Once
-    def importance(self) -> np.ndarray:
-        """Float64 importance, NaN where unset."""
-        return _spread(self.importance_set, self.importance_values, self.n)
-
-    @_Once
-    def reranker_set(self) -> list[bool]:
-        return ["reranker_score" in c for c in self.cands]
-
-    @_Once
-    def reranker_values(self) -> np.ndarray:
-        """The reranker_score of the candidates that set one, in candidate order."""
-        return np.array([c.reranker_score for c in compress(self.cands, self.reranker_set)], dtype=np.float64)
-
-    @_Once
-    def reranker(self) -> np.ndarray | None:
-        """Float64 reranker scores, NaN where unset; None when no candidate sets one."""
-        if not any(self.reranker_set):
-            return None
-        return _spread(self.reranker_set, self.reranker_values, self.n)
-
-    @_Once
-    def position_set(self) -> list[bool]:
-        return ["position" in c for c in self.cands]
-
-    @_Once
-    def position_values(self) -> np.ndarray:
-        """The int64 position of the candidates that set one, in candidate order (exact, for validation)."""
-        return np.array([c.position for c in compress(self.cands, self.position_set)], dtype=np.int64)
-
-    @_Once
-    def positions(self) -> np.ndarray:
-        """Float64 positions, NaN where unset (exact for the valid range, [0, 2^53])."""
-        return _spread(self.position_set, self.position_values, self.n)
+        return np.array(self.retrieval_scores, dtype=np.float64)
 
     @_Once
     def times(self) -> dict[str, TimeColumn | None]:
@@ -228,15 +176,14 @@ class CandidateColumns:
 
     @_Once
     def facets(self) -> dict[str, ScoreColumn]:
-        """Candidate.facet_scores, one column per name set by any candidate (sorted)."""
         return self._scores("facet_scores")
 
     @_Once
     def stages(self) -> dict[str, ScoreColumn]:
-        """Candidate.stage_scores, one column per name set by any candidate (sorted)."""
         return self._scores("stage_scores")
 
     def _scores(self, name: str) -> dict[str, ScoreColumn]:
+        """A map<string, double> field, one column per name set by any candidate (sorted)."""
         rows = [(i, dict(m)) for i, c in enumerate(self.cands) if len(m := getattr(c, name))]
         columns = {key: ScoreColumn(np.zeros(self.n, dtype=bool), _nans(self.n))
                    for key in sorted({k for _, m in rows for k in m})}
@@ -295,7 +242,9 @@ class CandidateColumns:
         for i, entries in self.metadata:
             metadata[i] = MappingProxyType(entries)
         unset = _nans(self.n)  # every time no candidate sets is this one column (read-only in the batch)
-        times = {name: (unset if t is None else t.epoch()) for name, t in self.times.items()}
+        # A set time is ``seconds + nanos / 1e9``, as ``convert.ts_to_seconds``; an unset one NaN.
+        times = {name: unset if t is None else np.where(t.present, t.seconds + t.nanos / 1e9, np.nan)
+                 for name, t in self.times.items()}
         return Batch(
             ids=tuple(self.ids),
             layers=tuple(self.layers),
@@ -303,7 +252,7 @@ class CandidateColumns:
             contents=tuple(self.contents),
             retrieval=self.retrieval,
             facets=MappingProxyType({k: c.values for k, c in self.facets.items()}),
-            importance=self.importance,
+            importance=self.importance.spread(),
             access_count=np.array(self.access_count, dtype=np.int64),
             token_count=np.array(self.token_count, dtype=np.int64),
             source=np.array(self.source, dtype=np.int8),
@@ -313,9 +262,9 @@ class CandidateColumns:
             stage_scores=MappingProxyType({k: c.values for k, c in self.stages.items()}),
             metadata=tuple(metadata),
             threads=tuple(self.threads),
-            positions=self.positions,
+            positions=self.position.spread(),
             speakers=tuple(self.speakers),
-            reranker=self.reranker,
+            reranker=self.reranker.spread() if len(self.reranker.values) else None,
             **times,
         )
 
@@ -325,6 +274,15 @@ def _column(name: str, default: object) -> _Once[list[Any]]:
     def read(self: ColumnarCandidates) -> list[Any]:
         column = getattr(self.message, name)
         return list(column) if len(column) else [default] * self.n
+    return _Once(read)
+
+
+def _optional_column(name: str, dtype: type) -> _Once[OptionalColumn]:
+    """An optional column of CandidateColumns (the message) with its ``<name>_present`` column."""
+    def read(self: ColumnarCandidates) -> OptionalColumn:
+        values = getattr(self.message, name)
+        present = _present(values, getattr(self.message, name + "_present"), self.n)
+        return OptionalColumn(present, np.array(values, dtype=dtype)[present] if len(values) else np.zeros(0, dtype))
     return _Once(read)
 
 
@@ -342,50 +300,22 @@ class ColumnarCandidates(CandidateColumns):
         _column("contents", "")
     provenance, threads, speakers = _column("provenance", ""), _column("threads", ""), _column("speakers", "")
     access_count, token_count = _column("access_counts", 0), _column("token_counts", 0)
-    source, safety = _column("sources", 0), _column("safety", 0)
+    source, safety, retrieval_scores = _column("sources", 0), _column("safety", 0), _column("retrieval_scores", 0.0)
+    importance, position = _optional_column("importance", np.float64), _optional_column("positions", np.int64)
 
     @_Once
-    def retrieval(self) -> np.ndarray:
-        values = self.message.retrieval_scores
-        return np.array(values, dtype=np.float64) if len(values) else np.zeros(self.n)
-
-    @_Once
-    def importance_set(self) -> list[bool]:
-        return _present(self.message.importance, self.message.importance_present, self.n)
-
-    @_Once
-    def importance_values(self) -> np.ndarray:
-        values = np.array(self.message.importance, dtype=np.float64)
-        return values[np.array(self.importance_set, dtype=bool)] if len(values) else values
-
-    @_Once
-    def reranker_set(self) -> list[bool]:
-        return (~np.isnan(self._reranker_column)).tolist()  # NaN: the row has no score, as in facet_scores
-
-    @_Once
-    def reranker_values(self) -> np.ndarray:
-        column = self._reranker_column
-        return column[~np.isnan(column)]
-
-    @_Once
-    def _reranker_column(self) -> np.ndarray:
+    def reranker(self) -> OptionalColumn:
+        """NaN: the row has no score, as in facet_scores."""
         values = self.message.reranker_scores
-        return np.array(values, dtype=np.float64) if len(values) else _nans(self.n)
-
-    @_Once
-    def position_set(self) -> list[bool]:
-        return _present(self.message.positions, self.message.positions_present, self.n)
-
-    @_Once
-    def position_values(self) -> np.ndarray:
-        values = np.array(self.message.positions, dtype=np.int64)
-        return values[np.array(self.position_set, dtype=bool)] if len(values) else values
+        column = np.array(values, dtype=np.float64) if len(values) else _nans(self.n)
+        present = ~np.isnan(column)
+        return OptionalColumn(present, column[present])
 
     def _time(self, name: str) -> TimeColumn | None:
         column: pb.TimeColumn = getattr(self.message, name)
         if not len(column.seconds):
             return None
-        mask = np.array(_present(column.seconds, column.present, self.n), dtype=bool)
+        mask = _present(column.seconds, column.present, self.n)
         seconds = np.array(column.seconds, dtype=np.int64)
         nanos = np.array(column.nanos, dtype=np.int64) if len(column.nanos) else np.zeros(self.n, dtype=np.int64)
         if not mask.all():
@@ -414,8 +344,8 @@ class ColumnarCandidates(CandidateColumns):
         return None
 
 
-def _present(values: Sequence[object], present: Sequence[bool], n: int) -> list[bool]:
+def _present(values: Sequence[object], present: Sequence[bool], n: int) -> np.ndarray:
     """Which rows set an optional column: none when it is empty, all when its presence column is."""
     if not len(values):
-        return [False] * n
-    return list(present) if len(present) else [True] * n
+        return np.zeros(n, dtype=bool)
+    return np.array(present, dtype=bool) if len(present) else np.ones(n, dtype=bool)

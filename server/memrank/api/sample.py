@@ -9,14 +9,9 @@ _SCALE = float(1 << 64)
 
 
 def sampled(key: str, rate: float) -> bool:
-    """True when the call keyed ``key`` is in the share ``rate`` (logged, or shadowed).
-
-    Logged when the first 8 bytes of SHA-256(key as UTF-8), read as a
-    big-endian unsigned integer, are below ``rate`` x 2^64: a caller can
-    compute which of its request ids are logged, and the same id is logged
-    by every worker and every replica. The key is the request_id (the
-    decision id for calls without one).
-    """
+    """True when the first 8 bytes of SHA-256(``key``), big-endian, are below ``rate`` x 2^64: a caller can compute
+    which of its request ids are in the share, and every worker and replica agrees
+    (docs/how-to/decision-log-and-tuning.md)."""
     if rate >= 1.0:
         return True
     if rate <= 0.0:

@@ -12,7 +12,6 @@ from collections.abc import Iterator, Mapping, Sequence
 from itertools import islice
 
 import numpy as np
-from google.protobuf.timestamp_pb2 import Timestamp
 
 from memrank._gen.v1 import ranking_pb2 as pb
 from memrank.api.bounds import (
@@ -20,44 +19,41 @@ from memrank.api.bounds import (
     MAX_LAYER_NAME_BYTES,
     MAX_NAME_BYTES,
     MAX_REQUEST_ID_BYTES,
-    MAX_SECONDS,
     MAX_VIOLATIONS,
     MAX_WEIGHT_OVERRIDES,
-    MIN_SECONDS,
+    TIME_RANGE,
     UNIT,
-    utf8_within,
+    in_time_range,
+    too_long,
 )
-from memrank.api.candidate_rules import TIME_RANGE, candidate_violations, name_problem
+from memrank.api.candidate_rules import candidate_violations, name_problem
 from memrank.api.request_columns import CandidateColumns, Paths
 from memrank.config import Limits
 from memrank.core.errors import FieldViolation, InvalidRequest, LimitExceeded
 from memrank.core.profile import SHARE_RANGE, THRESHOLD_RANGE, WEIGHT_RANGE, Profile
 
 
-def _within(value: float, bounds: tuple[float, float]) -> bool:
-    return math.isfinite(value) and bounds[0] <= value <= bounds[1]
+def _check_in(path: str, value: float, bounds: tuple[float, float]) -> Iterator[FieldViolation]:
+    if not (math.isfinite(value) and bounds[0] <= value <= bounds[1]):
+        yield FieldViolation(path, f"must be in [{bounds[0]:g}, {bounds[1]:g}], got {value}")
 
 
-def _range(bounds: tuple[float, float]) -> str:
-    """[0, 1] as the error says it (whole numbers without .0)."""
-    return "[" + ", ".join(f"{b:g}" for b in bounds) + "]"
+# The fields a Rank and a ScoreAdmission request share.
+def _check_id(req: pb.RankRequest | pb.ScoreAdmissionRequest) -> Iterator[FieldViolation]:
+    if len(req.request_id.encode()) > MAX_REQUEST_ID_BYTES:
+        yield FieldViolation("request_id", f"at most {MAX_REQUEST_ID_BYTES} bytes")
 
 
-def _check_time(path: str, ts: Timestamp) -> Iterator[FieldViolation]:
-    if not MIN_SECONDS <= ts.seconds <= MAX_SECONDS or not 0 <= ts.nanos <= 999_999_999:
-        yield FieldViolation(path, TIME_RANGE)
+def _check_time(req: pb.RankRequest | pb.ScoreAdmissionRequest) -> Iterator[FieldViolation]:
+    if req.HasField("reference_time") and not in_time_range(req.reference_time.seconds, req.reference_time.nanos):
+        yield FieldViolation("reference_time", TIME_RANGE)
 
 
 # Each enum's numbers as a set, once (``EnumTypeWrapper.values()`` builds a list on every call).
-_KNOWN: dict[object, frozenset[int]] = {e: frozenset(e.values()) for e in (pb.Placement, pb.ExplainLevel)}
+_ENUMS = (("placement", frozenset(pb.Placement.values())), ("explain", frozenset(pb.ExplainLevel.values())))
 
 
-def _check_enum(path: str, value: int, enum: object) -> Iterator[FieldViolation]:
-    if value not in _KNOWN[enum]:
-        yield FieldViolation(path, f"unknown enum value {value}")
-
-
-def _check_layers(req: pb.RankRequest, limits: Limits) -> Iterator[FieldViolation]:
+def _check_layers(req: pb.RankRequest) -> Iterator[FieldViolation]:
     names: set[str] = set()
     for i, layer in enumerate(req.layers):
         p = f"layers[{i}]"
@@ -70,41 +66,40 @@ def _check_layers(req: pb.RankRequest, limits: Limits) -> Iterator[FieldViolatio
         names.add(layer.name)
         if not math.isfinite(layer.share) or layer.share < 0:
             yield FieldViolation(f"{p}.share", f"must be finite and >= 0, got {layer.share}")
-        if layer.HasField("min_score") and (not math.isfinite(layer.min_score) or not 0 <= layer.min_score <= 1):
-            yield FieldViolation(f"{p}.min_score", f"must be in [0, 1], got {layer.min_score}")
+        if layer.HasField("min_score"):
+            yield from _check_in(f"{p}.min_score", layer.min_score, UNIT)
 
 
-def _check_request(req: pb.RankRequest, limits: Limits, cols: CandidateColumns | None = None,
-                   retrieval: tuple[float, float] = UNIT) -> Iterator[FieldViolation]:
-    if len(req.request_id.encode()) > MAX_REQUEST_ID_BYTES:
-        yield FieldViolation("request_id", f"at most {MAX_REQUEST_ID_BYTES} bytes")
+def _check_request(req: pb.RankRequest, limits: Limits, cols: CandidateColumns,
+                   retrieval: tuple[float, float]) -> Iterator[FieldViolation]:
+    yield from _check_id(req)
     for name in ("profile", "shadow_profile"):
         if len(getattr(req, name).encode()) > MAX_NAME_BYTES:
             yield FieldViolation(name, f"at most {MAX_NAME_BYTES} bytes")
     if len(req.weight_overrides) > MAX_WEIGHT_OVERRIDES:
         yield FieldViolation("weight_overrides", f"at most {MAX_WEIGHT_OVERRIDES} entries")
-    if req.HasField("reference_time"):
-        yield from _check_time("reference_time", req.reference_time)
-    yield from _check_enum("placement", req.placement, pb.Placement)
-    yield from _check_enum("explain", req.explain, pb.ExplainLevel)
-    if req.HasField("min_score") and not _within(req.min_score, SHARE_RANGE):
-        yield FieldViolation("min_score", f"must be in {_range(SHARE_RANGE)}, got {req.min_score}")
-    if req.HasField("relevance_threshold") and not _within(req.relevance_threshold, THRESHOLD_RANGE):
-        yield FieldViolation("relevance_threshold",
-                             f"must be in {_range(THRESHOLD_RANGE)}, got {req.relevance_threshold}")
+    yield from _check_time(req)
+    for name, known in _ENUMS:
+        if (value := getattr(req, name)) not in known:
+            yield FieldViolation(name, f"unknown enum value {value}")
+    if req.HasField("min_score"):
+        yield from _check_in("min_score", req.min_score, SHARE_RANGE)
+    if req.HasField("relevance_threshold"):
+        yield from _check_in("relevance_threshold", req.relevance_threshold, THRESHOLD_RANGE)
     for name, value in sorted(req.weight_overrides.items()):
-        if len(name.encode()) > MAX_NAME_BYTES:
-            yield FieldViolation("weight_overrides", f"a name of {len(name.encode())} bytes; at most "
-                                                     f"{MAX_NAME_BYTES} bytes")
-        elif not _within(value, WEIGHT_RANGE):
-            yield FieldViolation(f'weight_overrides["{name}"]', f"must be in {_range(WEIGHT_RANGE)}, got {value}")
-    yield from _check_layers(req, limits)
-    cols = cols if cols is not None else CandidateColumns.of(req)
+        if name and (problem := name_problem(name)) is not None:  # empty: "has no signal" (core.pipeline)
+            yield FieldViolation("weight_overrides", problem)
+        else:
+            yield from _check_in(f'weight_overrides["{name}"]', value, WEIGHT_RANGE)
+    yield from _check_layers(req)
     yield from _check_packed(cols, limits)
     yield from candidate_violations(cols, limits, retrieval)
-    if len(cols.facets) > limits.max_facets:
-        yield FieldViolation(cols.paths.total("facet_scores"), f"{len(cols.facets)} distinct facets; at most "
-                             f"{limits.max_facets} (limits.max_facets)")
+    yield from _check_facet_count(len(cols.facets), "candidates.facet_scores", limits)  # columns: ``_check_shape``
+
+
+def _check_facet_count(count: int, path: str, limits: Limits) -> Iterator[FieldViolation]:
+    if count > limits.max_facets:
+        yield FieldViolation(path, f"{count} distinct facets; at most {limits.max_facets} (limits.max_facets)")
 
 
 # The columns of one value per id (the names of the two matrices and the matrices aside).
@@ -114,9 +109,7 @@ _TIME = pb.TimeColumn.DESCRIPTOR
 
 
 def _check_shape(req: pb.RankRequest, limits: Limits) -> Iterator[FieldViolation]:
-    """One form per request; in the columnar one, every column empty or one value per id, named matrices."""
-    if not req.HasField("columns"):
-        return
+    """A columnar request: one form only, every column empty or one value per id, named matrices."""
     if len(req.candidates):
         said = "one form per request: candidates or columns, not both"
         yield from (FieldViolation("candidates", said), FieldViolation("columns", said))
@@ -141,9 +134,8 @@ def _check_shape(req: pb.RankRequest, limits: Limits) -> Iterator[FieldViolation
             elif name in seen:
                 yield FieldViolation(f"columns.{names}[{j}]", f"duplicate of columns.{names}[{seen[name]}]")
             seen.setdefault(name, j)
-        if names == "facet_names" and len(seen) > limits.max_facets:  # before a column is read per name
-            yield FieldViolation("columns.facet_names", f"{len(seen)} distinct facets; at most {limits.max_facets} "
-                                                        "(limits.max_facets)")
+        if names == "facet_names":  # before a column is read per name
+            yield from _check_facet_count(len(seen), "columns.facet_names", limits)
         size, expected = len(given.get(matrix, ())), n * len(given.get(names, ()))
         if size != expected:
             yield FieldViolation(f"columns.{matrix}", f"{size} values; len(ids) x len({names}) = {expected}")
@@ -188,11 +180,8 @@ def _first(violations: Iterator[FieldViolation]) -> list[FieldViolation]:
 
 def validate_rank_request(req: pb.RankRequest, limits: Limits, cols: CandidateColumns | None = None,
                           profiles: Mapping[str, Profile] | None = None) -> CandidateColumns:
-    """Raise LimitExceeded or InvalidRequest naming every bad field (up to MAX_VIOLATIONS).
-
-    ``profiles`` (the server's) decide the range of ``retrieval_score`` (``retrieval_range``); without
-    them it is [0, 1]. Returns the candidate columns it read, for ``convert.request_to_domain`` to reuse.
-    """
+    """Raise LimitExceeded or InvalidRequest naming every bad field (up to MAX_VIOLATIONS); else the candidate
+    columns it read, for ``convert.request_to_domain``. ``profiles``: ``retrieval_range``'s (None: [0, 1])."""
     columnar = req.HasField("columns")
     n = len(req.columns.ids) if columnar else len(req.candidates)
     if n > limits.max_candidates:
@@ -201,34 +190,25 @@ def validate_rank_request(req: pb.RankRequest, limits: Limits, cols: CandidateCo
     if len(req.layers) > limits.max_layers:
         raise LimitExceeded([FieldViolation("layers", f"{len(req.layers)} layers; at most {limits.max_layers} "
                                             "(limits.max_layers)")])
-    if not utf8_within([req.query], limits.max_query_bytes):
+    if too_long([req.query], limits.max_query_bytes):
         raise LimitExceeded([FieldViolation("query", f"at most {limits.max_query_bytes} bytes "
                                             "(limits.max_query_bytes)")])
     if columnar and (shape := _first(_check_shape(req, limits))):
         raise InvalidRequest(shape)
     if cols is None:
         cols = CandidateColumns.of(req)
-    violations = _first(_check_request(req, limits, cols, retrieval_range(req, profiles)))
+    named = [req.profile or "default", *([req.shadow_profile] if req.shadow_profile else [])]
+    violations = _first(_check_request(req, limits, cols, UNIT if profiles is None else
+                                       retrieval_range(named, profiles)))
     if violations:
         raise InvalidRequest(violations)
     return cols
 
 
-def retrieval_range(req: pb.RankRequest, profiles: Mapping[str, Profile] | None) -> tuple[float, float]:
-    """[0, 1]; any finite value when the profile and the shadow profile (if any) use the Go scorer's formula.
-
-    Go's ``scoreMemory`` adds 0.30 x relevance for any float64 relevance (1.5, -2), so ``agent-observer``
-    (formula ``agent_observer``) takes any finite ``retrieval_score``; NaN and infinities are still refused,
-    as they would leave the order undefined. Every other profile reads it as a score in [0, 1].
-    """
-    if profiles is None:
-        return UNIT
-    return retrieval_range_of([req.profile or "default", *([req.shadow_profile] if req.shadow_profile else [])],
-                              profiles)
-
-
-def retrieval_range_of(named: Sequence[str], profiles: Mapping[str, Profile]) -> tuple[float, float]:
-    """``retrieval_range`` of a call ranked under each of the ``named`` profiles."""
+def retrieval_range(named: Sequence[str], profiles: Mapping[str, Profile]) -> tuple[float, float]:
+    """The range of ``retrieval_score`` in a call ranked under each of the ``named`` profiles: [0, 1]; any finite
+    value when every one uses the Go scorer's formula (``scoreMemory`` adds 0.30 x any float64; NaN and infinities
+    would leave the order undefined: docs/concepts/profiles.md)."""
     if all(name in profiles and profiles[name].formula == "agent_observer" for name in named):
         return ANY
     return UNIT
@@ -238,13 +218,8 @@ def validate_admission_request(req: pb.ScoreAdmissionRequest, limits: Limits) ->
     """Raise InvalidRequest when the admission request is malformed; else the candidate's columns."""
     if not req.HasField("candidate"):
         raise InvalidRequest([FieldViolation("candidate", "required")])
-    violations = []
-    if len(req.request_id.encode()) > MAX_REQUEST_ID_BYTES:
-        violations.append(FieldViolation("request_id", f"at most {MAX_REQUEST_ID_BYTES} bytes"))
-    if req.HasField("reference_time"):
-        violations.extend(_check_time("reference_time", req.reference_time))
     cols = CandidateColumns([req.candidate], paths=Paths("candidate"))
-    violations += candidate_violations(cols, limits)
+    violations = [*_check_id(req), *_check_time(req), *candidate_violations(cols, limits)]
     if violations:
         raise InvalidRequest(violations[:MAX_VIOLATIONS])
     return cols

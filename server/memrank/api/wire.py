@@ -1,13 +1,5 @@
-"""The wire format below the parser: which string field of an undecodable request holds bytes that are not UTF-8,
-and a RankRequest's packed embeddings split off before parsing (``split_embeddings``).
-
-protobuf refuses a request whose string field is not valid UTF-8 and says
-only "String field had bad UTF-8". ``bad_utf8_field`` walks the wire format
-with the message's descriptor (varints, fixed 32/64-bit values, length-
-delimited fields; maps are repeated key/value entries) and returns the path
-of the first string field whose bytes do not decode, e.g.
-``candidates[3].content`` or ``candidates[0].metadata["topic"]``, so the
-error can name it. It stops at the first malformed byte and returns None.
+"""The wire format below the parser: which string field of an undecodable request holds bytes that are not UTF-8
+(protobuf says only "String field had bad UTF-8"), and a RankRequest's packed embeddings split off before parsing.
 """
 
 from __future__ import annotations
@@ -66,11 +58,6 @@ def spans(data: bytes) -> Iterator[tuple[int, int, int, int, int]]:
         yield key >> 3, wire, start, body, at
 
 
-def _fields(data: bytes) -> list[tuple[int, int, bytes | None]]:
-    """(field number, wire type, payload of a length-delimited field or None) of each field in order."""
-    return [(number, wire, data[body:end] if wire == 2 else None) for number, wire, _, body, end in spans(data)]
-
-
 def _decodes(raw: bytes) -> bool:
     try:
         raw.decode("utf-8")
@@ -79,21 +66,15 @@ def _decodes(raw: bytes) -> bool:
     return True
 
 
-def _map_key(entry: bytes) -> str | None:
-    for number, wire, payload in _fields(entry):
-        if number == 1 and wire == 2 and payload is not None and _decodes(payload):
-            return payload.decode("utf-8")
-    return None
-
-
 def _walk(data: bytes, message: Descriptor, path: str, depth: int) -> str | None:
     if depth > _MAX_DEPTH:
         return None
     counts: dict[int, int] = {}
-    for number, wire, payload in _fields(data):
+    for number, wire, _, body, end in list(spans(data)):  # all walked first: malformed anywhere names nothing
         field = message.fields_by_number.get(number)
-        if field is None or wire != 2 or payload is None:
+        if field is None or wire != 2:
             continue
+        payload = data[body:end]
         index = counts.get(number, 0)
         counts[number] = index + 1
         name = f"{path}.{field.name}" if path else field.name
@@ -103,10 +84,11 @@ def _walk(data: bytes, message: Descriptor, path: str, depth: int) -> str | None
         elif field.type == FieldDescriptor.TYPE_MESSAGE:
             entry = field.message_type
             if entry.GetOptions().map_entry:
-                key = _map_key(payload)
                 found = _walk(payload, entry, "", depth + 1)
-                if found is not None:
-                    return name if found == "key" or key is None else f'{name}["{key[:40]}"]'
+                if found is not None:  # named by its key (the first that decodes), unless the key is the bad one
+                    keys = [payload[b:e] for n, w, _, b, e in spans(payload) if n == 1 and w == 2 and
+                            _decodes(payload[b:e])]
+                    return name if found == "key" or not keys else f'{name}["{keys[0].decode()[:40]}"]'
                 continue
             here = f"{name}[{index}]" if field.is_repeated else name
             found = _walk(payload, entry, here, depth + 1)
@@ -116,7 +98,8 @@ def _walk(data: bytes, message: Descriptor, path: str, depth: int) -> str | None
 
 
 def bad_utf8_field(data: bytes, message: Descriptor) -> str | None:
-    """The path of the first string field in ``data`` that is not valid UTF-8, or None."""
+    """The path of the first string field in ``data`` that is not valid UTF-8 (``candidates[3].content``,
+    ``candidates[0].metadata["topic"]``), or None; None too at the first malformed byte."""
     try:
         return _walk(data, message, "", 0)
     except (ValueError, IndexError):

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from memrank._gen.v1 import ranking_pb2 as pb
 from memrank.api.convert import request_to_domain
 from memrank.api.request_columns import CandidateColumns
-from memrank.api.validate import _check_request, validate_rank_request
+from memrank.api.validate import validate_rank_request
 from memrank.config import load_settings
 from memrank.core.batch import CandidateInput, batch_from_rows
 from memrank.core.errors import InvalidRequest
@@ -55,7 +55,7 @@ def test_an_ordinary_request_is_accepted() -> None:
         [CandidateInput("a", content="x", retrieval_score=0.5, importance=0.2, embedding=(1.0,)),
          CandidateInput("b", content="y", facet_scores={"bm25": 2.0}, created_at=1.0, valid_from=1.0, valid_to=2.0,
                         embedding=(1.0,))], 4)])
-    assert list(_check_request(req, LIMITS)) == []
+    validate_rank_request(req, LIMITS)  # raises InvalidRequest naming any violation
 
 
 def test_request_level_rules_run_beside_valid_candidates() -> None:
@@ -72,7 +72,7 @@ def test_packed_embeddings_give_the_same_columns() -> None:
                                                for i in range(3)])
     packed = pb.RankRequest(candidates=[pb.Candidate(id=f"c{i}") for i in range(3)],
                             embeddings_f32=matrix.astype("<f4").tobytes(), embedding_dim=4)
-    assert list(_check_request(packed, LIMITS)) == []
+    validate_rank_request(packed, LIMITS)
     a = request_to_domain(per_candidate, 0.0)[0].embeddings
     b = request_to_domain(packed, 0.0)[0].embeddings
     assert a is not None and b is not None and a.dtype == b.dtype and np.array_equal(a, b)
