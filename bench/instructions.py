@@ -39,7 +39,7 @@ from bench.data import workload
 from bench.calls import call_of, rank_handler
 from memrank.config import load_settings
 settings = load_settings()
-n, dim, calls, memo, shadow, form = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3]), *sys.argv[4:7]
+n, dim, calls, memo, shadow, form, explain = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3]), *sys.argv[4:8]
 if shadow:  # the server's shadow runs on observed calls: both runs observe, one shadows
     from dataclasses import replace
     from memrank.config import ShadowSettings
@@ -54,6 +54,11 @@ if form == "columns":  # as the shipped clients send it: candidates as columns, 
     data = rank_request(request_dict(w), w.embeddings).SerializeToString()
 else:
     data = w.request.SerializeToString()
+if explain != "unset":  # an ExplainLevel by name; "unset" leaves the request as the workload made it
+    from memrank._gen.v1 import ranking_pb2 as pb
+    req = pb.RankRequest.FromString(data)
+    req.explain = pb.ExplainLevel.Value(explain)
+    data = req.SerializeToString()
 handle = rank_handler(settings)
 if memo == "off":
     lend = lambda: dict(hooks)
@@ -69,17 +74,19 @@ for _ in range(calls):
 
 
 def instructions(tree: str, n: int, dim: int, calls: int, memo: str = "off", shadow: str = "",
-                 form: str = "candidates") -> int:
+                 form: str = "candidates", explain: str = "unset") -> int:
     """Instructions (Ir) of a child process that makes ``calls`` calls after one warm-up call (``memo``: off, or a
     feature memo new for each call, "cold", or one for all of them, "warm": every memory found; ``shadow``: "" as
     before, else observed calls with the server's shadow on this profile, or "off"; ``form``: "candidates", one
-    message per candidate, or "columns", the request as the shipped clients build it from dicts)."""
+    message per candidate, or "columns", the request as the shipped clients build it from dicts; ``explain``: "unset"
+    or an ExplainLevel name, e.g. "EXPLAIN_LEVEL_NONE")."""
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(Path(tree).resolve()), str(Path.cwd())]),
                OPENBLAS_NUM_THREADS="1", PYTHONHASHSEED="0")
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "cg.out"
         run = subprocess.run(["valgrind", "--tool=cachegrind", "--cache-sim=no", f"--cachegrind-out-file={out}",
-                              sys.executable, "-c", _CHILD, str(n), str(dim), str(calls), memo, shadow, form],
+                              sys.executable, "-c", _CHILD, str(n), str(dim), str(calls), memo, shadow, form,
+                              explain],
                              capture_output=True, text=True, env=env, check=False)
         if run.returncode:
             raise SystemExit(f"valgrind failed for {tree} ({n}x{dim}):\n{run.stderr[-2000:]}")
@@ -102,18 +109,22 @@ def main(argv: list[str] | None = None) -> int:
                     help="observed calls with the server's shadow on PROFILE, or off (default: neither, unobserved)")
     ap.add_argument("--form", choices=("candidates", "columns"), default="candidates",
                     help="the request's candidates one message each (default) or as columns, as the clients send")
+    ap.add_argument("--explain", default="unset", metavar="LEVEL",
+                    help="the request's explain level, an ExplainLevel name (default: unset, i.e. SELECTED)")
     opts = ap.parse_args(argv)
     if shutil.which("valgrind") is None:
         raise SystemExit("valgrind is not installed (Debian: apt-get install valgrind)")
     base: dict[int, float] = {}
     for tree in opts.trees:
         for n in (int(s) for s in opts.sizes.split(",")):
-            few = instructions(tree, n, opts.dim, opts.few, opts.feature_memo, opts.shadow, opts.form)
-            many = instructions(tree, n, opts.dim, opts.many, opts.feature_memo, opts.shadow, opts.form)
+            args = (opts.feature_memo, opts.shadow, opts.form, opts.explain)
+            few = instructions(tree, n, opts.dim, opts.few, *args)
+            many = instructions(tree, n, opts.dim, opts.many, *args)
             per = (many - few) / (opts.many - opts.few)
             ratio = f", x{per / base[n]:.3f} the first tree" if n in base else ""
             base.setdefault(n, per)
-            shadow = f" shadow {opts.shadow}" if opts.shadow else ""
+            shadow = (f" shadow {opts.shadow}" if opts.shadow else "") + \
+                (f" explain {opts.explain}" if opts.explain != "unset" else "")
             print(f"{tree} {n}x{opts.dim} {opts.form} memo {opts.feature_memo}{shadow}: {per / 1e6:.2f} M "
                   f"instructions per call{ratio}", flush=True)
     return 0
