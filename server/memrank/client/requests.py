@@ -67,13 +67,14 @@ def time_of(value: Any) -> tuple[int, int]:
 # regular expression over every value 1.1-1.5 ms
 _SHAPE = re.compile(rb"0000-00-00T00:00:00(?:\.0+)?Z")
 _DIGITS_AS_0 = bytes.maketrans(b"123456789", b"000000000")
+_NONE = type(None)
 _MICROS = 27  # the length of a stamp with at most 6 digits of a second: numpy reads it to the microsecond
 _YEAR_1 = -62_135_596_800  # 0001-01-01T00:00:00Z: numpy reads year 0, datetime (time_of) refuses it
 
 
 def time_column(values: Sequence[Any]) -> tuple[list[int], list[int]]:
     """Seconds and nanos of each value as ``time_of`` reads it ((0, 0) where None), a column at a time."""
-    missing = None in values
+    missing = _unsent(values)
     sent = [v for v in values if v is not None] if missing else values
     parsed = _utc_strings(sent)
     if parsed is None:
@@ -96,13 +97,13 @@ def _utc_strings(values: Sequence[Any]) -> tuple[np.ndarray, np.ndarray] | None:
     100 / 400."""
     try:
         joined = "\n".join(values)
-        shapes = set(joined.encode("ascii").translate(_DIGITS_AS_0).split(b"\n"))
+        shapes = joined.encode("ascii").translate(_DIGITS_AS_0).split(b"\n")
     except (TypeError, UnicodeEncodeError):  # not all strings, or not ASCII: not of that form
         return None
-    if not values or joined.count("\n") != len(values) - 1 or not all(map(_SHAPE.fullmatch, shapes)):
+    if not values or len(shapes) != len(values) or not all(map(_SHAPE.fullmatch, set(shapes))):
         return None  # (a newline of a value's own would split it in two)
     try:  # microseconds since the epoch (int64: every year 1 to 9999), without the Z numpy warns about
-        micros = np.array(joined.replace("Z", "").split("\n"), dtype="datetime64[us]").astype(np.int64)
+        micros = np.array(joined[:-1].split("Z\n"), dtype="datetime64[us]").astype(np.int64)
     except ValueError:  # a day, hour, minute or second out of range: time_of says which
         return None
     seconds, fraction = np.divmod(micros, 1_000_000)
@@ -137,8 +138,9 @@ def _scalar(field: FieldDescriptor, value: Any) -> Any:
 
 def _values(field: str, values: list[Any], default: Any) -> list[Any]:
     """A column's values: ``default`` where not sent (None), text numbers and enum names as _scalar reads them."""
-    out = _or(values, default)
-    if field in _TEXTS or not any(issubclass(t, str) for t in set(map(type, out))):
+    types = set(map(type, values))
+    out = [default if v is None else v for v in values] if _NONE in types else values
+    if field in _TEXTS or not any(issubclass(t, str) for t in types):
         return out
     numbers = _ENUM_NUMBERS.get(field)
     if numbers is not None:  # one dict lookup a name
@@ -210,8 +212,14 @@ def _by_field(cands: Sequence[Mapping[str, Any]]) -> dict[str, list[Any]]:
     return out
 
 
+def _unsent(values: Sequence[Any]) -> bool:
+    """Whether some candidate left the field out (None), told by the column's types (``None in values`` would
+    compare each value with None)."""
+    return _NONE in set(map(type, values))
+
+
 def _or(values: list[Any], default: Any) -> list[Any]:
-    return [default if v is None else v for v in values] if None in values else values
+    return [default if v is None else v for v in values] if _unsent(values) else values
 
 
 class _PerCandidate(Exception):
@@ -233,7 +241,7 @@ def columns_of(cands: Sequence[Mapping[str, Any]], cols: pb.CandidateColumns) ->
         if field in by:
             values = by.pop(field)
             getattr(cols, column).extend(_values(field, values, 0))
-            if None in values:
+            if _unsent(values):
                 getattr(cols, present).extend([v is not None for v in values])
     for field, column in _NAN_UNSET.items():
         if field in by:
@@ -249,7 +257,7 @@ def columns_of(cands: Sequence[Mapping[str, Any]], cols: pb.CandidateColumns) ->
             target.seconds.extend(seconds)
             if any(nanos):
                 target.nanos.extend(nanos)
-            if None in values:
+            if _unsent(values):
                 target.present.extend([v is not None for v in values])
     for field, names in _MATRICES.items():
         if field in by:
