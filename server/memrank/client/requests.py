@@ -96,14 +96,20 @@ def _utc_strings(values: Sequence[Any]) -> tuple[np.ndarray, np.ndarray] | None:
     microsecond) rather than per string: building + serialising 4.58 / 16.28 -> 4.10 / 14.79 M instructions at
     100 / 400."""
     try:
-        joined = "\n".join(values)
-        shapes = joined.encode("ascii").translate(_DIGITS_AS_0).split(b"\n")
+        joined = "\n".join(values).encode("ascii")
     except (TypeError, UnicodeEncodeError):  # not all strings, or not ASCII: not of that form
         return None
-    if not values or len(shapes) != len(values) or not all(map(_SHAPE.fullmatch, set(shapes))):
+    each = joined.translate(_DIGITS_AS_0).split(b"\n")
+    shapes = set(each)
+    if not values or len(each) != len(values) or not all(map(_SHAPE.fullmatch, shapes)):
         return None  # (a newline of a value's own would split it in two)
+    width = len(values[0])  # of one shape: each stamp read in place, without the Z, from the joined bytes
+    # (not a Python string each: building the bench's dicts, 12.20 / 38.0 -> 11.75 / 35.9 M instructions at 400 /
+    # 1,600, -3.7 / -5.5 %)
+    stamps = np.ndarray((len(values),), f"S{width - 1}", joined, strides=(width + 1,)) if len(shapes) == 1 else \
+        joined[:-1].split(b"Z\n")
     try:  # microseconds since the epoch (int64: every year 1 to 9999), without the Z numpy warns about
-        micros = np.array(joined[:-1].split("Z\n"), dtype="datetime64[us]").astype(np.int64)
+        micros = np.array(stamps, dtype="datetime64[us]").astype(np.int64)
     except ValueError:  # a day, hour, minute or second out of range: time_of says which
         return None
     seconds, fraction = np.divmod(micros, 1_000_000)
