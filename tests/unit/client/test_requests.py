@@ -109,15 +109,17 @@ def _protobuf_json(value: str) -> tuple[int, int]:
     return stamp.seconds, stamp.nanos
 
 
-def test_a_column_of_utc_times_reads_as_protobuf_reads_each() -> None:
+@pytest.mark.parametrize("widths", [(0, 3, 6, 9), (0,), (3,), (6,), (9,)])  # of mixed shapes, or of one
+def test_a_column_of_utc_times_reads_as_protobuf_reads_each(widths: tuple[int, ...]) -> None:
     rng = np.random.default_rng(7)
     seconds = rng.integers(-62_135_596_800, 253_402_300_800, 500)
     values = []
     for i, s in enumerate(seconds.tolist()):
         text = (datetime.datetime(1970, 1, 1) + datetime.timedelta(seconds=s)).isoformat(timespec="seconds")
-        digits = (0, 3, 6, 9)[i % 4]
+        digits = widths[i % len(widths)]
         values.append(f"{text}{'.' if digits else ''}{str(rng.integers(10 ** 9)).zfill(9)[:digits]}Z")
-    values[:3] = ["0001-01-01T00:00:00Z", "9999-12-31T23:59:59.999999999Z", "1970-01-01T00:00:00.5Z"]
+    if len(widths) > 1:
+        values[:3] = ["0001-01-01T00:00:00Z", "9999-12-31T23:59:59.999999999Z", "1970-01-01T00:00:00.5Z"]
     got = time_column(values)
     assert list(zip(*got, strict=True)) == [_protobuf_json(v) for v in values]
 
@@ -126,11 +128,11 @@ def test_a_column_of_utc_times_reads_as_protobuf_reads_each() -> None:
     "2026-01-01T01:00:00+01:00",  # an offset
     "2026-01-01T00:00:00.123456789123Z",  # more digits than nanoseconds: cut, as time_of cuts them
     None,  # a candidate that sent no time
+    datetime.datetime(2026, 1, 1, 0, 0, 0, 750_000, tzinfo=datetime.UTC),  # not a string
 ])
-def test_a_column_with_any_other_value_reads_as_time_of_reads_each(odd: str | None) -> None:
-    from memrank.client.requests import _MISSING
-    column = ["2026-01-01T00:00:00.25Z", _MISSING if odd is None else odd, "2025-12-31T23:59:59Z"]
-    want = [(0, 0) if v is _MISSING else time_of(v) for v in column]
+def test_a_column_with_any_other_value_reads_as_time_of_reads_each(odd: object) -> None:
+    column = ["2026-01-01T00:00:00.25Z", odd, "2025-12-31T23:59:59Z"]
+    want = [(0, 0) if v is None else time_of(v) for v in column]
     assert list(zip(*time_column(column), strict=True)) == want
     assert want[0] == (1_767_225_600, 250_000_000) and want[2] == (1_767_225_599, 0)
 
@@ -186,3 +188,16 @@ def test_a_reranker_score_is_a_column_nan_where_unsent() -> None:
 def test_a_nan_reranker_score_goes_per_candidate_for_the_server_to_refuse(score: object) -> None:
     req = rank_request({"candidates": [{"id": "a", "rerankerScore": 1.0}, {"id": "b", "rerankerScore": score}]})
     assert not req.HasField("columns") and req.candidates[1].HasField("reranker_score")
+
+
+def test_own_embeddings_of_several_dimensions_go_per_candidate() -> None:
+    """The packed matrix needs one dimension: candidates whose own embeddings differ go as they are, each with its
+    embedding, for the server to name the odd one."""
+    req = rank_request({"candidates": [{"id": "a", "embedding": [1.0, 0.0]}, {"id": "b", "embedding": [1.0]}]})
+    assert not req.HasField("columns") and not req.embeddings_f32
+    assert [list(c.embedding) for c in req.candidates] == [[1.0, 0.0], [1.0]]
+
+
+def test_a_time_column_with_a_non_ascii_digit_reads_as_time_of_reads_it() -> None:
+    with pytest.raises(ValueError, match="Invalid isoformat string"):
+        time_column(["2026-01-01T00:00:00Z", "2026-01-01T00:00:0\u0661Z"])  # ARABIC-INDIC DIGIT ONE
