@@ -115,20 +115,9 @@ def normalize(name: str, values: np.ndarray, population: np.ndarray) -> np.ndarr
 
 
 def normalize_columns(names: Sequence[str], columns: Sequence[np.ndarray], population: np.ndarray) -> np.ndarray:
-    """Each column by its named normaliser, as the rows of one float64 matrix (one row per name).
-
-    Row j is ``normalize(names[j], columns[j], population)`` bit for bit. The ``none`` columns (most of a
-    profile's) are taken together: one finiteness check and one ``where`` over the matrix instead of four
-    numpy calls a column, a fixed cost that dominates at a few candidates.
-    """
+    """Each column by its named normaliser (``normalize``), as the rows of one float64 matrix (one row per name)."""
     population = np.asarray(population, dtype=bool)
-    if not names:
-        return np.zeros((0, population.shape[0]))
-    raw = np.array(columns, dtype=np.float64)
-    if np.count_nonzero(np.isfinite(raw)) < raw.size:
-        raw = np.nan_to_num(raw, nan=0.0, posinf=1e300, neginf=-1e300)
-    out: np.ndarray = np.where(population, raw, 0.0)
-    for j, name in enumerate(names):
-        if name != "none":
-            out[j] = normalize(name, columns[j], population)
+    out = np.zeros((len(names), population.shape[0]))
+    for j, (name, column) in enumerate(zip(names, columns, strict=True)):
+        out[j] = normalize(name, column, population)
     return out
