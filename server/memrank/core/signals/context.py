@@ -71,7 +71,7 @@ def neighbours(batch: Batch, value: np.ndarray, eligible: np.ndarray) -> tuple[n
     placed = (~np.isnan(batch.positions)).nonzero()[0]
     if placed.size == 0 or not np.count_nonzero(eligible[placed]):
         return best, who
-    thread = _codes([batch.threads[i] for i in placed.tolist()])
+    thread = thread_codes(batch)[placed]
     pos = batch.positions[placed]
     m = placed.size
     # Positions and their neighbours' positions as small ranks, so (thread, rank) is one int64 key.
@@ -99,10 +99,16 @@ def neighbours(batch: Batch, value: np.ndarray, eligible: np.ndarray) -> tuple[n
     return best, who
 
 
-def _codes(values: list[str]) -> np.ndarray:
-    """A small integer per distinct value (first-appearance order): equal values, equal codes."""
+def thread_codes(batch: Batch) -> np.ndarray:
+    """A small integer per distinct thread (first-appearance order); -1 for a candidate with no thread."""
     seen: dict[str, int] = {}
-    return np.fromiter((seen.setdefault(v, len(seen)) for v in values), dtype=np.int64, count=len(values))
+    out = np.full(batch.n, -1, dtype=np.int64)
+    if not any(batch.threads) and np.count_nonzero(np.isnan(batch.positions)) == batch.n:
+        return out  # no thread named and no position (the usual request): a check in C, not a loop
+    for i, (t, p) in enumerate(zip(batch.threads, batch.positions.tolist(), strict=True)):
+        if t or p == p:  # a named thread, or the empty-named one of a candidate with a position (p == p: not NaN)
+            out[i] = seen.setdefault(t, len(seen))
+    return out
 
 
 def context(batch: Batch, ctx: ScoringContext, profile: Profile, population: np.ndarray) -> RawSignal:

@@ -28,19 +28,7 @@ from memrank.core.batch import Batch
 from memrank.core.profile import Profile
 from memrank.core.reasons import Lazy, Same
 from memrank.core.signals.base import RawSignal, ScoringContext
-from memrank.core.signals.context import match
-
-
-def thread_codes(batch: Batch) -> np.ndarray:
-    """A small integer per distinct thread (first-appearance order); -1 for a candidate with no thread."""
-    seen: dict[str, int] = {}
-    out = np.full(batch.n, -1, dtype=np.int64)
-    if not any(batch.threads) and np.count_nonzero(np.isnan(batch.positions)) == batch.n:
-        return out  # no thread named and no position (the usual request): a check in C, not a loop
-    for i, (t, p) in enumerate(zip(batch.threads, batch.positions.tolist(), strict=True)):
-        if t or p == p:  # a named thread, or the empty-named one of a candidate with a position (p == p: not NaN)
-            out[i] = seen.setdefault(t, len(seen))
-    return out
+from memrank.core.signals.context import match, thread_codes
 
 
 def best_other(codes: np.ndarray, value: np.ndarray, member: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
