@@ -7,17 +7,25 @@ children call through this one adapter instead of naming either signature.
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable
+from types import ModuleType
 from typing import Any
+
+
+def _api() -> ModuleType:
+    """The tree's module holding ``handle_rank`` and ``Call``: ``memrank.api.call``, or ``memrank.api.handle`` in
+    trees before the module moves of issue #43 (looked up by name: only one of the two exists in a tree)."""
+    try:
+        return importlib.import_module("memrank.api.call")
+    except ImportError:
+        return importlib.import_module("memrank.api.handle")
 
 
 def rank_handler(settings: Any) -> Callable[[bytes, Any], Any]:
     """``(request bytes, Call) -> RankResponse``, parsed as the tree's server parses (packed embeddings split
     off the wire where the tree does so)."""
-    try:
-        from memrank.api import call as api
-    except ImportError:  # trees before the module moves of issue #43
-        from memrank.api import handle as api  # type: ignore[no-redef]
+    api = _api()
     if hasattr(api, "Policy"):
         from memrank.api.wire import parse_rank
 
@@ -25,9 +33,10 @@ def rank_handler(settings: Any) -> Callable[[bytes, Any], Any]:
         return lambda data, call: api.handle_rank(parse_rank(data), policy, call)
     from memrank._gen.v1 import ranking_pb2 as pb
 
+    split_embeddings: Callable[[bytes], tuple[bytes, bytes] | None] | None
     try:
         from memrank.api.wire import split_embeddings
-    except ImportError:
+    except ImportError:  # trees before the packed embeddings were split off the wire
         split_embeddings = None
 
     def old(data: bytes, call: Any) -> Any:
@@ -42,8 +51,4 @@ def rank_handler(settings: Any) -> Callable[[bytes, Any], Any]:
 
 def call_of(**fields: Any) -> Any:
     """The tree's ``Call`` with these fields."""
-    try:
-        from memrank.api.call import Call
-    except ImportError:
-        from memrank.api.handle import Call  # type: ignore[no-redef]
-    return Call(**fields)
+    return _api().Call(**fields)

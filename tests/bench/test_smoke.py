@@ -18,7 +18,9 @@ ROOT = Path(__file__).resolve().parents[2]
 
 @pytest.mark.slow
 def test_quick_bench_prints_the_table_and_writes_json(tmp_path: Path) -> None:
-    out = tmp_path / "results.json"
+    out = tmp_path / "results.json"  # an earlier file: what this run measures replaces its sections
+    out.write_text(json.dumps({"live": {"stale": {}}, "memory": {"999x384": {}},
+                               "memory_run": {"command": "python -m bench.memory --sizes 999"}}))
     args = [sys.executable, "-m", "bench", "--quick", "--out", str(out)]
     if ghz.find_ghz() is None:
         args.append("--no-ghz")
@@ -47,8 +49,10 @@ def test_quick_bench_prints_the_table_and_writes_json(tmp_path: Path) -> None:
     assert live["latency_repeated"]["10x384"]["p50_ms"] > 0  # per-candidate embeddings, beside LangChain
     paired = live["overhead"]["10x384"]  # server and handler CPU, alternated in one run
     assert paired["server_cpu_ms"] > 0 and paired["handler_cpu_ms"] > 0 and paired["ratio"] > 0
+    assert "stale" not in live and set(results["memory"]) == {"10x384"}  # measured: replaced, not merged
+    assert "memory_run" not in results  # bench.memory's record of the replaced rows went with them
     memory = results["memory"]["10x384"]  # fresh servers: peak RSS growth over the wire size
-    assert memory["repeats"] == 1 and memory["wire_mib"] > 0 and "largest" not in results["memory"]
+    assert memory["repeats"] == 1 and memory["wire_mib"] > 0
     assert {t["target"] for t in results["targets"]} and all("met" in t for t in results["targets"])
     assert {t["issue"] for t in results["targets"]} == {8, 31, 44}  # no clients in the quick run: no 45
     assert [t["met"] for t in results["targets"] if t["issue"] == 44] == [None]  # tune at scale: not run here
