@@ -56,6 +56,11 @@ from memrank.grpc.service import RankingService
 from memrank.metrics.declare import Metrics
 
 
+def pct(new: float, base: float) -> str:
+    """How much ``new`` is above ``base``, signed, in per cent."""
+    return f"{100 * (new - base) / base:+.1f} %"
+
+
 def in_process(rounds: int, folder: Path) -> dict[str, float]:
     s = load_settings(env={})
     logging = replace(s, decision_log=DecisionLogSettings(enabled=True, sink="file", path=str(folder / "d.jsonl"),
@@ -201,7 +206,6 @@ def main() -> None:
         p = in_process(args.rounds, Path(tmp))
         w = over_the_wire(args.wire_calls, Path(tmp))
         u = under_load(args.load_seconds, Path(tmp))
-    pct = lambda on, off: f"{100 * (on - off) / off:+.1f} %"  # noqa: E731
     print("| at 400 x 384, diversity on, sample_rate 1 | log off | log on | overhead |")
     print("|---|---:|---:|---:|")
     print(f"| handler thread CPU, median (ms) | {p['handler_off_ms']:.2f} | {p['handler_on_ms']:.2f} | "
@@ -224,7 +228,6 @@ def sinks(calls: int, url: str, endpoint: str | None) -> None:
     """Sink file against sink s3: the same request path (capture, queue); what differs is the writer's work."""
     with tempfile.TemporaryDirectory() as tmp:
         w = over_the_wire(calls, Path(tmp), off_env=file_env(Path(tmp)), on_env=s3_env(url, endpoint))
-    pct = lambda b, a: f"{100 * (b - a) / a:+.1f} %"  # noqa: E731
     print("| at 400 x 384, diversity on, sample_rate 1 | sink file | sink s3 | difference |")
     print("|---|---:|---:|---:|")
     for name, a, b in (("over the wire p50 (ms)", "p50_off_ms", "p50_on_ms"),

@@ -13,6 +13,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+from functools import partial
 from pathlib import Path
 
 from bench import live
@@ -52,8 +53,7 @@ def main() -> int:
                         a.rank(data)
                         b.rank(data)
                     cpu_a, cpu_b = plain.cpu_seconds(), tuned.cpu_seconds()
-                    ta, tb = measure_pair(lambda a=a, data=data: a.rank(data), lambda b=b, data=data: b.rank(data),
-                                          reps)
+                    ta, tb = measure_pair(partial(a.rank, data), partial(b.rank, data), reps)
                     cpu_a = (plain.cpu_seconds() - cpu_a) / reps * 1e3
                     cpu_b = (tuned.cpu_seconds() - cpu_b) / reps * 1e3
                 print(f"| {n} x {dim} | {ta.p50:.2f} | {tb.p50:.2f} | {tb.p50 / ta.p50:.2f} | {cpu_a:.2f} "

@@ -81,6 +81,13 @@ def four_untraced_stages() -> None:
             pass
 
 
+def traced(ratio: float, exporter: Discard) -> Tracing:
+    """Tracing on, sampling ``ratio`` of the calls, its batches into ``exporter``."""
+    tracing = build_tracing(TracingSettings(enabled=True, sampler_ratio=ratio), exporter=exporter)
+    assert tracing is not None
+    return tracing
+
+
 def main() -> None:
     """Print the table."""
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
@@ -91,9 +98,7 @@ def main() -> None:
     now = time.time()
     loop = asyncio.new_event_loop()
     discard = [Discard(), Discard()]
-    tracing = [build_tracing(TracingSettings(enabled=True, sampler_ratio=r), exporter=d)
-               for r, d in zip((0.0, 1.0), discard, strict=True)]
-    assert all(isinstance(t, Tracing) for t in tracing)
+    tracing = [traced(r, d) for r, d in zip((0.0, 1.0), discard, strict=True)]
 
     async def bare(_requests: Any, _context: Any) -> bytes:
         cols = validate_rank_request(req, s.limits, profiles=s.profiles)
@@ -103,18 +108,17 @@ def main() -> None:
                      "utf-8")
 
     def served(trace: Tracing | None, metadata: tuple[tuple[str, str], ...],
-               serve: Callable[[Any, Any], Awaitable[bytes]] | None = None) -> Callable[[], None]:
+               serve: Callable[[Any, Any], Awaitable[bytes]] | None = None) -> Callable[[], bytes]:
         async def handle(_requests: Any, _context: Any) -> bytes:
             return bytes(handle_rank(RankInput(req), Policy.of(s), Call(now, trace=trace)).request_id, "utf-8")
 
         inner = serve or handle
         handler = inner if trace is None else trace.server("Rank", inner)
         context = Context(metadata)
-        return lambda: loop.run_until_complete(handler(None, context))  # type: ignore[arg-type]
+        return lambda: loop.run_until_complete(handler(None, context))
 
     async def nothing(_requests: Any, _context: Any) -> bytes:
         trace = tracing[1]
-        assert trace is not None
         stage = trace.stages(len(req.candidates))
         for name in ("validate", "convert", "rank", "encode"):
             with stage(name):
@@ -136,20 +140,18 @@ def main() -> None:
     order = list(arms.items())
     for r in range(args.rounds):
         for name, fn in order[r % len(order):] + order[:r % len(order)]:  # rotated: no arm always follows another
-            t = time.thread_time()
+            started = time.thread_time()
             fn()
-            times[name].append(time.thread_time() - t)
+            times[name].append(time.thread_time() - started)
     alone = served(tracing[1], (("traceparent", TRACEPARENT),), nothing)  # the same spans around no work
     spans_only = min(timeit.repeat(alone, number=200, repeat=5)) / 200
     off_only = min(timeit.repeat(served(None, (), empty), number=200, repeat=5)) / 200
     for t in tracing:
-        assert t is not None
         t.provider.force_flush()
     spans = list(discard[1].last)[-5:]
     encode = min(timeit.repeat(lambda: encode_spans(spans).SerializeToString(), number=200, repeat=5)) / 200
     noop = min(timeit.repeat(four_untraced_stages, number=20_000, repeat=5)) / 20_000
     for t in tracing:
-        assert t is not None
         t.shutdown()
     loop.close()
 

@@ -25,7 +25,8 @@ GO_SPACE = frozenset(
 
 def go_fields(s: str) -> list[str]:
     """strings.Fields: split on runs of unicode.IsSpace characters."""
-    words, current = [], []
+    words: list[str] = []
+    current: list[str] = []
     for ch in s:
         if ch in GO_SPACE:
             if current:
@@ -95,7 +96,7 @@ def ga_recency(m: GAMemory, reference_time: float, decay: float = 0.995) -> floa
     if t is None:
         return 0.0
     hours = max(0.0, (reference_time - t) / 3600.0)
-    return decay**hours
+    return math.pow(decay, hours)
 
 
 def generative_agents_scores(memories: Sequence[GAMemory], reference_time: float) -> list[float]:
@@ -112,9 +113,8 @@ def tie_sorted_ids(ids: Sequence[str], finals: Sequence[float], event_times: Seq
                    ingested: Sequence[float | None]) -> list[str]:
     """Ids by final desc, event time desc, ingestion time desc, id asc (unset times oldest)."""
     def key(i: int) -> tuple[float, float, float, str]:
-        ev = event_times[i] if event_times[i] is not None else -math.inf
-        ing = ingested[i] if ingested[i] is not None else -math.inf
-        return (-finals[i], -ev, -ing, ids[i])
+        ev, ing = event_times[i], ingested[i]
+        return (-finals[i], -ev if ev is not None else math.inf, -ing if ing is not None else math.inf, ids[i])
     return [ids[i] for i in sorted(range(len(ids)), key=key)]
 
 
