@@ -3,6 +3,7 @@
     python eval/cv_reranker.py --locomo DEV.jsonl DEV.npz LOCOMO_SCORES.json \\
                                --lme LME.jsonl.gz LME.npz LME_SCORES.json \\
                                [--friendsqa FQA.jsonl.gz FQA.npz FQA_SCORES.json] [--out CV.json]
+    python eval/cv_reranker.py --apply FQA.jsonl.gz FQA.npz FQA_SCORES.json [--out ROWS.json]
 
 Each ``*_SCORES.json`` is `memrank eval --candidate-scores`'s file ``{question key: {turn id: score}}``
 (``eval/rerank_scores.py``: ms-marco-MiniLM-L-12-v2 logits over each question's shortlist); only the questions
@@ -19,6 +20,9 @@ Rows, per dataset, on the same questions: ``default`` (the shipped profile, unch
 (the scored candidates by score, then the rest in LlamaIndex's relative-score order: the reranker alone over
 its shortlist), ``with-reranker`` (out of fold), ``llamaindex``; paired-bootstrap intervals of with-reranker
 against each. ``shipped``: the same procedure on every question given (what builtin.py ships).
+
+``--apply``: no fit; the same rows on a dataset neither profile was fitted on, under the shipped profiles
+(``with-reranker`` is builtin.py's), intervals as above: out of sample.
 """
 
 from __future__ import annotations
@@ -125,11 +129,23 @@ def evaluate(sets: Sets) -> dict[str, Any]:
     return result
 
 
+def apply(items: list[cv.Item]) -> dict[str, Any]:
+    """The rows of ``evaluate`` under the shipped profiles, no fit (a dataset neither profile saw)."""
+    got = {"with-reranker": cv.run_pipeline(items, BUILTIN_PROFILES["with-reranker"]),
+           "default": cv.run_pipeline(items, BUILTIN_PROFILES["default"]),
+           "cross-encoder": cross_encoder(items), "llamaindex": cv.reference(items)}
+    mine = got["with-reranker"]
+    return {"out_of_fold": {"applied": {
+        "questions": len(mine), "rows": {r: report.row(r, v) for r, v in got.items()},
+        **{f"with-reranker_vs_{r}": report.versus(mine, got[r]) for r in ("default", "cross-encoder", "llamaindex")},
+        "default_vs_llamaindex": report.versus(got["default"], got["llamaindex"])}}}
+
+
 def show(result: dict[str, Any]) -> str:
     """The out-of-fold rows and intervals as text."""
     lines = []
     for n, doc in result["out_of_fold"].items():
-        lines.append(f"## {n}, out of fold ({doc['questions']} questions)")
+        lines.append(f"## {n}, {'out of sample' if n == 'applied' else 'out of fold'} ({doc['questions']} questions)")
         for r, row in doc["rows"].items():
             lines.append(f"{r:<14} " + " ".join(f"{m} {row[m]:.4f}" for m in cv_shapes.METRICS))
         for r in ("default", "cross-encoder", "llamaindex"):
@@ -143,9 +159,18 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     for name in ("locomo", "lme", "friendsqa"):
         ap.add_argument(f"--{name}", nargs=3, type=Path, metavar=("DATA", "EMBEDDINGS", "SCORES"))
+    ap.add_argument("--apply", nargs=3, type=Path, metavar=("DATA", "EMBEDDINGS", "SCORES"),
+                    help="no fit: the shipped profiles' rows on this dataset")
     ap.add_argument("--out", type=Path)
     args = ap.parse_args()
     t = time.monotonic()
+    if args.apply is not None:
+        result = apply(cv.prepare(args.apply[0], args.apply[1],
+                                  json.loads(args.apply[2].read_text(encoding="utf-8"))))
+        print(show(result))
+        if args.out:
+            args.out.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
+        return 0
     sets: Sets = {}
     for name in ("locomo", "lme", "friendsqa"):
         if (spec := getattr(args, name)) is not None:
