@@ -86,8 +86,9 @@ ms-marco-MiniLM-L-12-v2 (``eval/rerank_scores.py``, INT8 ONNX) for every candida
 caller that scores what it sends. Out of fold (folds by conversation) it is ahead of ``default`` on LoCoMo
 (recall@5 .733 against .711, +.022 [+.011, +.034]) and level on LongMemEval (.929 against .923, +.006 [-.012,
 +.023]), and ahead of the cross-encoder alone (+.039 [+.017, +.061] on LoCoMo, +.013 [-.023, +.047] on
-LongMemEval). With scores over a 30-turn shortlist only (FriendsQA, not in the fit) it is level with ``default``
-(+.007 [-.008, +.022]). Weights: relevance .118, lexical .110, context .098, speaker_pair .080, importance .016,
+LongMemEval). On FriendsQA (not in the fit), with scores for every candidate, it is ahead of ``default`` (+.016
+[+.003, +.029]) and of the cross-encoder alone (+.029 [+.013, +.048]); with scores over a 30-turn shortlist only,
+level with ``default`` (+.007 [-.008, +.022]). Weights: relevance .118, lexical .110, context .098, speaker_pair .080, importance .016,
 thread .108, length .104, hop .034, statement .017, date .150, reranker .165; lambda 0.9.
 
 Callers that send no ``thread``/``position``/``speaker`` get 0 from those two
