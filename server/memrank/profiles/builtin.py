@@ -88,8 +88,8 @@ caller that scores what it sends. Out of fold (folds by conversation) it is ahea
 +.023]), and ahead of the cross-encoder alone (+.039 [+.017, +.061] on LoCoMo, +.013 [-.023, +.047] on
 LongMemEval). On FriendsQA (not in the fit), with scores for every candidate, it is ahead of ``default`` (+.016
 [+.003, +.029]) and of the cross-encoder alone (+.029 [+.013, +.048]); with scores over a 30-turn shortlist only,
-level with ``default`` (+.007 [-.008, +.022]). Weights: relevance .118, lexical .110, context .098, speaker_pair .080, importance .016,
-thread .108, length .104, hop .034, statement .017, date .150, reranker .165; lambda 0.9.
+level with ``default`` (+.007 [-.008, +.022]). Weights: relevance .118, lexical .110, context .098, speaker_pair
+.080, importance .016, thread .108, length .104, hop .034, statement .017, date .150, reranker .165; lambda 0.9.
 
 Callers that send no ``thread``/``position``/``speaker`` get 0 from those two
 signals for every candidate; with share_constant_weight the ranking is then
