@@ -35,7 +35,8 @@ from bench.data import workload
 COMPONENTS: list[tuple[str, str, tuple[str, ...]]] = [
     ("receipt (canonical bytes + SHA-256)", "",
      ("explain/receipt.py", "explain/canonical_values.py", "receipt_payload")),
-    ("columns: candidate field reads (api/request_columns.py)", "", ("api/request_columns.py",)),
+    ("columns: candidate field reads (api/request_columns.py, columnar_candidates.py)", "",
+     ("api/request_columns.py", "api/columnar_candidates.py")),
     ("validation rules (api/validate.py, candidate_rules.py)", "", ("api/validate.py", "api/candidate_rules.py")),
     ("signals (core/signals, core/scoring, core/text)", "", ("core/signals/", "core/scoring/", "core/text/")),
     ("selection + stages (core/selection, pipeline)", "", ("core/selection/", "core/pipeline.py",

@@ -14,7 +14,7 @@ from typing import Protocol
 
 from memrank._gen.v1 import ranking_pb2 as pb
 from memrank.api import convert, encode
-from memrank.api.request_columns import CandidateColumns
+from memrank.api.columnar_candidates import columns_of
 from memrank.api.shadow import server_shadow
 from memrank.api.validate import validate_admission_request, validate_rank_request
 from memrank.config import Limits, Settings, ShadowSettings
@@ -107,7 +107,7 @@ def handle_rank(parsed: RankInput, policy: Policy, call: Call) -> pb.RankRespons
     trace = call.trace
     stage = untraced if trace is None else trace.stages(len(request.candidates) or len(request.columns.ids))
     with stage("validate"):
-        columns = validate_rank_request(request, policy.limits, CandidateColumns.of(request, packed),
+        columns = validate_rank_request(request, policy.limits, columns_of(request, packed),
                                         profiles=policy.profiles)
     _still_wanted(call.alive, "validated")
     with stage("convert"):

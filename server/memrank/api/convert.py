@@ -10,6 +10,7 @@ import math
 from google.protobuf.timestamp_pb2 import Timestamp
 
 from memrank._gen.v1 import ranking_pb2 as pb
+from memrank.api.columnar_candidates import columns_of
 from memrank.api.request_columns import CandidateColumns
 from memrank.core.batch import Batch, LayerSpec, RankParams
 from memrank.core.types import ExplainLevel, Placement
@@ -31,7 +32,7 @@ def request_to_domain(req: pb.RankRequest, now: float,
                       columns: CandidateColumns | None = None) -> tuple[Batch, RankParams]:
     """A validated RankRequest as a Batch and RankParams; ``now`` fills an unset reference time. ``columns``: the
     ones validation read (``validate_rank_request`` returns them), so no candidate field is read twice."""
-    batch = (columns if columns is not None else CandidateColumns.of(req)).to_batch()
+    batch = (columns if columns is not None else columns_of(req)).to_batch()
     params = RankParams(
         query=req.query,
         reference_time=ts_to_seconds(req.reference_time) if req.HasField("reference_time") else now,

@@ -1,6 +1,7 @@
-"""A RankRequest's candidates read once, a column at a time, in either form: what validation's rules
-(``candidate_rules``) and the conversion to a core ``Batch`` both read. Every column is read on first use and kept;
-``paths`` names a row's field in the form it came in.
+"""A RankRequest's candidates read once, a column at a time: what validation's rules (``candidate_rules``) and the
+conversion to a core ``Batch`` both read. Every column is read on first use and kept; ``paths`` names a row's field
+in the form it came in. This module reads the per-candidate form; ``columnar_candidates`` the columnar one into the
+same columns, and ``columns_of`` picks the reader for a request.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from memrank.core.batch import Batch
 T = TypeVar("T")
 
 
-class _Once(Generic[T]):
+class Once(Generic[T]):
     """``functools.cached_property`` without its lock (on Python 3.11 each first read of a column took an RLock,
     ~28 a call): the value goes into the instance's ``__dict__``, which shadows this non-data descriptor (one
     call's columns are read by one thread)."""
@@ -42,7 +43,7 @@ TIME_FIELDS = ("created_at", "last_accessed_at", "event_time", "ingested_at", "v
 _NO_METADATA: Mapping[str, str] = MappingProxyType({})
 
 
-def _nans(shape: int | tuple[int, int]) -> np.ndarray:
+def nans(shape: int | tuple[int, int]) -> np.ndarray:
     """A float64 array of NaN (``np.full`` is a Python-level ``empty`` and ``copyto``: a few times the cost)."""
     out = np.empty(shape)
     out.fill(np.nan)
@@ -58,7 +59,7 @@ class OptionalColumn:
 
     def spread(self) -> np.ndarray:
         """Float64 (n,): the values where set, NaN elsewhere."""
-        out = _nans(len(self.present))
+        out = nans(len(self.present))
         if len(self.values):  # most requests set no position, no reranker_score: no masked write
             out[self.present] = self.values
         return out
@@ -106,21 +107,21 @@ COLUMN_NAMES = {f.name: f.name + "s" for f in pb.Candidate.DESCRIPTOR.fields
 PER_CANDIDATE, COLUMNAR = Paths("candidates[{}]"), Paths("columns.ids[{}]", columnar=True)
 
 
-def _field(name: str) -> _Once[list[Any]]:
+def _field(name: str) -> Once[list[Any]]:
     """A scalar Candidate field of every candidate, in order (``attrgetter`` over the wrappers: no Python frame
     per candidate)."""
     def read(self: CandidateColumns) -> list[Any]:
         return list(map(attrgetter(name), self.cands))
-    return _Once(read)
+    return Once(read)
 
 
-def _optional(name: str, dtype: type) -> _Once[OptionalColumn]:
+def _optional(name: str, dtype: type) -> Once[OptionalColumn]:
     """An optional scalar Candidate field: one presence pass, then the values of the rows that set it."""
     def read(self: CandidateColumns) -> OptionalColumn:
         present = [name in c for c in self.cands]
         values = list(map(attrgetter(name), compress(self.cands, present)))
         return OptionalColumn(np.array(present, dtype=bool), np.array(values, dtype=dtype))
-    return _Once(read)
+    return Once(read)
 
 
 class CandidateColumns:
@@ -142,20 +143,11 @@ class CandidateColumns:
     importance, reranker = _optional("importance", np.float64), _optional("reranker_score", np.float64)
     position = _optional("position", np.int64)
 
-    @staticmethod
-    def of(req: pb.RankRequest, packed: bytes | memoryview | None = None) -> CandidateColumns:
-        """The columns of a request in either form, its packed embeddings included (``packed``: the
-        embeddings_f32 bytes when the runtime split them off the wire, else the request's own)."""
-        data = req.embeddings_f32 if packed is None else packed
-        if req.HasField("columns"):
-            return ColumnarCandidates(req.columns, data, req.embedding_dim)
-        return CandidateColumns(req.candidates, data, req.embedding_dim)
-
-    @_Once
+    @Once
     def retrieval(self) -> np.ndarray:
         return np.array(self.retrieval_scores, dtype=np.float64)
 
-    @_Once
+    @Once
     def times(self) -> dict[str, TimeColumn | None]:
         """Every Timestamp field; None for a field no candidate sets."""
         return {name: self._time(name) for name in TIME_FIELDS}
@@ -174,18 +166,18 @@ class CandidateColumns:
         nanos[mask] = [t.nanos for t in stamps]
         return TimeColumn(mask, seconds, nanos)
 
-    @_Once
+    @Once
     def facets(self) -> dict[str, ScoreColumn]:
         return self._scores("facet_scores")
 
-    @_Once
+    @Once
     def stages(self) -> dict[str, ScoreColumn]:
         return self._scores("stage_scores")
 
     def _scores(self, name: str) -> dict[str, ScoreColumn]:
         """A map<string, double> field, one column per name set by any candidate (sorted)."""
         rows = [(i, dict(m)) for i, c in enumerate(self.cands) if len(m := getattr(c, name))]
-        columns = {key: ScoreColumn(np.zeros(self.n, dtype=bool), _nans(self.n))
+        columns = {key: ScoreColumn(np.zeros(self.n, dtype=bool), nans(self.n))
                    for key in sorted({k for _, m in rows for k in m})}
         for i, m in rows:
             for k, v in m.items():
@@ -193,16 +185,16 @@ class CandidateColumns:
                 columns[k].values[i] = v
         return columns
 
-    @_Once
+    @Once
     def metadata(self) -> list[tuple[int, dict[str, str]]]:
         """(row, Candidate.metadata) of the candidates that have any."""
         return [(i, dict(c.metadata)) for i, c in enumerate(self.cands) if len(c.metadata)]
 
-    @_Once
+    @Once
     def embedding_lengths(self) -> list[int]:
         return [len(c.embedding) for c in self.cands]
 
-    @_Once
+    @Once
     def embeddings(self) -> np.ndarray | None:
         """Float32 (n, dim): the packed matrix viewed in place, else the candidates' embeddings (zero rows
         where one is missing), or None when no candidate has one."""
@@ -220,7 +212,7 @@ class CandidateColumns:
         return [i for i, c in enumerate(self.cands)
                 if 0 < lengths[i] <= limit and not np.isfinite(np.asarray(c.embedding, dtype=np.float64)).all()]
 
-    @_Once
+    @Once
     def row_embeddings(self) -> np.ndarray | None:
         """The candidates' own embeddings (packed ones aside) as ``embeddings`` describes them."""
         lengths = self.embedding_lengths
@@ -241,7 +233,7 @@ class CandidateColumns:
         metadata: list[Mapping[str, str]] = [_NO_METADATA] * self.n
         for i, entries in self.metadata:
             metadata[i] = MappingProxyType(entries)
-        unset = _nans(self.n)  # every time no candidate sets is this one column (read-only in the batch)
+        unset = nans(self.n)  # every time no candidate sets is this one column (read-only in the batch)
         # A set time is ``seconds + nanos / 1e9``, as ``convert.ts_to_seconds``; an unset one NaN.
         times = {name: unset if t is None else np.where(t.present, t.seconds + t.nanos / 1e9, np.nan)
                  for name, t in self.times.items()}
@@ -267,85 +259,3 @@ class CandidateColumns:
             reranker=self.reranker.spread() if len(self.reranker.values) else None,
             **times,
         )
-
-
-def _column(name: str, default: object) -> _Once[list[Any]]:
-    """A column of CandidateColumns (the message) as a list: its values, or ``default`` for every row when empty."""
-    def read(self: ColumnarCandidates) -> list[Any]:
-        column = getattr(self.message, name)
-        return list(column) if len(column) else [default] * self.n
-    return _Once(read)
-
-
-def _optional_column(name: str, dtype: type) -> _Once[OptionalColumn]:
-    """An optional column of CandidateColumns (the message) with its ``<name>_present`` column."""
-    def read(self: ColumnarCandidates) -> OptionalColumn:
-        values = getattr(self.message, name)
-        present = _present(values, getattr(self.message, name + "_present"), self.n)
-        return OptionalColumn(present, np.array(values, dtype=dtype)[present] if len(values) else np.zeros(0, dtype))
-    return _Once(read)
-
-
-class ColumnarCandidates(CandidateColumns):
-    """The columnar form (``RankRequest.columns``) read into the same columns: each message column is read
-    once, whole (a repeated scalar field converts in C). Its shape (every column empty or one value per id)
-    is ``validate``'s first rule, checked before any column here is read."""
-
-    def __init__(self, columns: pb.CandidateColumns, packed: bytes | memoryview = b"", dim: int = 0) -> None:
-        super().__init__((), packed, dim, COLUMNAR)
-        self.message = columns
-        self.n = len(columns.ids)
-
-    ids, layers, kinds, contents = _column("ids", ""), _column("layers", ""), _column("kinds", ""), \
-        _column("contents", "")
-    provenance, threads, speakers = _column("provenance", ""), _column("threads", ""), _column("speakers", "")
-    access_count, token_count = _column("access_counts", 0), _column("token_counts", 0)
-    source, safety, retrieval_scores = _column("sources", 0), _column("safety", 0), _column("retrieval_scores", 0.0)
-    importance, position = _optional_column("importance", np.float64), _optional_column("positions", np.int64)
-
-    @_Once
-    def reranker(self) -> OptionalColumn:
-        """NaN: the row has no score, as in facet_scores."""
-        values = self.message.reranker_scores
-        column = np.array(values, dtype=np.float64) if len(values) else _nans(self.n)
-        present = ~np.isnan(column)
-        return OptionalColumn(present, column[present])
-
-    def _time(self, name: str) -> TimeColumn | None:
-        column: pb.TimeColumn = getattr(self.message, name)
-        if not len(column.seconds):
-            return None
-        mask = _present(column.seconds, column.present, self.n)
-        seconds = np.array(column.seconds, dtype=np.int64)
-        nanos = np.array(column.nanos, dtype=np.int64) if len(column.nanos) else np.zeros(self.n, dtype=np.int64)
-        if not mask.all():
-            seconds[~mask] = nanos[~mask] = 0  # an unset row's values are ignored, as an unset field's
-        return TimeColumn(mask, seconds, nanos) if mask.any() else None
-
-    def _scores(self, name: str) -> dict[str, ScoreColumn]:
-        names = list(getattr(self.message, "facet_names" if name == "facet_scores" else "stage_names"))
-        if not names:
-            return {}
-        matrix = np.array(getattr(self.message, name), dtype=np.float64).reshape(self.n, len(names))
-        present = ~np.isnan(matrix)
-        return {key: ScoreColumn(present[:, j].copy(), matrix[:, j].copy())
-                for key, j in sorted((key, j) for j, key in enumerate(names)) if present[:, j].any()}
-
-    @_Once
-    def metadata(self) -> list[tuple[int, dict[str, str]]]:
-        return [(i, dict(row.entries)) for i, row in enumerate(self.message.metadata) if len(row.entries)]
-
-    @_Once
-    def embedding_lengths(self) -> list[int]:
-        return [0] * self.n  # the columnar form's embeddings are the packed matrix only
-
-    @_Once
-    def row_embeddings(self) -> np.ndarray | None:
-        return None
-
-
-def _present(values: Sequence[object], present: Sequence[bool], n: int) -> np.ndarray:
-    """Which rows set an optional column: none when it is empty, all when its presence column is."""
-    if not len(values):
-        return np.zeros(n, dtype=bool)
-    return np.array(present, dtype=bool) if len(present) else np.ones(n, dtype=bool)

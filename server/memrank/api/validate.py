@@ -27,6 +27,7 @@ from memrank.api.bounds import (
     too_long,
 )
 from memrank.api.candidate_rules import candidate_violations, name_problem
+from memrank.api.columnar_candidates import columns_of
 from memrank.api.request_columns import CandidateColumns, Paths
 from memrank.config import Limits
 from memrank.core.errors import FieldViolation, InvalidRequest, LimitExceeded
@@ -196,7 +197,7 @@ def validate_rank_request(req: pb.RankRequest, limits: Limits, cols: CandidateCo
     if columnar and (shape := _first(_check_shape(req, limits))):
         raise InvalidRequest(shape)
     if cols is None:
-        cols = CandidateColumns.of(req)
+        cols = columns_of(req)
     named = [req.profile or "default", *([req.shadow_profile] if req.shadow_profile else [])]
     violations = _first(_check_request(req, limits, cols, UNIT if profiles is None else
                                        retrieval_range(named, profiles)))
